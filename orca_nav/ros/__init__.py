@@ -1,0 +1,1 @@
+"""Thin rclpy nodes: parameters -> messages -> arrays -> orca_nav.core -> messages."""

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Creates (or updates) the local virtualenv .venv and installs orca_nav into it, editable.
+#   bash tools/setup_venv.sh          runtime: numpy, scipy, PyYAML, matplotlib (+ ROS 2 Jazzy wheels if needed)
+#   bash tools/setup_venv.sh --test   also the test and benchmark extras (pytest, hypothesis, pyrvo, ompl)
+# ROS: if `import rclpy` already works (a sourced /opt/ros/<distro>), the venv sees the system
+# packages and nothing ROS is installed; otherwise the ROS 2 Jazzy PyPI wheels are installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="demo"
+[ "${1:-}" = "--test" ] && extras="demo,test"
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv --system-site-packages .venv
+fi
+VPY=.venv/bin/python
+if ! "$VPY" -c "import rclpy, nav_msgs.msg, geometry_msgs.msg, visualization_msgs.msg, trajectory_msgs.msg, diagnostic_msgs.msg" >/dev/null 2>&1; then
+  echo "setup_venv: rclpy not importable, installing the ROS 2 Jazzy PyPI wheels" >&2
+  "$VPY" -m pip install -q --disable-pip-version-check \
+    "ros-jazzy-rclpy[fastrtps]" ros-jazzy-geometry-msgs ros-jazzy-nav-msgs ros-jazzy-visualization-msgs \
+    ros-jazzy-trajectory-msgs ros-jazzy-std-msgs ros-jazzy-diagnostic-msgs
+fi
+"$VPY" -m pip install -q --disable-pip-version-check -e ".[${extras}]"

@@ -1,0 +1,439 @@
+"""2-D and 3-D occupancy grids with a cached clearance (distance) field.
+
+Conventions (every caller relies on these):
+
+* ``occupied`` is a bool array indexed ``[iy, ix]`` (2-D) or ``[iz, iy, ix]`` (3-D): rows run
+  along +y, like ``nav_msgs/OccupancyGrid`` data reshaped to ``(height, width)``.
+* ``origin`` is the world position of the *corner* of cell 0 (x, y[, z]); cell ``(ix, iy[, iz])``
+  covers ``origin + [i, i + 1) * resolution`` on every axis and its centre is
+  ``origin + (i + 0.5) * resolution``.
+* Points and cell indices are always given in ``(x, y[, z])`` / ``(ix, iy[, iz])`` order, shape
+  ``(K, ndim)`` (a single ``(ndim,)`` point is accepted and treated as ``K = 1``).
+* Everything outside the map counts as occupied.
+* ``clearance()`` is, for every cell, the Euclidean distance in metres from its centre to the
+  nearest occupied cell centre, where the cells just outside the map border count as occupied
+  too. Occupied cells have clearance 0. It is computed once with
+  ``scipy.ndimage.distance_transform_edt`` and cached as float32 (4 bytes per cell; the transform
+  needs transient working memory of about 20 bytes per cell while it runs).
+* A disc/ball of radius ``r`` centred at point ``p`` is *free* iff ``clearance_at(p) > r``.
+  ``inflated(r)`` marks exactly the cells with ``clearance <= r``, so
+  ``inflated(r).occupied_at(p) == (clearance_at(p) <= r)`` for points inside the map.
+  The measure is cell centre to cell centre, so it can be off by up to one cell diagonal from
+  the true geometry; add a margin to ``r`` if the map's cells only approximate the obstacles.
+* ``segment_free`` samples each segment at spacing <= resolution / 2 (both end points included).
+
+Memory: the grid itself stores one byte per cell (a bool array; a bool, C-contiguous input is
+used without a copy and is exposed read-only). The clearance field is only built when a
+clearance / inflation / radius > 0 query needs it.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Optional, Sequence, Tuple, Union
+
+import numpy as np
+from scipy import ndimage
+
+# Values of nav_msgs/OccupancyGrid data.
+OCC_FREE = 0
+OCC_OCCUPIED = 100
+OCC_UNKNOWN = -1
+
+PathLike = Union[str, Path]
+
+
+def _finite_float(name: str, value) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f'{name} must be a number, got {value!r}') from None
+    if not math.isfinite(out):
+        raise ValueError(f'{name} must be finite, got {value!r}')
+    return out
+
+
+class OccupancyGrid:
+    """Bool occupancy grid (2-D ``[iy, ix]`` or 3-D ``[iz, iy, ix]``) with resolution and origin."""
+
+    def __init__(self, occupied, resolution: float, origin: Sequence[float]):
+        occ = np.asarray(occupied)
+        if occ.dtype != np.bool_:
+            if not np.issubdtype(occ.dtype, np.number):
+                raise ValueError(f'occupied must be a bool or numeric array, got dtype {occ.dtype}')
+            occ = occ != 0
+        if occ.ndim not in (2, 3):
+            raise ValueError(f'occupied must be 2-D [iy, ix] or 3-D [iz, iy, ix], got shape {occ.shape}')
+        if min(occ.shape) == 0:
+            raise ValueError(f'occupied must not be empty, got shape {occ.shape}')
+        occ = np.ascontiguousarray(occ).view()
+        occ.flags.writeable = False
+        resolution = _finite_float('resolution', resolution)
+        if resolution <= 0.0:
+            raise ValueError(f'resolution must be > 0, got {resolution}')
+        origin_arr = np.asarray(origin, dtype=float).reshape(-1)
+        if origin_arr.size != occ.ndim:
+            raise ValueError(f'origin must have {occ.ndim} values (one per map axis), '
+                             f'got {origin_arr.size}')
+        if not np.all(np.isfinite(origin_arr)):
+            raise ValueError(f'origin must be finite, got {origin_arr.tolist()}')
+        self._occupied = occ
+        self._resolution = resolution
+        self._origin = origin_arr
+        self._origin.flags.writeable = False
+        # Map size per axis in (x, y[, z]) order.
+        self._size_xyz = np.array(occ.shape[::-1], dtype=np.int64)
+        self._clearance: Optional[np.ndarray] = None
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def occupied(self) -> np.ndarray:
+        """Read-only bool array, ``[iy, ix]`` or ``[iz, iy, ix]``."""
+        return self._occupied
+
+    @property
+    def ndim(self) -> int:
+        return self._occupied.ndim
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """Array shape: ``(ny, nx)`` or ``(nz, ny, nx)``."""
+        return self._occupied.shape
+
+    @property
+    def resolution(self) -> float:
+        return self._resolution
+
+    @property
+    def origin(self) -> np.ndarray:
+        """World coordinates ``(x, y[, z])`` of the corner of cell 0."""
+        return self._origin
+
+    @property
+    def size_cells(self) -> np.ndarray:
+        """Number of cells per axis in ``(x, y[, z])`` order."""
+        return self._size_xyz.copy()
+
+    @property
+    def extent(self) -> Tuple[np.ndarray, np.ndarray]:
+        """World bounds ``(lower, upper)``, each ``(ndim,)`` in ``(x, y[, z])`` order."""
+        return self._origin.copy(), self._origin + self._size_xyz * self._resolution
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_int8(cls, data, width: int, height: int, resolution: float, origin: Sequence[float],
+                  unknown_occupied: bool = True, occupied_threshold: int = 65) -> 'OccupancyGrid':
+        """Build a 2-D grid from ``nav_msgs/OccupancyGrid``-style data.
+
+        ``data`` is flat, row-major, ``width * height`` long (row ``iy`` = ``data[iy*width:(iy+1)*width]``);
+        0 is free, 100 occupied, -1 unknown. A value in 1..99 is occupied when it is
+        ``>= occupied_threshold``. Unknown cells are occupied iff ``unknown_occupied``.
+        ``origin`` is ``(x, y)`` (the pose's position; a rotated map origin is not supported).
+        """
+        width = int(width)
+        height = int(height)
+        if width <= 0:
+            raise ValueError(f'width must be > 0, got {width}')
+        if height <= 0:
+            raise ValueError(f'height must be > 0, got {height}')
+        if not 0 < int(occupied_threshold) <= 100:
+            raise ValueError(f'occupied_threshold must be in 1..100, got {occupied_threshold}')
+        values = np.asarray(data).reshape(-1)
+        if values.size != width * height:
+            raise ValueError(f'data must have width*height = {width * height} values, got {values.size}')
+        if not np.issubdtype(values.dtype, np.integer):
+            raise ValueError(f'data must be integer (int8) values, got dtype {values.dtype}')
+        bad = np.flatnonzero((values < OCC_UNKNOWN) | (values > OCC_OCCUPIED))
+        if bad.size:
+            raise ValueError(f'data[{bad[0]}] = {values[bad[0]]} is outside -1..100')
+        values = values.reshape(height, width)
+        occupied = values >= int(occupied_threshold)
+        if unknown_occupied:
+            occupied |= values == OCC_UNKNOWN
+        return cls(occupied, resolution, origin)
+
+    @classmethod
+    def from_map_yaml(cls, path: PathLike, unknown_occupied: bool = True,
+                      occupied_threshold: int = 65) -> 'OccupancyGrid':
+        """Load a map_server map: YAML (image, resolution, origin, thresholds, negate, mode) + PGM/PNG.
+
+        Pixels become -1/0/100 (or 0..100 in ``scale``/``raw`` mode) exactly as nav2_map_server
+        does; those values then go through :meth:`from_int8`'s rules. The image's top row is the
+        map's highest y. ``origin`` yaw must be 0.
+        """
+        import yaml  # PyYAML: only needed for this format
+
+        path = Path(path)
+        with open(path, 'r', encoding='utf-8') as stream:
+            meta = yaml.safe_load(stream)
+        if not isinstance(meta, dict):
+            raise ValueError(f'{path}: map YAML must be a mapping')
+        for key in ('image', 'resolution', 'origin'):
+            if key not in meta:
+                raise ValueError(f'{path}: map YAML is missing field {key!r}')
+        origin = meta['origin']
+        if not isinstance(origin, (list, tuple)) or len(origin) != 3:
+            raise ValueError(f'{path}: origin must be [x, y, yaw], got {origin!r}')
+        yaw = _finite_float('origin yaw', origin[2])
+        if yaw != 0.0:
+            raise ValueError(f'{path}: origin yaw must be 0 (rotated maps are not supported), got {yaw}')
+        mode = str(meta.get('mode', 'trinary')).lower()
+        if mode not in ('trinary', 'scale', 'raw'):
+            raise ValueError(f'{path}: mode must be trinary, scale or raw, got {mode!r}')
+        occ_th = _finite_float('occupied_thresh', meta.get('occupied_thresh', 0.65))
+        free_th = _finite_float('free_thresh', meta.get('free_thresh', 0.25))
+        negate = meta.get('negate', 0)
+        if isinstance(negate, str):
+            negate = negate.strip().lower() in ('1', 'true', 'yes')
+        image_path = Path(str(meta['image']))
+        if not image_path.is_absolute():
+            image_path = path.parent / image_path
+        shade, opaque = _read_image_shade(image_path)
+        values = map_server_values(shade, opaque, mode, bool(negate), occ_th, free_th)
+        height, width = values.shape
+        # Image row 0 is the top (max y); grid row 0 is min y.
+        return cls.from_int8(values[::-1].reshape(-1), width, height, meta['resolution'],
+                             [origin[0], origin[1]], unknown_occupied, occupied_threshold)
+
+    # ------------------------------------------------------------------ writers
+    def to_int8(self) -> np.ndarray:
+        """Flat row-major int8 data (0 free, 100 occupied) for a ``nav_msgs/OccupancyGrid`` (2-D only)."""
+        if self.ndim != 2:
+            raise ValueError(f'to_int8 needs a 2-D grid, this one is {self.ndim}-D')
+        return np.where(self._occupied, OCC_OCCUPIED, OCC_FREE).astype(np.int8).reshape(-1)
+
+    def save_map_yaml(self, path_stem: PathLike) -> Tuple[Path, Path]:
+        """Write ``<stem>.yaml`` + ``<stem>.pgm`` (trinary, P5) that map_server and
+        :meth:`from_map_yaml` read back to this exact grid. 2-D only. Returns both paths."""
+        if self.ndim != 2:
+            raise ValueError(f'save_map_yaml needs a 2-D grid, this one is {self.ndim}-D')
+        stem = Path(path_stem)
+        if stem.suffix in ('.yaml', '.yml', '.pgm'):
+            stem = stem.with_suffix('')
+        yaml_path = stem.with_name(stem.name + '.yaml')
+        pgm_path = stem.with_name(stem.name + '.pgm')
+        # map_saver's convention: occupied black (0), free light grey (254); top row = max y.
+        pixels = np.where(self._occupied[::-1], 0, 254).astype(np.uint8)
+        write_pgm(pgm_path, pixels)
+        x0, y0 = (repr(float(v)) for v in self._origin)
+        yaml_path.write_text(
+            f'image: {pgm_path.name}\n'
+            f'mode: trinary\n'
+            f'resolution: {self._resolution!r}\n'
+            f'origin: [{x0}, {y0}, 0.0]\n'
+            f'negate: 0\n'
+            f'occupied_thresh: 0.65\n'
+            f'free_thresh: 0.25\n', encoding='utf-8')
+        return yaml_path, pgm_path
+
+    # ------------------------------------------------------------------ conversions
+    def _points(self, points, name: str = 'points') -> np.ndarray:
+        pts = np.asarray(points, dtype=float)
+        if pts.ndim == 1:
+            pts = pts.reshape(1, -1)
+        if pts.ndim != 2 or pts.shape[1] != self.ndim:
+            raise ValueError(f'{name} must have shape (K, {self.ndim}), got {np.shape(points)}')
+        if not np.all(np.isfinite(pts)):
+            bad = np.argwhere(~np.isfinite(pts))[0]
+            raise ValueError(f'{name}[{bad[0]}] is not finite: {pts[bad[0]].tolist()}')
+        return pts
+
+    def world_to_cell(self, points) -> np.ndarray:
+        """``(K, ndim)`` int64 cell indices ``(ix, iy[, iz])`` (floor); may lie outside the map."""
+        pts = self._points(points)
+        return np.floor((pts - self._origin) / self._resolution).astype(np.int64)
+
+    def cell_centers(self, cells) -> np.ndarray:
+        """World centres ``(K, ndim)`` of integer cells given as ``(ix, iy[, iz])`` rows."""
+        idx = np.asarray(cells)
+        if idx.ndim == 1:
+            idx = idx.reshape(1, -1)
+        if idx.ndim != 2 or idx.shape[1] != self.ndim:
+            raise ValueError(f'cells must have shape (K, {self.ndim}), got {np.shape(cells)}')
+        return self._origin + (idx.astype(float) + 0.5) * self._resolution
+
+    def _cells_in_bounds(self, cells: np.ndarray) -> np.ndarray:
+        return np.all((cells >= 0) & (cells < self._size_xyz), axis=1)
+
+    def in_bounds(self, points) -> np.ndarray:
+        """``(K,)`` bool: the point lies in a map cell."""
+        return self._cells_in_bounds(self.world_to_cell(points))
+
+    def _flat_index(self, cells: np.ndarray) -> np.ndarray:
+        # cells are (ix, iy[, iz]); the array is [..., iy, ix].
+        return np.ravel_multi_index(tuple(cells[:, ::-1].T), self.shape)
+
+    def _lookup(self, array: np.ndarray, points, outside) -> np.ndarray:
+        cells = self.world_to_cell(points)
+        inside = self._cells_in_bounds(cells)
+        out = np.full(cells.shape[0], outside, dtype=array.dtype)
+        if inside.any():
+            out[inside] = array.reshape(-1)[self._flat_index(cells[inside])]
+        return out
+
+    # ------------------------------------------------------------------ queries
+    def occupied_at(self, points) -> np.ndarray:
+        """``(K,)`` bool: the cell holding each point is occupied, or the point is outside the map."""
+        return self._lookup(self._occupied, points, True)
+
+    def clearance(self) -> np.ndarray:
+        """Cached float32 field (same shape as ``occupied``): metres from each cell centre to the
+        nearest occupied cell centre, the ring of cells just outside the map counting as occupied."""
+        if self._clearance is None:
+            res = self._resolution
+            if self._occupied.any():
+                field = ndimage.distance_transform_edt(~self._occupied)
+            else:
+                field = np.full(self.shape, np.inf)
+            field = field.astype(np.float32)
+            field *= np.float32(res)
+            # Distance to the outside ring along each array axis: min(i + 1, n - i) cells.
+            for axis, n in enumerate(self.shape):
+                idx = np.arange(n)
+                border = (np.minimum(idx + 1, n - idx) * res).astype(np.float32)
+                view_shape = [1] * self.ndim
+                view_shape[axis] = n
+                np.minimum(field, border.reshape(view_shape), out=field)
+            field.flags.writeable = False
+            self._clearance = field
+        return self._clearance
+
+    def clearance_at(self, points) -> np.ndarray:
+        """``(K,)`` float32 clearance of the cell holding each point; 0 outside the map."""
+        return self._lookup(self.clearance(), points, 0.0)
+
+    def inflated(self, radius: float) -> 'OccupancyGrid':
+        """Grid whose occupied cells are those with ``clearance <= radius`` (radius 0: a copy)."""
+        radius = _finite_float('radius', radius)
+        if radius < 0.0:
+            raise ValueError(f'radius must be >= 0, got {radius}')
+        if radius == 0.0:
+            return OccupancyGrid(self._occupied.copy(), self._resolution, self._origin)
+        return OccupancyGrid(self.clearance() <= np.float32(radius), self._resolution, self._origin)
+
+    def points_free(self, points, radius: float = 0.0) -> np.ndarray:
+        """``(K,)`` bool: a disc/ball of ``radius`` at each point is free (radius 0: cell not occupied)."""
+        radius = _finite_float('radius', radius)
+        if radius < 0.0:
+            raise ValueError(f'radius must be >= 0, got {radius}')
+        if radius == 0.0:
+            return ~self.occupied_at(points)
+        return self.clearance_at(points) > np.float32(radius)
+
+    def segment_free(self, p0, p1, radius: float = 0.0) -> np.ndarray:
+        """``(K,)`` bool: every sample along segment ``p0[k] -> p1[k]`` (spacing <= resolution / 2,
+        both ends included) is free for a disc/ball of ``radius``."""
+        a = self._points(p0, 'p0')
+        b = self._points(p1, 'p1')
+        if a.shape != b.shape:
+            raise ValueError(f'p0 and p1 must have the same shape, got {a.shape} and {b.shape}')
+        if a.shape[0] == 0:
+            return np.zeros(0, dtype=bool)
+        lengths = np.linalg.norm(b - a, axis=1)
+        counts = np.ceil(lengths / (0.5 * self._resolution)).astype(np.int64) + 1
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        seg = np.repeat(np.arange(a.shape[0]), counts)
+        # Fraction along the segment of every sample, all segments at once.
+        step = np.arange(seg.size) - starts[seg]
+        frac = step / np.maximum(counts[seg] - 1, 1)
+        samples = a[seg] + (b - a)[seg] * frac[:, None]
+        ok = self.points_free(samples, radius)
+        return np.logical_and.reduceat(ok, starts)
+
+    def __repr__(self) -> str:
+        return (f'OccupancyGrid(shape={self.shape}, resolution={self._resolution}, '
+                f'origin={self._origin.tolist()})')
+
+
+# ---------------------------------------------------------------------- image I/O
+def map_server_values(shade: np.ndarray, opaque: np.ndarray, mode: str, negate: bool,
+                      occupied_thresh: float, free_thresh: float) -> np.ndarray:
+    """nav2_map_server's pixel -> int8 rule. ``shade`` is brightness in [0, 1] (channel mean),
+    ``opaque`` marks pixels with full alpha. Returns int8 values in image layout."""
+    occ = shade if negate else 1.0 - shade
+    if mode == 'raw':
+        raw = np.round(shade * 255.0)
+        return np.where((raw >= OCC_FREE) & (raw <= OCC_OCCUPIED), raw, OCC_UNKNOWN).astype(np.int8)
+    out = np.full(shade.shape, OCC_UNKNOWN, dtype=np.int8)
+    if mode == 'scale':
+        span = max(occupied_thresh - free_thresh, 1e-12)
+        scaled = np.rint((occ - free_thresh) / span * 100.0)
+        middle = (occ >= free_thresh) & (occ <= occupied_thresh)
+        out[middle] = scaled[middle].astype(np.int8)
+    out[occ < free_thresh] = OCC_FREE
+    out[occupied_thresh < occ] = OCC_OCCUPIED
+    if mode == 'scale':
+        out[~opaque] = OCC_UNKNOWN
+    return out
+
+
+def _read_image_shade(path: Path) -> Tuple[np.ndarray, np.ndarray]:
+    """Brightness in [0, 1] (mean of colour channels) and full-alpha mask of a PGM or PNG."""
+    suffix = path.suffix.lower()
+    if suffix in ('.pgm', '.pnm'):
+        pixels, maxval = read_pgm(path)
+        return pixels.astype(float) / maxval, np.ones(pixels.shape, dtype=bool)
+    if suffix == '.png':
+        import matplotlib.image  # lazy: only PNG maps need it
+
+        img = np.asarray(matplotlib.image.imread(str(path)), dtype=float)  # PNG -> floats in [0, 1]
+        if img.ndim == 2:
+            return img, np.ones(img.shape, dtype=bool)
+        if img.shape[2] in (2, 4):  # grey+alpha or RGBA
+            return img[..., :-1].mean(axis=2), img[..., -1] >= 1.0
+        return img.mean(axis=2), np.ones(img.shape[:2], dtype=bool)
+    raise ValueError(f'image {path} must be a .pgm or .png file')
+
+
+def _pgm_tokens(raw: bytes, count: int) -> Tuple[list, int]:
+    """First ``count`` whitespace-separated header tokens (skipping # comments) and the offset
+    just after the last one."""
+    tokens = []
+    pos = 0
+    while len(tokens) < count:
+        while pos < len(raw) and raw[pos:pos + 1].isspace():
+            pos += 1
+        if pos >= len(raw):
+            raise ValueError('PGM header is truncated')
+        if raw[pos:pos + 1] == b'#':
+            while pos < len(raw) and raw[pos:pos + 1] not in (b'\n', b'\r'):
+                pos += 1
+            continue
+        end = pos
+        while end < len(raw) and not raw[end:end + 1].isspace() and raw[end:end + 1] != b'#':
+            end += 1
+        tokens.append(raw[pos:end])
+        pos = end
+    return tokens, pos
+
+
+def read_pgm(path: PathLike) -> Tuple[np.ndarray, int]:
+    """Read a binary (P5) or ASCII (P2) PGM. Returns (pixels ``[row, col]``, row 0 = top; maxval)."""
+    raw = Path(path).read_bytes()
+    magic = raw[:2]
+    if magic not in (b'P5', b'P2'):
+        raise ValueError(f'{path}: not a PGM file (magic {magic!r}, expected P5 or P2)')
+    (width, height, maxval), pos = _pgm_tokens(raw[2:], 3)
+    width, height, maxval = int(width), int(height), int(maxval)
+    if width <= 0 or height <= 0 or not 0 < maxval < 65536:
+        raise ValueError(f'{path}: bad PGM header {width}x{height} maxval {maxval}')
+    body_start = 2 + pos
+    if magic == b'P5':
+        body_start += 1  # exactly one whitespace byte after maxval
+        dtype = np.dtype('>u2') if maxval > 255 else np.dtype(np.uint8)
+        count = width * height
+        pixels = np.frombuffer(raw, dtype=dtype, count=count, offset=body_start)
+    else:
+        pixels = np.array(raw[body_start:].split()[:width * height], dtype=np.int64)
+        if pixels.size != width * height:
+            raise ValueError(f'{path}: PGM has {pixels.size} values, expected {width * height}')
+    return pixels.reshape(height, width).astype(np.uint16 if maxval > 255 else np.uint8), maxval
+
+
+def write_pgm(path: PathLike, pixels: np.ndarray) -> None:
+    """Write an 8-bit binary (P5) PGM; ``pixels[row, col]`` with row 0 = top."""
+    img = np.asarray(pixels)
+    if img.ndim != 2 or img.dtype != np.uint8:
+        raise ValueError(f'pixels must be a 2-D uint8 array, got {img.dtype} {img.shape}')
+    header = f'P5\n{img.shape[1]} {img.shape[0]}\n255\n'.encode('ascii')
+    Path(path).write_bytes(header + np.ascontiguousarray(img).tobytes())

@@ -1,0 +1,198 @@
+"""OccupancyGrid: construction, conversions, map_server I/O, clearance and collision checks."""
+import time
+
+import numpy as np
+import pytest
+
+from orca_nav.core.grid import OccupancyGrid, read_pgm, write_pgm
+
+
+def small_map():
+    occ = np.zeros((4, 6), dtype=bool)  # 6 wide (x), 4 tall (y)
+    occ[1, 4] = True                    # cell ix=4, iy=1
+    return OccupancyGrid(occ, 0.5, (1.0, -2.0))
+
+
+def test_properties_and_indexing_order():
+    g = small_map()
+    assert g.ndim == 2 and g.shape == (4, 6) and g.resolution == 0.5
+    np.testing.assert_array_equal(g.origin, [1.0, -2.0])
+    # cell (ix=4, iy=1) covers x in [3, 3.5), y in [-1.5, -1)
+    np.testing.assert_array_equal(g.world_to_cell([[3.2, -1.2], [0.9, -2.0]]), [[4, 1], [-1, 0]])
+    np.testing.assert_allclose(g.cell_centers([[4, 1]]), [[3.25, -1.25]])
+    np.testing.assert_array_equal(g.occupied_at([[3.2, -1.2], [3.6, -1.2], [0.9, -1.0], [3.9, -0.5], [4.0, -0.5]]),
+                                  [True, False, True, False, True])
+    np.testing.assert_array_equal(g.in_bounds([[1.0, -2.0], [3.99, -0.01], [4.0, 0.0]]),
+                                  [True, True, False])
+    lo, hi = g.extent
+    np.testing.assert_allclose(lo, [1.0, -2.0])
+    np.testing.assert_allclose(hi, [4.0, 0.0])
+
+
+def test_3d_indexing_order():
+    occ = np.zeros((3, 4, 5), dtype=bool)
+    occ[2, 1, 3] = True  # iz=2, iy=1, ix=3
+    g = OccupancyGrid(occ, 0.1, (0, 0, 0))
+    np.testing.assert_array_equal(g.world_to_cell([[0.35, 0.15, 0.25]]), [[3, 1, 2]])
+    assert g.occupied_at([[0.35, 0.15, 0.25]])[0]
+    assert not g.occupied_at([[0.35, 0.15, 0.15]])[0]
+
+
+@pytest.mark.parametrize('kwargs, field', [
+    (dict(occupied=np.zeros((3, 3)), resolution=0.0, origin=(0, 0)), 'resolution'),
+    (dict(occupied=np.zeros((3, 3)), resolution=-1.0, origin=(0, 0)), 'resolution'),
+    (dict(occupied=np.zeros((3, 3)), resolution=float('nan'), origin=(0, 0)), 'resolution'),
+    (dict(occupied=np.zeros((3, 3)), resolution=0.1, origin=(0, 0, 0)), 'origin'),
+    (dict(occupied=np.zeros((3, 3, 3)), resolution=0.1, origin=(0, 0)), 'origin'),
+    (dict(occupied=np.zeros((3, 3)), resolution=0.1, origin=(0, float('inf'))), 'origin'),
+    (dict(occupied=np.zeros(3), resolution=0.1, origin=(0,)), 'occupied'),
+])
+def test_bad_construction(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        OccupancyGrid(**kwargs)
+
+
+def test_bad_points():
+    g = small_map()
+    with pytest.raises(ValueError, match='points'):
+        g.occupied_at([[np.nan, 0.0]])
+    with pytest.raises(ValueError, match='points'):
+        g.occupied_at([[0.0, 0.0, 0.0]])
+    with pytest.raises(ValueError, match='p1'):
+        g.segment_free([[1.5, -1.5]], [[np.inf, -1.5]])
+
+
+def test_from_int8_policies():
+    data = np.array([0, 100, -1, 50,
+                     65, 64, 0, 0], dtype=np.int8)
+    g = OccupancyGrid.from_int8(data, 4, 2, 0.1, (0.0, 0.0))
+    np.testing.assert_array_equal(g.occupied, [[False, True, True, False], [True, False, False, False]])
+    g2 = OccupancyGrid.from_int8(data, 4, 2, 0.1, (0.0, 0.0), unknown_occupied=False, occupied_threshold=50)
+    np.testing.assert_array_equal(g2.occupied, [[False, True, False, True], [True, True, False, False]])
+    with pytest.raises(ValueError, match='data'):
+        OccupancyGrid.from_int8(data, 3, 2, 0.1, (0.0, 0.0))
+    with pytest.raises(ValueError, match=r'data\[1\]'):
+        OccupancyGrid.from_int8(np.array([0, 101]), 2, 1, 0.1, (0.0, 0.0))
+    with pytest.raises(ValueError, match='origin'):
+        OccupancyGrid.from_int8(data, 4, 2, 0.1, (0.0, 0.0, 0.0))
+    np.testing.assert_array_equal(g.to_int8(), np.where(g.occupied.ravel(), 100, 0))
+
+
+def test_map_yaml_roundtrip(tmp_path):
+    rng = np.random.default_rng(0)
+    occ = rng.random((37, 53)) < 0.3
+    g = OccupancyGrid(occ, 0.05, (-3.25, 7.1))
+    yaml_path, pgm_path = g.save_map_yaml(tmp_path / 'm')
+    back = OccupancyGrid.from_map_yaml(yaml_path)
+    np.testing.assert_array_equal(back.occupied, g.occupied)
+    assert back.resolution == g.resolution
+    np.testing.assert_array_equal(back.origin, g.origin)
+    # The image's top row is the map's top (max y) row.
+    pixels, maxval = read_pgm(pgm_path)
+    assert maxval == 255
+    np.testing.assert_array_equal(pixels[0] == 0, occ[-1])
+
+
+def write_yaml(path, image, **fields):
+    meta = dict(image=image, resolution=0.1, origin=[1.0, 2.0, 0.0], occupied_thresh=0.65,
+                free_thresh=0.196, negate=0)
+    meta.update(fields)
+    path.write_text(''.join(f'{k}: {v}\n' for k, v in meta.items()))
+    return path
+
+
+def test_map_yaml_trinary_thresholds_negate_and_p2(tmp_path):
+    # One image row, values chosen around the thresholds: occ = 1 - v/255.
+    # 0 -> occ 1 (occupied), 254 -> free, 128 -> occ 0.498 (unknown), 89 -> occ 0.651 (occupied),
+    # 90 -> occ 0.647 (unknown), 205 -> occ 0.196 (unknown: free needs occ < free_thresh).
+    values = [0, 254, 128, 89, 90, 206]
+    (tmp_path / 'a.pgm').write_text('P2\n# comment line\n6 1\n255\n' + ' '.join(map(str, values)) + '\n')
+    y = write_yaml(tmp_path / 'a.yaml', 'a.pgm')
+    g = OccupancyGrid.from_map_yaml(y, unknown_occupied=False)
+    np.testing.assert_array_equal(g.occupied[0], [True, False, False, True, False, False])
+    g_unknown = OccupancyGrid.from_map_yaml(y, unknown_occupied=True)
+    np.testing.assert_array_equal(g_unknown.occupied[0], [True, False, True, True, True, False])
+    np.testing.assert_array_equal(g.origin, [1.0, 2.0])
+    # negate: bright is occupied.
+    y2 = write_yaml(tmp_path / 'b.yaml', 'a.pgm', negate=1)
+    gn = OccupancyGrid.from_map_yaml(y2, unknown_occupied=False)
+    np.testing.assert_array_equal(gn.occupied[0], [False, True, False, False, False, True])
+
+
+def test_map_yaml_rows_flipped_and_png(tmp_path):
+    pixels = np.full((3, 2), 254, dtype=np.uint8)
+    pixels[0, 1] = 0  # top-right pixel occupied -> cell ix=1, iy=2
+    write_pgm(tmp_path / 'c.pgm', pixels)
+    g = OccupancyGrid.from_map_yaml(write_yaml(tmp_path / 'c.yaml', 'c.pgm'))
+    assert g.shape == (3, 2)
+    np.testing.assert_array_equal(np.argwhere(g.occupied), [[2, 1]])
+    matplotlib_image = pytest.importorskip('matplotlib.image')
+    rgb = np.repeat(pixels[:, :, None], 3, axis=2)
+    matplotlib_image.imsave(tmp_path / 'c.png', rgb)
+    gp = OccupancyGrid.from_map_yaml(write_yaml(tmp_path / 'd.yaml', 'c.png'))
+    np.testing.assert_array_equal(gp.occupied, g.occupied)
+
+
+def test_map_yaml_bad_fields(tmp_path):
+    write_pgm(tmp_path / 'e.pgm', np.zeros((2, 2), dtype=np.uint8))
+    with pytest.raises(ValueError, match='yaw'):
+        OccupancyGrid.from_map_yaml(write_yaml(tmp_path / 'e.yaml', 'e.pgm', origin=[0, 0, 0.5]))
+    with pytest.raises(ValueError, match='resolution'):
+        OccupancyGrid.from_map_yaml(write_yaml(tmp_path / 'f.yaml', 'e.pgm', resolution=0))
+    with pytest.raises(ValueError, match='mode'):
+        OccupancyGrid.from_map_yaml(write_yaml(tmp_path / 'g.yaml', 'e.pgm', mode='fancy'))
+
+
+def test_clearance_and_inflation_match_brute_force():
+    rng = np.random.default_rng(3)
+    occ = rng.random((20, 30)) < 0.05
+    g = OccupancyGrid(occ, 0.2, (0.0, 0.0))
+    clear = g.clearance()
+    assert clear.dtype == np.float32 and clear.shape == occ.shape
+    iy, ix = np.indices(occ.shape)
+    centres = np.stack([ix.ravel(), iy.ravel()], axis=1)
+    # Occupied cells plus the ring just outside the map.
+    ring = [(x, y) for x in range(-1, 31) for y in range(-1, 21) if x in (-1, 30) or y in (-1, 20)]
+    obstacles = np.concatenate([np.argwhere(occ)[:, ::-1], np.array(ring)])
+    brute = np.min(np.linalg.norm(centres[:, None, :] - obstacles[None, :, :], axis=2), axis=1) * 0.2
+    np.testing.assert_allclose(clear.ravel(), brute, rtol=1e-6)
+    assert g.clearance() is clear  # cached
+    inf = g.inflated(0.45)
+    np.testing.assert_array_equal(inf.occupied, clear <= np.float32(0.45))
+    pts = rng.uniform([0, 0], [6, 4], size=(500, 2))
+    np.testing.assert_array_equal(inf.occupied_at(pts), g.clearance_at(pts) <= np.float32(0.45))
+    np.testing.assert_array_equal(g.points_free(pts, 0.45), ~inf.occupied_at(pts))
+
+
+def test_segment_free_sweeps_thin_walls():
+    occ = np.zeros((10, 10), dtype=bool)
+    occ[:, 5] = True  # one-cell wall at x in [0.5, 0.6)
+    g = OccupancyGrid(occ, 0.1, (0.0, 0.0))
+    p0 = np.array([[0.15, 0.5], [0.15, 0.5], [0.15, 0.15], [0.15, 0.15]])
+    p1 = np.array([[0.95, 0.5], [0.45, 0.5], [0.45, 0.85], [0.15, 0.15]])
+    np.testing.assert_array_equal(g.segment_free(p0, p1), [False, True, True, True])
+    # Radius: the segment ending at x=0.45 comes within 0.1 m of the wall's cell centres.
+    np.testing.assert_array_equal(g.segment_free(p0[1:2], p1[1:2], radius=0.05), [True])
+    np.testing.assert_array_equal(g.segment_free(p0[1:2], p1[1:2], radius=0.1), [False])
+    # Random segments against dense point sampling.
+    rng = np.random.default_rng(1)
+    a = rng.uniform(0, 1, size=(300, 2))
+    b = rng.uniform(0, 1, size=(300, 2))
+    dense = a[:, None, :] + (b - a)[:, None, :] * np.linspace(0, 1, 2001)[None, :, None]
+    expect = ~g.occupied_at(dense.reshape(-1, 2)).reshape(300, -1).any(axis=1)
+    np.testing.assert_array_equal(g.segment_free(a, b), expect)
+
+
+def test_large_grid_about_a_byte_per_cell():
+    """1e8 cells: the constructor keeps the caller's bool array (no copy) and point checks are
+    vectorised lookups. The clearance field is not built by these calls."""
+    occ = np.zeros((100, 1000, 1000), dtype=bool)  # 1e8 cells, 100 MB
+    occ[50, 500, 500] = True
+    start = time.perf_counter()
+    g = OccupancyGrid(occ, 0.1, (0.0, 0.0, 0.0))
+    assert np.shares_memory(g.occupied, occ)
+    pts = np.random.default_rng(0).uniform(0, [100, 100, 10], size=(100_000, 3))
+    hits = g.occupied_at(np.vstack([pts, [[50.05, 50.05, 5.05]]]))
+    assert hits[-1] and not hits[:-1].any()
+    assert g._clearance is None
+    print(f'1e8-cell grid + 1e5 point checks: {time.perf_counter() - start:.2f} s')

@@ -1,0 +1,132 @@
+"""Message <-> array conversions at the nodes' edge. No geometry here beyond frame bookkeeping."""
+from __future__ import annotations
+
+import array
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from geometry_msgs.msg import Quaternion
+from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
+from nav_msgs.msg import Odometry
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from orca_nav.core.grid import OccupancyGrid
+
+
+def robot_topic(robot: str, name: str) -> str:
+    """Per-robot topic in the robot's namespace: `/<robot>/<name>`."""
+    return f'/{robot}/{name}'
+
+
+def latched_qos(depth: int = 1) -> QoSProfile:
+    """What nav2_map_server uses for /map: late subscribers still get the last map."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
+                      reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def yaw_to_quaternion(yaw: float) -> Quaternion:
+    half = 0.5 * float(yaw)
+    return Quaternion(x=0.0, y=0.0, z=math.sin(half), w=math.cos(half))
+
+
+def quaternion_to_yaw(q) -> float:
+    """Yaw (rotation about z) of a quaternion, REP-103 (counter-clockwise from x)."""
+    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+
+
+def stamp_to_seconds(stamp) -> float:
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def _finite(values, field: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise ValueError(f'{field}[{int(bad[0])}] is not finite ({arr.flat[bad[0]]})')
+    return arr
+
+
+@dataclass(frozen=True)
+class OdomState:
+    """One odometry sample, velocities rotated into the global frame."""
+
+    position: np.ndarray      # (3,) x, y, z in frame_id
+    velocity: np.ndarray      # (3,) linear velocity in frame_id
+    yaw: float
+    yaw_rate: float
+    stamp_s: float
+    frame_id: str
+
+
+def odom_to_state(msg: Odometry) -> OdomState:
+    """nav_msgs/Odometry -> OdomState. The twist is in child_frame_id (REP-105, base_link),
+    so it is rotated by the pose's yaw into the pose's frame. Raises ValueError naming the
+    field when anything is not finite."""
+    p = msg.pose.pose.position
+    q = msg.pose.pose.orientation
+    t = msg.twist.twist
+    position = _finite((p.x, p.y, p.z), 'pose.pose.position')
+    quat = _finite((q.x, q.y, q.z, q.w), 'pose.pose.orientation')
+    if not np.isclose(np.dot(quat, quat), 1.0, atol=1e-3):
+        raise ValueError(f'pose.pose.orientation is not a unit quaternion ({quat.tolist()})')
+    body_vel = _finite((t.linear.x, t.linear.y, t.linear.z), 'twist.twist.linear')
+    yaw_rate = float(_finite((t.angular.z,), 'twist.twist.angular.z')[0])
+    yaw = quaternion_to_yaw(q)
+    c, s = math.cos(yaw), math.sin(yaw)
+    velocity = np.array([c * body_vel[0] - s * body_vel[1], s * body_vel[0] + c * body_vel[1],
+                         body_vel[2]])
+    return OdomState(position=position, velocity=velocity, yaw=yaw, yaw_rate=yaw_rate,
+                     stamp_s=stamp_to_seconds(msg.header.stamp), frame_id=msg.header.frame_id)
+
+
+def state_to_odom(position, yaw: float, body_velocity, yaw_rate: float, stamp, frame_id: str,
+                  child_frame_id: str) -> Odometry:
+    """Odometry with the pose in `frame_id` and the twist in `child_frame_id` (REP-105)."""
+    msg = Odometry()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame_id
+    msg.child_frame_id = child_frame_id
+    pos = msg.pose.pose.position
+    pos.x, pos.y = float(position[0]), float(position[1])
+    pos.z = float(position[2]) if len(position) > 2 else 0.0
+    msg.pose.pose.orientation = yaw_to_quaternion(yaw)
+    lin = msg.twist.twist.linear
+    lin.x, lin.y = float(body_velocity[0]), float(body_velocity[1])
+    lin.z = float(body_velocity[2]) if len(body_velocity) > 2 else 0.0
+    msg.twist.twist.angular.z = float(yaw_rate)
+    return msg
+
+
+def grid_to_msg(grid: OccupancyGrid, frame_id: str, stamp) -> OccupancyGridMsg:
+    """A 2-D core grid as nav_msgs/OccupancyGrid (100 occupied, 0 free, row-major from y min)."""
+    msg = OccupancyGridMsg()
+    msg.header.frame_id = frame_id
+    msg.header.stamp = stamp
+    ny, nx = grid.shape
+    msg.info.map_load_time = stamp
+    msg.info.resolution = float(grid.resolution)
+    msg.info.width, msg.info.height = int(nx), int(ny)
+    msg.info.origin.position.x = float(grid.origin[0])
+    msg.info.origin.position.y = float(grid.origin[1])
+    msg.info.origin.orientation.w = 1.0
+    msg.data = array.array('b', grid.to_int8().tobytes())   # bulk copy; a list of 10^7 ints is slow
+    return msg
+
+
+def msg_to_grid(msg: OccupancyGridMsg, unknown_occupied: bool = True) -> OccupancyGrid:
+    """nav_msgs/OccupancyGrid -> core grid. Rotated map origins are rejected (field named)."""
+    info = msg.info
+    q = info.origin.orientation
+    if abs(quaternion_to_yaw(q)) > 1e-6:
+        raise ValueError(f'info.origin.orientation: rotated maps are not supported '
+                         f'(yaw {quaternion_to_yaw(q):.4f} rad)')
+    if info.width * info.height != len(msg.data):
+        raise ValueError(f'data: {len(msg.data)} cells, but info.width x info.height = '
+                         f'{info.width} x {info.height}')
+    data = np.frombuffer(msg.data, dtype=np.int8) if isinstance(msg.data, array.array) \
+        else np.asarray(msg.data, dtype=np.int8)
+    return OccupancyGrid.from_int8(data, info.width, info.height, info.resolution,
+                                   (info.origin.position.x, info.origin.position.y),
+                                   unknown_occupied=unknown_occupied)

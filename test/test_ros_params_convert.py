@@ -1,0 +1,153 @@
+"""orca_nav.ros.params and orca_nav.ros.convert over real rclpy."""
+import math
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+from rclpy.parameter import Parameter  # noqa: E402
+
+from orca_nav.core.grid import OccupancyGrid  # noqa: E402
+from orca_nav.ros import convert  # noqa: E402
+from orca_nav.ros.params import (ParamSpec, declare_parameters,  # noqa: E402
+                                 declare_robot_parameters, on_parameters_changed)
+
+pytestmark = pytest.mark.ros
+
+
+@pytest.fixture
+def make_node():
+    from rclpy.context import Context
+    from rclpy.node import Node
+    context = Context()
+    rclpy.init(context=context)
+    nodes = []
+
+    def make(overrides=()):
+        node = Node(f'params_test_{len(nodes)}', context=context,
+                    parameter_overrides=list(overrides))
+        nodes.append(node)
+        return node
+    yield make
+    for node in nodes:
+        node.destroy_node()
+    rclpy.shutdown(context=context)
+
+
+SPECS = [ParamSpec('control_rate', 20.0, 'Control rate (Hz)', min=0.1, max=1000.0),
+         ParamSpec('max_neighbors', 10, 'Neighbours', min=0, max=1000),
+         ParamSpec('mode', 'centralized', 'Mode', choices=('centralized', 'per_robot')),
+         ParamSpec('robots', ['robot0'], 'Robot names')]
+
+
+def test_declared_with_descriptor_and_range(make_node):
+    node = make_node()
+    values = declare_parameters(node, SPECS)
+    assert values == {'control_rate': 20.0, 'max_neighbors': 10, 'mode': 'centralized',
+                      'robots': ['robot0']}
+    desc = node.describe_parameter('control_rate')
+    assert 'Control rate' in desc.description
+    assert desc.floating_point_range[0].from_value == pytest.approx(0.1)
+    assert desc.floating_point_range[0].to_value == pytest.approx(1000.0)
+    assert node.describe_parameter('max_neighbors').integer_range[0].to_value == 1000
+
+
+@pytest.mark.parametrize('name,value,fragment', [
+    ('control_rate', -5.0, 'control_rate'),
+    ('max_neighbors', -1, 'max_neighbors'),
+    ('mode', 'swarm', "'swarm' is not one of"),
+])
+def test_bad_start_value_names_parameter(make_node, name, value, fragment):
+    node = make_node([Parameter(name, value=value)])
+    with pytest.raises(ValueError, match=fragment):
+        declare_parameters(node, SPECS)
+
+
+def test_wrong_type_at_start_names_parameter(make_node):
+    node = make_node([Parameter('control_rate', value=20)])   # an int for a double
+    with pytest.raises(ValueError, match='control_rate: expected type double'):
+        declare_parameters(node, SPECS)
+
+
+def test_set_parameters_rejects_with_reason_and_notifies_good_changes(make_node):
+    node = make_node()
+    declare_parameters(node, SPECS)
+    seen = []
+    on_parameters_changed(node, seen.append)
+    bad = node.set_parameters([Parameter('mode', value='swarm')])[0]
+    assert not bad.successful and 'mode' in bad.reason and 'swarm' in bad.reason
+    nan = node.set_parameters([Parameter('control_rate', value=math.nan)])[0]
+    assert not nan.successful and 'control_rate' in nan.reason
+    good = node.set_parameters([Parameter('control_rate', value=50.0)])[0]
+    assert good.successful
+    assert node.get_parameter('control_rate').value == 50.0
+    assert seen == [{'control_rate': 50.0}]
+
+
+def test_robot_parameters(make_node):
+    node = make_node([Parameter('robot1.goal', value=[1.0, 2.0, 0.5]),
+                      Parameter('robot1.kinematics', value='car')])
+    robots = declare_robot_parameters(node, ['robot0', 'robot1'])
+    assert robots['robot0']['goal'] == [] and robots['robot0']['kinematics'] == 'holonomic'
+    assert robots['robot1']['goal'] == [1.0, 2.0, 0.5] and robots['robot1']['kinematics'] == 'car'
+    short = node.set_parameters([Parameter('robot0.goal', value=[1.0, 2.0])])[0]
+    assert not short.successful and 'robot0.goal' in short.reason
+    with pytest.raises(ValueError, match="'2fast' is not a valid robot name"):
+        declare_robot_parameters(node, ['2fast'])
+
+
+def test_bad_kinematics_start_value(make_node):
+    node = make_node([Parameter('robot0.kinematics', value='boat')])
+    with pytest.raises(ValueError, match='robot0.kinematics'):
+        declare_robot_parameters(node, ['robot0'])
+
+
+def test_odom_round_trip_rotates_twist_into_global_frame():
+    from builtin_interfaces.msg import Time
+    msg = convert.state_to_odom((1.0, 2.0), math.pi / 2, (0.5, 0.0), 0.3, Time(sec=3, nanosec=5),
+                                'map', 'robot0/base_link')
+    state = convert.odom_to_state(msg)
+    assert state.frame_id == 'map'
+    assert state.position == pytest.approx([1.0, 2.0, 0.0])
+    assert state.yaw == pytest.approx(math.pi / 2)
+    assert state.velocity == pytest.approx([0.0, 0.5, 0.0], abs=1e-12)   # forward = +y
+    assert state.yaw_rate == pytest.approx(0.3)
+    assert state.stamp_s == pytest.approx(3.000000005)
+
+
+@pytest.mark.parametrize('field,setter', [
+    ('pose.pose.position[0]', lambda m: setattr(m.pose.pose.position, 'x', math.nan)),
+    ('twist.twist.linear[1]', lambda m: setattr(m.twist.twist.linear, 'y', math.inf)),
+    ('pose.pose.orientation', lambda m: setattr(m.pose.pose.orientation, 'w', 0.2)),
+])
+def test_bad_odometry_names_field(field, setter):
+    from builtin_interfaces.msg import Time
+    msg = convert.state_to_odom((0.0, 0.0), 0.0, (0.0, 0.0), 0.0, Time(), 'map', 'r/base_link')
+    setter(msg)
+    with pytest.raises(ValueError, match=field.replace('[', r'\[').replace(']', r'\]')):
+        convert.odom_to_state(msg)
+
+
+def test_grid_message_round_trip():
+    from builtin_interfaces.msg import Time
+    occ = np.zeros((4, 6), dtype=bool)
+    occ[1, 2] = occ[3, 5] = True
+    grid = OccupancyGrid(occ, 0.5, (-1.0, 2.0))
+    msg = convert.grid_to_msg(grid, 'map', Time())
+    assert (msg.info.width, msg.info.height) == (6, 4)
+    assert msg.data[1 * 6 + 2] == 100 and msg.data[0] == 0
+    back = convert.msg_to_grid(msg)
+    assert np.array_equal(back.occupied, occ)
+    assert back.resolution == 0.5 and np.allclose(back.origin, (-1.0, 2.0))
+
+
+def test_grid_message_rejects_bad_shapes_and_rotation():
+    from builtin_interfaces.msg import Time
+    msg = convert.grid_to_msg(OccupancyGrid(np.zeros((2, 2), bool), 1.0, (0, 0)), 'map', Time())
+    msg.info.width = 3
+    with pytest.raises(ValueError, match='data: 4 cells'):
+        convert.msg_to_grid(msg)
+    msg.info.width = 2
+    msg.info.origin.orientation = convert.yaw_to_quaternion(0.5)
+    with pytest.raises(ValueError, match='info.origin.orientation'):
+        convert.msg_to_grid(msg)

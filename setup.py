@@ -19,7 +19,7 @@ def tree(folder):
 setup(
     name=PACKAGE,
     version='0.1.0',
-    packages=find_packages(exclude=['test', 'bench']),
+    packages=find_packages(exclude=['test', 'test.*', 'bench', 'bench.*']),
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
         ('share/' + PACKAGE, ['package.xml']),
@@ -30,7 +30,7 @@ setup(
     install_requires=['setuptools', 'numpy', 'scipy', 'PyYAML'],
     extras_require={
         'demo': ['matplotlib'],
-        'test': ['pytest', 'hypothesis', 'matplotlib', 'pyrvo', 'ompl'],
+        'test': ['pytest', 'hypothesis', 'matplotlib', 'pyrvo', 'ompl', 'colcon-common-extensions'],
     },
     zip_safe=True,
     maintainer='orca_nav maintainers',

@@ -196,3 +196,15 @@ def test_large_grid_about_a_byte_per_cell():
     assert hits[-1] and not hits[:-1].any()
     assert g._clearance is None
     print(f'1e8-cell grid + 1e5 point checks: {time.perf_counter() - start:.2f} s')
+
+
+def test_border_distance_and_uncached_inflation():
+    occ = np.zeros((10, 20), dtype=bool)
+    g = OccupancyGrid(occ, 0.1, (0.0, 0.0))
+    inf = g.inflated(0.25)
+    assert g._clearance is None  # inflation alone does not cache the float field
+    # Only the border band (cells within 0.25 m of the outside ring) is inflated.
+    np.testing.assert_array_equal(inf.occupied[:, 2:-2][2:-2], False)
+    assert inf.occupied[0].all() and inf.occupied[:, 1].all()
+    np.testing.assert_allclose(g.border_distance_at([[0.05, 0.55], [1.05, 0.45], [3.0, 0.5]]),
+                               [0.1, 0.5, 0.0])

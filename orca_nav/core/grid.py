@@ -23,8 +23,10 @@ Conventions (every caller relies on these):
 * ``segment_free`` samples each segment at spacing <= resolution / 2 (both end points included).
 
 Memory: the grid itself stores one byte per cell (a bool array; a bool, C-contiguous input is
-used without a copy and is exposed read-only). The clearance field is only built when a
-clearance / inflation / radius > 0 query needs it.
+used without a copy and is exposed read-only). The clearance field is only built (and then
+cached) when ``clearance()``, ``clearance_at`` or a radius > 0 check needs it; ``inflated``
+reuses a cached field but does not create one, so planners on big maps can hold one inflated
+bool copy instead of a 4-byte field.
 """
 from __future__ import annotations
 
@@ -276,40 +278,54 @@ class OccupancyGrid:
         """``(K,)`` bool: the cell holding each point is occupied, or the point is outside the map."""
         return self._lookup(self._occupied, points, True)
 
+    def _compute_clearance(self) -> np.ndarray:
+        res = self._resolution
+        if self._occupied.any():
+            field = ndimage.distance_transform_edt(~self._occupied).astype(np.float32)
+        else:
+            field = np.full(self.shape, np.inf, dtype=np.float32)
+        field *= np.float32(res)
+        # Distance to the outside ring along each array axis: min(i + 1, n - i) cells.
+        for axis, n in enumerate(self.shape):
+            idx = np.arange(n)
+            border = (np.minimum(idx + 1, n - idx) * res).astype(np.float32)
+            view_shape = [1] * self.ndim
+            view_shape[axis] = n
+            np.minimum(field, border.reshape(view_shape), out=field)
+        field.flags.writeable = False
+        return field
+
     def clearance(self) -> np.ndarray:
         """Cached float32 field (same shape as ``occupied``): metres from each cell centre to the
         nearest occupied cell centre, the ring of cells just outside the map counting as occupied."""
         if self._clearance is None:
-            res = self._resolution
-            if self._occupied.any():
-                field = ndimage.distance_transform_edt(~self._occupied)
-            else:
-                field = np.full(self.shape, np.inf)
-            field = field.astype(np.float32)
-            field *= np.float32(res)
-            # Distance to the outside ring along each array axis: min(i + 1, n - i) cells.
-            for axis, n in enumerate(self.shape):
-                idx = np.arange(n)
-                border = (np.minimum(idx + 1, n - idx) * res).astype(np.float32)
-                view_shape = [1] * self.ndim
-                view_shape[axis] = n
-                np.minimum(field, border.reshape(view_shape), out=field)
-            field.flags.writeable = False
-            self._clearance = field
+            self._clearance = self._compute_clearance()
         return self._clearance
+
+    def border_distance_at(self, points) -> np.ndarray:
+        """``(K,)`` metres from the centre of each point's cell to the nearest cell just outside
+        the map (the border part of the clearance measure); 0 outside the map."""
+        cells = self.world_to_cell(points)
+        inside = self._cells_in_bounds(cells)
+        steps = np.minimum(cells + 1, self._size_xyz - cells).min(axis=1)
+        return np.where(inside, steps * self._resolution, 0.0)
 
     def clearance_at(self, points) -> np.ndarray:
         """``(K,)`` float32 clearance of the cell holding each point; 0 outside the map."""
         return self._lookup(self.clearance(), points, 0.0)
 
     def inflated(self, radius: float) -> 'OccupancyGrid':
-        """Grid whose occupied cells are those with ``clearance <= radius`` (radius 0: a copy)."""
+        """Grid whose occupied cells are those with ``clearance <= radius`` (radius 0: a copy).
+
+        Uses the cached clearance field if there is one; otherwise the field is computed and
+        dropped again, so a big map keeps costing one byte per cell (plus one for the result)."""
         radius = _finite_float('radius', radius)
         if radius < 0.0:
             raise ValueError(f'radius must be >= 0, got {radius}')
         if radius == 0.0:
             return OccupancyGrid(self._occupied.copy(), self._resolution, self._origin)
-        return OccupancyGrid(self.clearance() <= np.float32(radius), self._resolution, self._origin)
+        field = self._clearance if self._clearance is not None else self._compute_clearance()
+        return OccupancyGrid(field <= np.float32(radius), self._resolution, self._origin)
 
     def points_free(self, points, radius: float = 0.0) -> np.ndarray:
         """``(K,)`` bool: a disc/ball of ``radius`` at each point is free (radius 0: cell not occupied)."""

@@ -1,0 +1,304 @@
+"""Trajectory tracking for a whole fleet: reference trajectory -> preferred velocity per robot.
+
+Every robot may follow a :class:`Reference` (times, positions, velocities, yaw, driving direction).
+:class:`FleetTracker` turns the references of all robots into preferred velocities in one
+vectorised step (references are packed into padded ``(N, K_max)`` arrays):
+
+    v_pref = v_ref(tau) + position_gain * (p_ref(tau) - p),   clamped to the robot's max speed.
+
+``tau`` is each robot's *reference clock*. It advances with wall time, but it is kept within
+``lookahead_time`` of the robot's actual progress (the reference sample nearest to the robot,
+searched forward from the last progress point), so a robot that was held up by others follows a
+carrot ``lookahead_time`` ahead of where it is on the path instead of chasing a stale, far-away
+time point and cutting corners. The clock never passes the end of the current driving-direction
+segment before the robot reaches the cusp (within ``cusp_tolerance``): a car stops at the cusp and
+only then drives the next segment backward (``direction`` = -1).
+
+A robot has reached its goal when its clock is at the end of the reference, it is within
+``position_tolerance`` of the last position and, for yaw-aware robots (car, diff-drive), within
+``yaw_tolerance`` of the last yaw. ``yaw_rate`` gives yaw-aware robots a heading command
+(reference yaw rate + feedback on the yaw error) that diff-drive robots use to turn in place.
+
+numpy only; no ROS.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+
+def wrap_angle(angle):
+    """Angles wrapped into [-pi, pi)."""
+    return (np.asarray(angle, dtype=float) + np.pi) % (2.0 * np.pi) - np.pi
+
+
+def _finite_array(name: str, values, shape_tail=()) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise ValueError(f'{name}[{", ".join(str(int(i)) for i in bad)}] is not finite')
+    return arr
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A time-parametrised reference for one robot (global frame).
+
+    ``times`` (K,) seconds from the trajectory start, strictly increasing, starting at 0;
+    ``positions``/``velocities``/``accelerations`` (K, d), d = 2 or 3; ``yaw`` and ``yaw_rate``
+    (K,); ``direction`` (K,) +1 driving forward, -1 reversing (velocity opposite to the heading).
+    """
+
+    times: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray
+    accelerations: np.ndarray
+    yaw: np.ndarray
+    yaw_rate: np.ndarray
+    direction: np.ndarray
+
+    def __post_init__(self):
+        times = _finite_array('times', self.times).reshape(-1)
+        if times.size < 2:
+            raise ValueError(f'times must have at least 2 samples, got {times.size}')
+        steps = np.diff(times)
+        if np.any(steps <= 0.0):
+            k = int(np.argmax(steps <= 0.0)) + 1
+            raise ValueError(f'times must be strictly increasing; times[{k}] = {times[k]} '
+                             f'<= times[{k - 1}] = {times[k - 1]}')
+        n = times.size
+        arrays = {}
+        for name in ('positions', 'velocities', 'accelerations'):
+            arr = _finite_array(name, getattr(self, name))
+            if arr.ndim != 2 or arr.shape[0] != n or arr.shape[1] not in (2, 3):
+                raise ValueError(f'{name} must have shape ({n}, 2 or 3), got {arr.shape}')
+            arrays[name] = arr
+        dims = {a.shape[1] for a in arrays.values()}
+        if len(dims) != 1:
+            raise ValueError(f'positions, velocities and accelerations disagree on dimension {dims}')
+        for name in ('yaw', 'yaw_rate'):
+            arr = _finite_array(name, getattr(self, name)).reshape(-1)
+            if arr.size != n:
+                raise ValueError(f'{name} must have {n} values, got {arr.size}')
+            arrays[name] = arr
+        direction = np.asarray(self.direction).reshape(-1)
+        if direction.size != n or not np.all(np.isin(direction, (-1, 1))):
+            raise ValueError(f'direction must be {n} values of +1 or -1, got {direction.tolist()[:8]}...')
+        object.__setattr__(self, 'times', times - times[0])
+        for name, arr in arrays.items():
+            object.__setattr__(self, name, arr)
+        object.__setattr__(self, 'direction', direction.astype(np.int8))
+
+    @property
+    def dim(self) -> int:
+        return self.positions.shape[1]
+
+    @property
+    def duration(self) -> float:
+        return float(self.times[-1])
+
+    def __len__(self) -> int:
+        return self.times.size
+
+    def segment_ends(self) -> np.ndarray:
+        """(K,) index of the last sample of the driving-direction segment each sample is in."""
+        n = len(self)
+        change = np.flatnonzero(self.direction[1:] != self.direction[:-1])   # last index of a segment
+        ends = np.append(change, n - 1)
+        return ends[np.searchsorted(ends, np.arange(n))]
+
+    def position_at(self, t) -> np.ndarray:
+        """Linearly interpolated positions (len(t), d) at times ``t`` (clamped to the span)."""
+        t = np.clip(np.atleast_1d(np.asarray(t, dtype=float)), 0.0, self.duration)
+        return np.stack([np.interp(t, self.times, self.positions[:, j]) for j in range(self.dim)],
+                        axis=1)
+
+    def nearest_time(self, point, after: float = 0.0) -> float:
+        """Time of the sample nearest to ``point`` (positions only) among samples at or after ``after``."""
+        point = _finite_array('point', point).reshape(-1)[:self.dim]
+        first = int(np.searchsorted(self.times, after, side='left'))
+        first = min(first, len(self) - 1)
+        d2 = np.sum((self.positions[first:] - point) ** 2, axis=1)
+        return float(self.times[first + int(np.argmin(d2))])
+
+
+@dataclass(frozen=True)
+class TrackingParams:
+    """Gains and tolerances of the tracking law (SI units)."""
+
+    position_gain: float = 1.5        # 1/s: feedback on the position error
+    yaw_gain: float = 2.0             # 1/s: feedback on the yaw error (yaw-aware robots)
+    lookahead_time: float = 1.0       # s: the carrot never leads the robot's progress by more
+    progress_window: float = 4.0      # s of reference searched ahead for the robot's progress
+    yaw_distance_scale: float = 0.3   # m per rad when matching yaw-aware robots to samples
+    position_tolerance: float = 0.15  # m: goal reached
+    yaw_tolerance: float = 0.2        # rad: goal reached (yaw-aware robots)
+    cusp_tolerance: float = 0.25      # m: a cusp counts as reached
+
+    def __post_init__(self):
+        for name in ('position_gain', 'yaw_gain', 'lookahead_time', 'progress_window',
+                     'yaw_distance_scale', 'position_tolerance', 'yaw_tolerance', 'cusp_tolerance'):
+            value = getattr(self, name)
+            if not np.isfinite(value) or value <= 0.0:
+                raise ValueError(f'{name} must be finite and > 0, got {value}')
+
+
+@dataclass(frozen=True)
+class TrackingCommand:
+    """Output of one :meth:`FleetTracker.update` (arrays over all N robots)."""
+
+    pref_velocity: np.ndarray    # (N, d) preferred velocity; zero for robots without a reference
+    direction: np.ndarray        # (N,) +1 forward, -1 reversing segment (car/diff-drive drive backward)
+    yaw_rate: np.ndarray         # (N,) heading command for yaw-aware robots, 0 for the others
+    reference_position: np.ndarray   # (N, d) carrot / reference point (current position if idle)
+    active: np.ndarray           # (N,) bool: robot has a reference it has not finished
+    reached: np.ndarray          # (N,) bool: robot has a reference and is at its end (tolerances)
+
+
+class FleetTracker:
+    """Tracks one :class:`Reference` per robot for N robots, vectorised over robots."""
+
+    def __init__(self, yaw_aware, dim: int = 2, params: Optional[TrackingParams] = None):
+        self.yaw_aware = np.asarray(yaw_aware, dtype=bool).reshape(-1)
+        if dim not in (2, 3):
+            raise ValueError(f'dim must be 2 or 3, got {dim}')
+        self.dim = dim
+        self.params = params or TrackingParams()
+        self.n = self.yaw_aware.size
+        self._refs = [None] * self.n
+        self._start = np.zeros(self.n)          # wall time of each reference's t = 0
+        self._tau = np.zeros(self.n)            # reference clock
+        self._last_now = np.full(self.n, np.nan)   # NaN: first update after set_reference
+        self._progress = np.zeros(self.n, dtype=np.int64)
+        self._pack()
+
+    # ------------------------------------------------------------------ references
+    def set_reference(self, index: int, reference: Optional[Reference], start_time: float) -> None:
+        """Robot ``index`` follows ``reference`` whose t = 0 is wall time ``start_time``;
+        ``None`` clears it (the robot holds still)."""
+        if not 0 <= index < self.n:
+            raise ValueError(f'index {index} out of range for {self.n} robots')
+        if reference is not None:
+            if reference.dim != self.dim:
+                raise ValueError(f'reference for robot {index} is {reference.dim}-D, tracker is {self.dim}-D')
+            if not np.isfinite(start_time):
+                raise ValueError(f'start_time must be finite, got {start_time}')
+        self._refs[index] = reference
+        self._start[index] = float(start_time) if reference is not None else 0.0
+        self._tau[index] = 0.0
+        self._last_now[index] = np.nan
+        self._progress[index] = 0
+        self._pack()
+
+    def clear(self, index: int) -> None:
+        self.set_reference(index, None, 0.0)
+
+    def reference(self, index: int) -> Optional[Reference]:
+        return self._refs[index]
+
+    def _pack(self) -> None:
+        """Padded (N, K_max) copies of all references; padding repeats the last sample."""
+        lengths = np.array([len(r) if r is not None else 2 for r in self._refs], dtype=np.int64)
+        k_max = int(lengths.max()) if self.n else 2
+        n, d = self.n, self.dim
+        self._len = lengths
+        self._has = np.array([r is not None for r in self._refs], dtype=bool)
+        self._t = np.full((n, k_max), np.inf)
+        self._t[:, :2] = [0.0, 1.0]
+        self._p = np.zeros((n, k_max, d))
+        self._v = np.zeros((n, k_max, d))
+        self._yaw = np.zeros((n, k_max))
+        self._yaw_rate = np.zeros((n, k_max))
+        self._dir = np.ones((n, k_max), dtype=np.int8)
+        self._seg_end = np.tile(np.arange(k_max), (n, 1))
+        for i, ref in enumerate(self._refs):
+            if ref is None:
+                continue
+            k = len(ref)
+            self._t[i, :k] = ref.times
+            self._p[i, :k], self._p[i, k:] = ref.positions, ref.positions[-1]
+            self._v[i, :k] = ref.velocities
+            self._yaw[i, :k], self._yaw[i, k:] = ref.yaw, ref.yaw[-1]
+            self._yaw_rate[i, :k] = ref.yaw_rate
+            self._dir[i, :k], self._dir[i, k:] = ref.direction, ref.direction[-1]
+            self._seg_end[i, :k], self._seg_end[i, k:] = ref.segment_ends(), k - 1
+
+    # ------------------------------------------------------------------ control step
+    def update(self, now: float, positions, yaws, max_speed, max_yaw_rate=np.inf) -> TrackingCommand:
+        """One tracking step at wall time ``now`` for robots at ``positions`` (N, d) with ``yaws`` (N,)."""
+        p = _finite_array('positions', positions)
+        if p.shape != (self.n, self.dim):
+            raise ValueError(f'positions must have shape ({self.n}, {self.dim}), got {p.shape}')
+        yaw = _finite_array('yaws', yaws).reshape(-1)
+        if yaw.size != self.n:
+            raise ValueError(f'yaws must have {self.n} values, got {yaw.size}')
+        vmax = np.broadcast_to(_finite_array('max_speed', max_speed), (self.n,))
+        wmax = np.broadcast_to(np.asarray(max_yaw_rate, dtype=float), (self.n,))
+        prm = self.params
+        rows = np.arange(self.n)
+        has = self._has
+        last = self._len - 1
+
+        # Reference clock: wall time since the start on the first step, then advance by dt.
+        first = np.isnan(self._last_now)
+        dt = np.where(first, 0.0, now - np.nan_to_num(self._last_now))
+        tau = np.where(first, np.maximum(now - self._start, 0.0), self._tau + np.maximum(dt, 0.0))
+
+        # Progress: the sample nearest to the robot, searched forward inside the current segment.
+        prog = self._progress
+        seg_end = self._seg_end[rows, prog]
+        t_prog = self._t[rows, prog]
+        k = np.arange(self._t.shape[1])
+        window = (k >= prog[:, None]) & (k <= seg_end[:, None]) & \
+                 (self._t <= (t_prog + prm.progress_window)[:, None])
+        dist2 = np.sum((self._p - p[:, None, :]) ** 2, axis=2)
+        yaw_err2 = wrap_angle(self._yaw - yaw[:, None]) ** 2
+        match = dist2 + np.where(self.yaw_aware, prm.yaw_distance_scale ** 2, 0.0)[:, None] * yaw_err2
+        prog = np.argmin(np.where(window, match, np.inf), axis=1)
+        # A cusp (end of a segment that is not the last) is passed once the robot is close to it.
+        cusp_reached = (seg_end < last) & (dist2[rows, seg_end] <= prm.cusp_tolerance ** 2)
+        prog = np.where(cusp_reached, seg_end + 1, prog)
+        seg_end = self._seg_end[rows, prog]
+        t_prog = self._t[rows, prog]
+        tau = np.clip(tau, t_prog, np.minimum(t_prog + prm.lookahead_time, self._t[rows, seg_end]))
+
+        # Interpolate the reference at tau (padded times are inf, so they never count).
+        idx = np.clip(np.sum(self._t <= tau[:, None], axis=1) - 1, 0, np.maximum(last - 1, 0))
+        t0, t1 = self._t[rows, idx], self._t[rows, idx + 1]
+        alpha = np.clip((tau - t0) / np.where(np.isfinite(t1), t1 - t0, 1.0), 0.0, 1.0)
+        a = alpha[:, None]
+        p_ref = (1 - a) * self._p[rows, idx] + a * self._p[rows, idx + 1]
+        v_ref = (1 - a) * self._v[rows, idx] + a * self._v[rows, idx + 1]
+        yaw0 = self._yaw[rows, idx]
+        yaw_ref = yaw0 + alpha * wrap_angle(self._yaw[rows, idx + 1] - yaw0)
+        yaw_rate_ref = (1 - alpha) * self._yaw_rate[rows, idx] + alpha * self._yaw_rate[rows, idx + 1]
+        direction = self._dir[rows, prog].astype(np.int64)
+
+        pref = v_ref + prm.position_gain * (p_ref - p)
+        speed = np.linalg.norm(pref, axis=1)
+        scale = np.where(speed > vmax, vmax / np.maximum(speed, 1e-12), 1.0)
+        pref = pref * scale[:, None]
+
+        at_end = (seg_end == last) & (tau >= self._t[rows, last])
+        goal_err = np.linalg.norm(self._p[rows, last] - p, axis=1)
+        yaw_err = wrap_angle(self._yaw[rows, last] - yaw)
+        in_position = at_end & (goal_err <= prm.position_tolerance)
+        reached = has & in_position & (~self.yaw_aware | (np.abs(yaw_err) <= prm.yaw_tolerance))
+        pref[in_position | ~has] = 0.0
+
+        yaw_cmd = np.where(in_position, prm.yaw_gain * yaw_err,
+                           yaw_rate_ref + prm.yaw_gain * wrap_angle(yaw_ref - yaw))
+        yaw_cmd = np.where(self.yaw_aware & has & ~reached, np.clip(yaw_cmd, -wmax, wmax), 0.0)
+
+        self._tau = np.where(has, tau, 0.0)
+        self._progress = np.where(has, prog, 0)
+        self._last_now = np.where(has, now, np.nan)
+        return TrackingCommand(pref_velocity=pref, direction=np.where(has, direction, 1),
+                               yaw_rate=yaw_cmd, reference_position=np.where(has[:, None], p_ref, p),
+                               active=has & ~reached, reached=reached)
+
+    def progress_time(self) -> np.ndarray:
+        """(N,) reference time of each robot's progress point (0 without a reference)."""
+        return np.where(self._has, self._t[np.arange(self.n), self._progress], 0.0)

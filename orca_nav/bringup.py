@@ -1,0 +1,99 @@
+"""Fleet config -> the node graph that runs it.
+
+`describe_graph` is the single source of the graph: `launch/multi_robot.launch.py` turns each
+NodeSpec into a `launch_ros.actions.Node`, and `orca_nav.ros.runner.run_graph` starts the same
+specs in one process. This module does not import rclpy or launch, so the launch file (and the
+tests) can use it anywhere.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+from orca_nav.core.fleet_config import FleetConfig
+
+PACKAGE = 'orca_nav'
+MODES = ('centralized', 'per_robot')
+
+# Node names the graph uses (topics that carry a node name, like /fleet_sim/collisions, follow).
+MAP_PUBLISHER = 'map_publisher'
+FLEET_SIM = 'fleet_sim'
+ORCA = 'orca_node'
+PLANNER = 'planner_node'
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node of the graph, in the terms of `launch_ros.actions.Node`.
+
+    `namespace` '' means the root namespace. `parameters` holds ROS parameter dicts with flat
+    names (`robot0.radius`), later dicts overriding earlier ones.
+    """
+
+    executable: str
+    name: str
+    namespace: str = ''
+    parameters: List[Dict[str, Any]] = field(default_factory=list)
+    remappings: List[Tuple[str, str]] = field(default_factory=list)
+    arguments: List[str] = field(default_factory=list)
+    package: str = PACKAGE
+
+    @property
+    def full_name(self) -> str:
+        return '/' + '/'.join(p for p in (self.namespace.strip('/'), self.name) if p)
+
+
+def share_dir() -> Path:
+    """The package's share folder (config/, launch/): the colcon install, else this checkout."""
+    checkout = Path(__file__).resolve().parents[1]
+    try:
+        from ament_index_python.packages import get_package_share_directory
+    except ImportError:
+        return checkout
+    try:
+        return Path(get_package_share_directory(PACKAGE))
+    except (LookupError, OSError):      # not installed, or no AMENT_PREFIX_PATH at all
+        return checkout
+
+
+def fleet_parameters(cfg: FleetConfig) -> Dict[str, Any]:
+    """`robots`, `global_frame` and every `<robot>.<field>` of TEAM.md, for a fleet-serving node."""
+    params: Dict[str, Any] = {'robots': list(cfg.robot_names), 'global_frame': cfg.global_frame}
+    for robot in cfg.robots:
+        params.update({f'{robot.name}.{key}': value
+                       for key, value in robot.ros_parameters().items()})
+    return params
+
+
+def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centralized',
+                   rviz: bool = False) -> List[NodeSpec]:
+    """The nodes that run `cfg`: map publisher (with a map), simulator (use_sim), ORCA
+    (one node, or one per robot namespace in 'per_robot' mode), planner (when enabled), RViz."""
+    if mode not in MODES:
+        raise ValueError(f'mode: {mode!r} is not one of {", ".join(MODES)}')
+    fleet = fleet_parameters(cfg)
+    sections = cfg.node_parameters
+    specs: List[NodeSpec] = []
+    if cfg.map_path is not None:
+        specs.append(NodeSpec(MAP_PUBLISHER, MAP_PUBLISHER, parameters=[{
+            'yaml_filename': str(cfg.map_path), 'frame_id': cfg.global_frame,
+            **sections['map_publisher']}]))
+    if use_sim:
+        specs.append(NodeSpec('fleet_sim_node', FLEET_SIM,
+                              parameters=[{**fleet, **sections['fleet_sim_node']}]))
+    if mode == 'centralized':
+        specs.append(NodeSpec('orca_node', ORCA, parameters=[{**fleet, **sections['orca_node']}]))
+    else:
+        # Every per-robot node knows the whole fleet (the others are reciprocal agents seen
+        # through their odometry) and commands only its own robot.
+        specs.extend(NodeSpec('orca_node', ORCA, namespace=name, parameters=[{
+            **fleet, 'controlled_robots': [name], **sections['orca_node']}])
+            for name in cfg.robot_names)
+    if cfg.planner_enabled:
+        specs.append(NodeSpec('planner_node', PLANNER,
+                              parameters=[{**fleet, **sections['planner_node']}]))
+    if rviz:
+        specs.append(NodeSpec('rviz2', 'rviz2', package='rviz2',
+                              arguments=['-d', str(share_dir() / 'config' / 'orca_nav.rviz')]))
+    return specs

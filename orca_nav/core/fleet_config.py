@@ -1,0 +1,397 @@
+"""Fleet configuration: the robots, the map and the node parameters of one orca_nav deployment.
+
+A fleet config is a YAML file (or the equivalent dict)::
+
+    name: two_robots              # optional, defaults to the file stem
+    global_frame: map             # frame of odometry, goals and the map (default 'map')
+    map: ../maps/corridor.yaml    # map_server YAML, relative to this file; omit for open space
+    defaults:                     # applied to every robot, each robot may override
+      kinematics: diff_drive
+      radius: 0.25
+      max_speed: 0.8
+    robots:
+      - name: robot0
+        start: [-4.0, 0.0, 0.0]             # x, y, yaw (yaw may be omitted: 0)
+        goal: [4.0, 0.0, 0.0]
+      - name: robot1
+        kinematics: holonomic
+        start: [4.0, 0.0, 3.14159]
+        goals: [[-4.0, 0.0], [4.0, 1.0]]    # several goals, visited in turn
+    planner: {enabled: false}     # other keys are planner_node parameters
+    orca_node: {time_horizon: 5.0}          # parameters of each node
+    fleet_sim_node: {rate: 50.0}
+    planner_node: {}
+    map_publisher: {}
+    demo: {duration: 60.0, goal_tolerance: 0.25}
+
+Robot fields and their defaults/ranges match the per-robot ROS parameters of TEAM.md
+(`orca_nav.ros.params.ROBOT_SPECS`; a test keeps the two in step). Every error is a ValueError
+whose message starts with the field path (``robots[3].radius``) or names the file.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
+
+import yaml
+
+KINEMATICS = ('holonomic', 'diff_drive', 'car', 'quadrotor')
+NODE_SECTIONS = ('orca_node', 'fleet_sim_node', 'planner_node', 'map_publisher')
+
+# field -> (default, min, max): the same values as the ROS per-robot parameter specs.
+NUMERIC_ROBOT_FIELDS: Dict[str, Tuple[float, float, float]] = {
+    'radius': (0.3, 0.01, 50.0),
+    'max_speed': (1.0, 0.01, 100.0),
+    'max_accel': (2.0, 0.01, 100.0),
+    'max_yaw_rate': (2.0, 0.01, 100.0),
+    'wheelbase': (0.5, 0.01, 20.0),
+    'min_turning_radius': (1.0, 0.01, 1000.0),
+}
+DEFAULT_KINEMATICS = 'holonomic'
+DEFAULTABLE_FIELDS = ('kinematics',) + tuple(NUMERIC_ROBOT_FIELDS)
+ROBOT_KEYS = ('name', 'start', 'goal', 'goals') + DEFAULTABLE_FIELDS
+TOP_LEVEL_KEYS = ('name', 'global_frame', 'map', 'defaults', 'robots', 'planner', 'demo') \
+    + NODE_SECTIONS
+DEMO_DEFAULTS = {'duration': 60.0, 'goal_tolerance': 0.25}
+
+_ROBOT_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
+_PARAM_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z')
+_FRAME_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_/]*\Z')
+
+Pose = Tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class RobotConfig:
+    """One robot: its model, limits, start pose and the goals it visits in turn."""
+
+    name: str
+    kinematics: str
+    radius: float
+    max_speed: float
+    max_accel: float
+    max_yaw_rate: float
+    wheelbase: float
+    min_turning_radius: float
+    start: Pose
+    goals: Tuple[Pose, ...] = ()
+
+    def ros_parameters(self) -> Dict[str, Any]:
+        """The `<field>: value` parameters of TEAM.md for this robot (goal = the first goal).
+
+        A robot without goals gets no `goal` entry: an empty list has no ROS parameter type.
+        """
+        params = {'kinematics': self.kinematics, 'start': list(self.start)}
+        params.update({name: float(getattr(self, name)) for name in NUMERIC_ROBOT_FIELDS})
+        if self.goals:
+            params['goal'] = list(self.goals[0])
+        return params
+
+
+@dataclass(frozen=True)
+class DemoSettings:
+    """How `orca-nav demo` runs this fleet: time limit (s) and goal position tolerance (m)."""
+
+    duration: float = DEMO_DEFAULTS['duration']
+    goal_tolerance: float = DEMO_DEFAULTS['goal_tolerance']
+
+
+@dataclass(frozen=True)
+class FleetConfig:
+    """A validated fleet config. Build it with `load_fleet_config`."""
+
+    name: str
+    robots: Tuple[RobotConfig, ...]
+    global_frame: str = 'map'
+    map_path: Optional[Path] = None
+    planner_enabled: bool = False
+    # node name (NODE_SECTIONS) -> flat {parameter name: value}; planner params land in planner_node
+    node_parameters: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=lambda: MappingProxyType({s: MappingProxyType({}) for s in NODE_SECTIONS}))
+    demo: DemoSettings = DemoSettings()
+    source: Optional[Path] = field(default=None, compare=False)
+
+    @property
+    def robot_names(self) -> Tuple[str, ...]:
+        return tuple(r.name for r in self.robots)
+
+    def robot(self, name: str) -> RobotConfig:
+        for robot in self.robots:
+            if robot.name == name:
+                return robot
+        raise ValueError(f'robot {name!r} is not in fleet {self.name!r} '
+                         f'(robots: {", ".join(self.robot_names)})')
+
+    def to_dict(self, base_dir: Optional[Path] = None) -> Dict[str, Any]:
+        """The YAML form of this config (loads back to an equal config from `base_dir`).
+
+        The map path is written relative to `base_dir` when given.
+        """
+        out: Dict[str, Any] = {'name': self.name, 'global_frame': self.global_frame}
+        if self.map_path is not None:
+            out['map'] = str(_relative_to(self.map_path, base_dir) if base_dir else self.map_path)
+        # Fields every robot shares go to `defaults`; robots list only what differs.
+        shared = {f: getattr(self.robots[0], f) for f in DEFAULTABLE_FIELDS
+                  if len({getattr(r, f) for r in self.robots}) == 1}
+        out['defaults'] = shared
+        robots = []
+        for robot in self.robots:
+            entry = {'name': robot.name}
+            entry.update({f: getattr(robot, f) for f in DEFAULTABLE_FIELDS if f not in shared})
+            entry['start'] = [float(v) for v in robot.start]
+            if len(robot.goals) == 1:
+                entry['goal'] = [float(v) for v in robot.goals[0]]
+            elif robot.goals:
+                entry['goals'] = [[float(v) for v in g] for g in robot.goals]
+            robots.append(entry)
+        out['robots'] = robots
+        planner = dict(self.node_parameters['planner_node'])
+        out['planner'] = {'enabled': self.planner_enabled}
+        for section in ('orca_node', 'fleet_sim_node', 'map_publisher'):
+            if self.node_parameters[section]:
+                out[section] = dict(self.node_parameters[section])
+        if planner:
+            out['planner_node'] = planner
+        out['demo'] = {'duration': self.demo.duration, 'goal_tolerance': self.demo.goal_tolerance}
+        return out
+
+
+def load_fleet_config(source: Union[str, os.PathLike, Mapping[str, Any]],
+                      base_dir: Union[str, Path, None] = None) -> FleetConfig:
+    """Loads and validates a fleet config from a YAML path or a dict.
+
+    A relative `map` path is resolved against the YAML file's folder, or `base_dir` (default: the
+    current directory) for a dict. Raises ValueError naming the field path or the file.
+    """
+    path: Optional[Path] = None
+    if not isinstance(source, (str, os.PathLike)):
+        raw = source        # a dict, or anything else that _parse rejects with a reason
+        folder = Path(base_dir) if base_dir is not None else Path.cwd()
+        default_name = 'fleet'
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise ValueError(f'fleet config {path}: file not found')
+        try:
+            raw = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as err:
+            raise ValueError(f'fleet config {path}: malformed YAML: {err}') from err
+        folder = Path(base_dir) if base_dir is not None else path.parent
+        default_name = path.name.split('.')[0]
+    where = f'fleet config {path}: ' if path is not None else 'fleet config: '
+    try:
+        return _parse(raw, folder, default_name, path)
+    except ValueError as err:
+        raise ValueError(where + str(err)) from None
+
+
+def _parse(raw, folder: Path, default_name: str, path: Optional[Path]) -> FleetConfig:
+    if raw is None:
+        raise ValueError('empty config (expected a mapping with a `robots` list)')
+    if not isinstance(raw, Mapping):
+        raise ValueError(f'expected a mapping at the top level, got {type(raw).__name__}')
+    _reject_unknown(raw, TOP_LEVEL_KEYS, '')
+    name = _string(raw.get('name', default_name), 'name')
+    global_frame = _string(raw.get('global_frame', 'map'), 'global_frame')
+    if not _FRAME_NAME.match(global_frame):
+        raise ValueError(f'global_frame: {global_frame!r} is not a valid frame id')
+    defaults = _parse_defaults(raw.get('defaults', {}))
+    robots = _parse_robots(raw.get('robots'), defaults)
+    map_path = _parse_map(raw.get('map'), folder)
+
+    planner_raw = raw.get('planner', {}) or {}
+    if not isinstance(planner_raw, Mapping):
+        raise ValueError(f'planner: expected a mapping, got {planner_raw!r}')
+    enabled = planner_raw.get('enabled', False)
+    if not isinstance(enabled, bool):
+        raise ValueError(f'planner.enabled: expected true or false, got {enabled!r}')
+    planner_params = {k: v for k, v in planner_raw.items() if k != 'enabled'}
+
+    reserved = {'robots', 'global_frame'} | {f'{r.name}.{f}' for r in robots
+                                             for f in ROBOT_KEYS + ('goal',)}
+    sections = {}
+    for section in NODE_SECTIONS:
+        sections[section] = _node_parameters(raw.get(section, {}), section, reserved)
+    planner_flat = _node_parameters(planner_params, 'planner', reserved)
+    clash = sorted(set(planner_flat) & set(sections['planner_node']))
+    if clash:
+        raise ValueError(f'planner.{clash[0]}: also given in planner_node; give it once')
+    sections['planner_node'] = {**planner_flat, **sections['planner_node']}
+
+    demo_raw = raw.get('demo', {}) or {}
+    if not isinstance(demo_raw, Mapping):
+        raise ValueError(f'demo: expected a mapping, got {demo_raw!r}')
+    _reject_unknown(demo_raw, tuple(DEMO_DEFAULTS), 'demo.')
+    demo = DemoSettings(**{key: _number(demo_raw.get(key, default), f'demo.{key}', low=1e-6)
+                           for key, default in DEMO_DEFAULTS.items()})
+    return FleetConfig(
+        name=name, robots=robots, global_frame=global_frame, map_path=map_path,
+        planner_enabled=enabled,
+        node_parameters=MappingProxyType({k: MappingProxyType(v) for k, v in sections.items()}),
+        demo=demo, source=path)
+
+
+def _reject_unknown(mapping: Mapping, allowed, prefix: str) -> None:
+    for key in mapping:
+        if key not in allowed:
+            raise ValueError(f'{prefix}{key}: unknown key (allowed: {", ".join(allowed)})')
+
+
+def _string(value, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f'{where}: expected a non-empty string, got {value!r}')
+    return value
+
+
+def _number(value, where: str, low: Optional[float] = None, high: Optional[float] = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f'{where}: expected a number, got {value!r}')
+    if not math.isfinite(value):
+        raise ValueError(f'{where}: {value!r} is not finite')
+    if low is not None and value < low:
+        raise ValueError(f'{where}: {value!r} is below the minimum {low}')
+    if high is not None and value > high:
+        raise ValueError(f'{where}: {value!r} is above the maximum {high}')
+    return float(value)
+
+
+def _pose(value, where: str) -> Pose:
+    if not isinstance(value, (list, tuple)) or len(value) not in (2, 3):
+        raise ValueError(f'{where}: expected [x, y] or [x, y, yaw], got {value!r}')
+    numbers = [_number(v, f'{where}[{i}]') for i, v in enumerate(value)]
+    return (numbers[0], numbers[1], numbers[2] if len(numbers) == 3 else 0.0)
+
+
+def _robot_field(key: str, value, where: str):
+    if key == 'kinematics':
+        if value not in KINEMATICS:
+            raise ValueError(f'{where}: unknown kinematics {value!r} (one of: {", ".join(KINEMATICS)})')
+        return value
+    _default, low, high = NUMERIC_ROBOT_FIELDS[key]
+    return _number(value, where, low, high)
+
+
+def _parse_defaults(raw) -> Dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ValueError(f'defaults: expected a mapping, got {raw!r}')
+    _reject_unknown(raw, DEFAULTABLE_FIELDS, 'defaults.')
+    return {key: _robot_field(key, value, f'defaults.{key}') for key, value in raw.items()}
+
+
+def _parse_robots(raw, defaults: Mapping[str, Any]) -> Tuple[RobotConfig, ...]:
+    if raw is None:
+        raise ValueError('robots: missing (a list with at least one robot is required)')
+    if not isinstance(raw, list) or not raw:
+        raise ValueError(f'robots: expected a non-empty list, got {raw!r}')
+    robots, seen = [], {}
+    for index, entry in enumerate(raw):
+        where = f'robots[{index}]'
+        if not isinstance(entry, Mapping):
+            raise ValueError(f'{where}: expected a mapping, got {entry!r}')
+        _reject_unknown(entry, ROBOT_KEYS, where + '.')
+        name = entry.get('name')
+        if not isinstance(name, str) or not _ROBOT_NAME.match(name):
+            raise ValueError(f'{where}.name: {name!r} is not a valid robot name '
+                             '(letters, digits, _; must not start with a digit)')
+        if name in seen:
+            raise ValueError(f'{where}.name: duplicate robot name {name!r} '
+                             f'(also robots[{seen[name]}])')
+        seen[name] = index
+        values = {'kinematics': DEFAULT_KINEMATICS}
+        values.update({k: v[0] for k, v in NUMERIC_ROBOT_FIELDS.items()})
+        values.update(defaults)
+        for key in DEFAULTABLE_FIELDS:
+            if key in entry:
+                values[key] = _robot_field(key, entry[key], f'{where}.{key}')
+        if 'start' not in entry:
+            raise ValueError(f'{where}.start: missing (give [x, y, yaw])')
+        start = _pose(entry['start'], f'{where}.start')
+        if 'goal' in entry and 'goals' in entry:
+            raise ValueError(f'{where}.goals: give either goal or goals, not both')
+        if 'goals' in entry:
+            goals_raw = entry['goals']
+            if not isinstance(goals_raw, list):
+                raise ValueError(f'{where}.goals: expected a list of poses, got {goals_raw!r}')
+            goals = tuple(_pose(g, f'{where}.goals[{i}]') for i, g in enumerate(goals_raw))
+        elif entry.get('goal') is not None:
+            goals = (_pose(entry['goal'], f'{where}.goal'),)
+        else:
+            goals = ()
+        robots.append(RobotConfig(name=name, start=start, goals=goals, **values))
+    return tuple(robots)
+
+
+def _parse_map(raw, folder: Path) -> Optional[Path]:
+    if raw is None:
+        return None
+    path = Path(_string(raw, 'map'))
+    if not path.is_absolute():
+        path = (folder / path).resolve()
+    if not path.is_file():
+        raise ValueError(f'map: map file {path} not found')
+    try:
+        meta = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ValueError(f'map: {path} is not valid YAML: {err}') from err
+    image = meta.get('image') if isinstance(meta, Mapping) else None
+    if not isinstance(image, str):
+        raise ValueError(f'map: {path} has no `image` entry (not a map_server YAML)')
+    image_path = Path(image) if Path(image).is_absolute() else path.parent / image
+    if not image_path.is_file():
+        raise ValueError(f'map: image {image_path} (named in {path}) not found')
+    return path
+
+
+def _node_parameters(raw, section: str, reserved) -> Dict[str, Any]:
+    """Flattens a node's parameter mapping to `a.b: value` and checks every value is a ROS type."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ValueError(f'{section}: expected a mapping of parameters, got {raw!r}')
+    flat: Dict[str, Any] = {}
+    for key, value in raw.items():
+        where = f'{section}.{key}'
+        if not isinstance(key, str) or not _PARAM_NAME.match(key):
+            raise ValueError(f'{where}: not a valid parameter name')
+        if isinstance(value, Mapping):
+            for sub_key, sub_value in _node_parameters(value, where, ()).items():
+                flat[f'{key}.{sub_key}'] = sub_value
+            continue
+        if key in reserved:
+            raise ValueError(f'{where}: set by the fleet config itself (robots, global_frame, '
+                             'per-robot fields); remove it here')
+        flat[key] = _parameter_value(value, where)
+    return flat
+
+
+def _parameter_value(value, where: str):
+    if isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, float)):
+        return value if isinstance(value, int) else _number(value, where)
+    if isinstance(value, list):
+        if not value:
+            raise ValueError(f'{where}: an empty list has no ROS parameter type; omit it')
+        kinds = {bool if isinstance(v, bool) else str if isinstance(v, str)
+                 else float if isinstance(v, (int, float)) else None for v in value}
+        if None in kinds or len(kinds) != 1:
+            raise ValueError(f'{where}: a list parameter must hold only numbers, only strings or '
+                             f'only booleans, got {value!r}')
+        if kinds == {float}:
+            # ROS arrays are typed: mixed int/float lists become double arrays.
+            numbers = [_number(v, f'{where}[{i}]') for i, v in enumerate(value)]
+            return numbers if any(isinstance(v, float) for v in value) else [int(v) for v in value]
+        return list(value)
+    raise ValueError(f'{where}: {value!r} is not a ROS parameter value '
+                     '(bool, int, float, string or a list of one of these)')
+
+
+def _relative_to(path: Path, base_dir: Path) -> Path:
+    return Path(os.path.relpath(Path(path).resolve(), Path(base_dir).resolve()))

@@ -1,0 +1,99 @@
+"""Runs a node graph (bringup.describe_graph) in this process, over real DDS topics.
+
+Each NodeSpec becomes an instance of its orca_nav node class with the spec's parameters as
+overrides and its name and namespace, all spun by one MultiThreadedExecutor on a background
+thread inside a private rclpy context (so the caller's own rclpy use is untouched).
+"""
+from __future__ import annotations
+
+import importlib
+import threading
+from contextlib import contextmanager
+from typing import Dict, Iterator, List, Sequence
+
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from orca_nav.bringup import PACKAGE, NodeSpec
+
+NODE_CLASSES = {
+    'orca_node': 'orca_nav.ros.orca_node:OrcaNode',
+    'fleet_sim_node': 'orca_nav.ros.fleet_sim_node:FleetSimNode',
+    'map_publisher': 'orca_nav.ros.map_publisher:MapPublisher',
+    'planner_node': 'orca_nav.ros.planner_node:PlannerNode',
+}
+
+
+def node_class(executable: str):
+    """The class behind an orca_nav executable name."""
+    if executable not in NODE_CLASSES:
+        raise ValueError(f'executable {executable!r} has no in-process node class '
+                         f'(known: {", ".join(NODE_CLASSES)})')
+    module_name, class_name = NODE_CLASSES[executable].split(':')
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+class RunningGraph:
+    """The live graph: its rclpy context, executor and nodes (by fully qualified name)."""
+
+    def __init__(self, context, executor: MultiThreadedExecutor):
+        self.context = context
+        self.executor = executor
+        self.nodes: Dict[str, Node] = {}
+        self._extra: List[Node] = []
+
+    def add_node(self, node: Node) -> Node:
+        """Spins a node of the caller's (created with `context=graph.context`) with the graph;
+        it is destroyed when the graph shuts down."""
+        self._extra.append(node)
+        self.executor.add_node(node)
+        return node
+
+
+def _node_kwargs(spec: NodeSpec, context) -> dict:
+    overrides = [Parameter(name, value=value)
+                 for params in spec.parameters for name, value in params.items()]
+    ros_args = ['-r', f'__node:={spec.name}']
+    for source, target in spec.remappings:
+        ros_args += ['-r', f'{source}:={target}']
+    return {'context': context, 'parameter_overrides': overrides,
+            'namespace': '/' + spec.namespace.strip('/'),
+            'cli_args': list(spec.arguments) + ['--ros-args'] + ros_args,
+            'use_global_arguments': False}
+
+
+@contextmanager
+def run_graph(specs: Sequence[NodeSpec], num_threads: int = 4) -> Iterator[RunningGraph]:
+    """Starts every spec's node in this process; shuts them all down on exit.
+
+    Only orca_nav nodes run in-process: a spec of another package (rviz2) is a ValueError.
+    A node that fails to start (e.g. a rejected parameter) stops the ones already started
+    and the error propagates.
+    """
+    for spec in specs:
+        if spec.package != PACKAGE:
+            raise ValueError(f'run_graph runs orca_nav nodes only; {spec.package}/'
+                             f'{spec.executable} must be started as its own process')
+        node_class(spec.executable)     # unknown executables fail before anything starts
+    context = rclpy.Context()
+    rclpy.init(args=[], context=context)
+    executor = MultiThreadedExecutor(num_threads=num_threads, context=context)
+    graph = RunningGraph(context, executor)
+    spinner = None
+    try:
+        for spec in specs:
+            node = node_class(spec.executable)(**_node_kwargs(spec, context))
+            graph.nodes[spec.full_name] = node
+            executor.add_node(node)
+        spinner = threading.Thread(target=executor.spin, name='orca_nav_graph', daemon=True)
+        spinner.start()
+        yield graph
+    finally:
+        executor.shutdown(timeout_sec=5.0)
+        if spinner is not None:
+            spinner.join(timeout=5.0)
+        for node in list(graph.nodes.values()) + graph._extra:
+            node.destroy_node()
+        context.try_shutdown()

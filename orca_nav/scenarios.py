@@ -1,0 +1,141 @@
+"""Built-in demo scenarios: generated fleets (circle, crossing, corridor, blocks) and fleet files.
+
+`scenario_config(name, robots=None)` returns a FleetConfig. A generated scenario takes a robot
+count; any other name is looked up as `config/fleets/<name>.yaml` in the package share folder,
+so a new fixed scenario only needs its YAML file there. The shipped files for the generated
+scenarios are their default-size output (`python -m orca_nav.scenarios` rewrites them; a test
+checks they agree).
+"""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+import yaml
+
+from orca_nav.bringup import share_dir
+from orca_nav.core.fleet_config import FleetConfig, load_fleet_config
+
+ROBOT_RADIUS = 0.25
+MAX_SPEED = 1.0
+DIGITS = 3      # positions are rounded so the fleet files read well and round-trip exactly
+
+
+def fleets_dir() -> Path:
+    return share_dir() / 'config' / 'fleets'
+
+
+def maps_dir() -> Path:
+    return share_dir() / 'config' / 'maps'
+
+
+def _robots(starts: np.ndarray, goals: np.ndarray, **fields) -> List[dict]:
+    """Robot entries `robot<i>` from (N, 3) start and goal poses."""
+    starts, goals = np.round(starts, DIGITS) + 0.0, np.round(goals, DIGITS) + 0.0   # no -0.0
+    return [{'name': f'robot{i}', 'start': [float(v) for v in s], 'goal': [float(v) for v in g],
+             **fields} for i, (s, g) in enumerate(zip(starts, goals))]
+
+
+def _fleet(name: str, robots: List[dict], duration: float, map_file: Optional[str] = None,
+           **sections) -> FleetConfig:
+    raw = {'name': name, 'defaults': {'kinematics': 'holonomic', 'radius': ROBOT_RADIUS,
+                                      'max_speed': MAX_SPEED, 'max_accel': 2.0},
+           'robots': robots, 'demo': {'duration': duration, 'goal_tolerance': 0.25}, **sections}
+    if map_file is not None:
+        raw['map'] = str(maps_dir() / map_file)
+    return load_fleet_config(raw)
+
+
+def _check_count(name: str, robots: int, minimum: int, maximum: int) -> None:
+    if isinstance(robots, bool) or not isinstance(robots, int) or not minimum <= robots <= maximum:
+        raise ValueError(f'robots: scenario {name!r} takes {minimum}..{maximum} robots, '
+                         f'got {robots!r}')
+
+
+def circle(robots: int = 16) -> FleetConfig:
+    """Robots evenly spaced on a circle, each driving to the antipodal point (RVO2 Circle)."""
+    _check_count('circle', robots, 2, 500)
+    # Arc spacing of at least 4 radii keeps the start poses well apart as the fleet grows.
+    ring = max(4.0, robots * 4.0 * ROBOT_RADIUS / (2.0 * math.pi))
+    angle = 2.0 * math.pi * np.arange(robots) / robots
+    points = ring * np.column_stack([np.cos(angle), np.sin(angle)])
+    heading = angle + math.pi          # facing the centre, and still so at the goal
+    starts = np.column_stack([points, np.arctan2(np.sin(heading), np.cos(heading))])
+    goals = np.column_stack([-points, starts[:, 2]])
+    return _fleet('circle', _robots(starts, goals), duration=30.0 + 2.0 * ring)
+
+
+def crossing(robots: int = 16) -> FleetConfig:
+    """Four groups start west, south, east and north of the centre and cross to the far side."""
+    _check_count('crossing', robots, 4, 400)
+    spacing, distance, per_row = 1.0, 6.0, 4
+    group = np.arange(robots) % 4                  # groups interleave so any count stays balanced
+    member = np.arange(robots) // 4
+    row, column = member // per_row, member % per_row
+    count = np.bincount(group, minlength=4)[group]
+    width = np.minimum(count, per_row)
+    lateral = (column - (width - 1) / 2.0) * spacing
+    along = distance + row * spacing              # later rows queue behind the first
+    heading = group * (math.pi / 2.0)             # group 0 drives +x (starts west), 1 drives +y, ...
+    direction = np.column_stack([np.cos(heading), np.sin(heading)])
+    normal = np.column_stack([-direction[:, 1], direction[:, 0]])
+    start_xy = -direction * along[:, None] + normal * lateral[:, None]
+    goal_xy = direction * along[:, None] + normal * lateral[:, None]
+    yaw = np.arctan2(direction[:, 1], direction[:, 0])
+    starts = np.column_stack([start_xy, yaw])
+    goals = np.column_stack([goal_xy, yaw])
+    return _fleet('crossing', _robots(starts, goals),
+                  duration=40.0 + 2.0 * float(along.max()))
+
+
+GENERATORS: Dict[str, Callable[[int], FleetConfig]] = {
+    'circle': circle,
+    'crossing': crossing,
+}
+
+
+def scenario_names() -> List[str]:
+    """Generated scenarios first, then the fleet files shipped in config/fleets/."""
+    files = sorted(p.name[:-len('.yaml')] for p in fleets_dir().glob('*.yaml'))
+    return list(GENERATORS) + [n for n in files if n not in GENERATORS]
+
+
+def scenario_config(name: str, robots: Optional[int] = None) -> FleetConfig:
+    """The fleet of a built-in scenario; `robots` sets the size of a generated one."""
+    if name in GENERATORS:
+        return GENERATORS[name]() if robots is None else GENERATORS[name](robots)
+    path = fleets_dir() / f'{name}.yaml'
+    if not path.is_file():
+        raise ValueError(f'scenario {name!r}: unknown (built-in: {", ".join(scenario_names())}; '
+                         'or give a fleet config file)')
+    if robots is not None:
+        raise ValueError(f'robots: scenario {name!r} is the fixed fleet {path}; '
+                         'it cannot be resized')
+    return load_fleet_config(path)
+
+
+def write_fleet_config(cfg: FleetConfig, path: Path) -> None:
+    """Writes `cfg` as a fleet YAML file (map path relative to the file)."""
+    path = Path(path)
+    text = yaml.safe_dump(cfg.to_dict(base_dir=path.parent), sort_keys=False,
+                          default_flow_style=None, width=100)
+    path.write_text(f'# Generated by `python -m orca_nav.scenarios` from '
+                    f'orca_nav.scenarios.{cfg.name}(); edit the generator, not this file.\n'
+                    + text)
+
+
+def main(argv=None) -> None:
+    """Rewrites config/fleets/<name>.yaml for every generated scenario at its default size."""
+    del argv
+    folder = fleets_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, generate in GENERATORS.items():
+        write_fleet_config(generate(), folder / f'{name}.yaml')
+        print(f'wrote {folder / name}.yaml', file=sys.stderr)
+
+
+if __name__ == '__main__':
+    main()

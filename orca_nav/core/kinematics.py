@@ -59,7 +59,8 @@ def _per_robot(name: str, value, n: int, positive: bool = True) -> np.ndarray:
     return arr
 
 
-def _finite_array(name: str, value, shape) -> np.ndarray:
+def finite_array(name: str, value, shape) -> np.ndarray:
+    """`value` as a float array of `shape`; ValueError naming `name` and the index otherwise."""
     arr = np.asarray(value, dtype=float)
     if arr.shape != tuple(shape):
         raise ValueError(f'{name} must have shape {tuple(shape)}, got {arr.shape}')
@@ -118,7 +119,7 @@ def admissible_twist(twist, limits: RobotLimits) -> np.ndarray:
     wz/vx clipped to 1/min_turning_radius (wz = 0 when vx = 0, it cannot turn on the spot).
     """
     n = len(limits)
-    twist = _finite_array('twist', twist, (n, 3)).copy()
+    twist = finite_array('twist', twist, (n, 3)).copy()
     sideways = limits.planar_holonomic
     twist[~sideways, 1] = 0.0
     twist[:, :2] = _clip_norm(twist[:, :2], limits.max_speed)
@@ -144,7 +145,7 @@ def limit_twist(command, previous, limits: RobotLimits, dt: float) -> np.ndarray
         raise ValueError(f'dt must be finite and > 0, got {dt}')
     n = len(limits)
     target = admissible_twist(command, limits)
-    previous = _finite_array('previous', previous, (n, 3))
+    previous = finite_array('previous', previous, (n, 3))
     step = _clip_norm(target[:, :2] - previous[:, :2], limits.max_accel * dt)
     out = target.copy()
     out[:, :2] = previous[:, :2] + step
@@ -189,8 +190,8 @@ def _desired_heading(v_des, yaw, max_speed, allow_reverse: bool):
     """
     v_des = np.atleast_2d(np.asarray(v_des, dtype=float))
     n = v_des.shape[0]
-    v_des = _finite_array('v_des', v_des, (n, 2))
-    yaw = _finite_array('yaw', np.broadcast_to(np.asarray(yaw, float), (n,)), (n,))
+    v_des = finite_array('v_des', v_des, (n, 2))
+    yaw = finite_array('yaw', np.broadcast_to(np.asarray(yaw, float), (n,)), (n,))
     speed = np.minimum(np.linalg.norm(v_des, axis=1), _per_robot('max_speed', max_speed, n))
     alpha = np.where(speed > 0.0, wrap_angle(np.arctan2(v_des[:, 1], v_des[:, 0]) - yaw), 0.0)
     backwards = np.zeros(n, dtype=bool)
@@ -286,8 +287,8 @@ def planar_velocity_to_twist(v_des, yaw, limits: RobotLimits, heading_time: floa
     The result is admissible for `limits` (acceleration limits are the caller's business).
     """
     n = len(limits)
-    v_des = _finite_array('v_des', np.atleast_2d(np.asarray(v_des, dtype=float)), (n, 2))
-    yaw = _finite_array('yaw', np.broadcast_to(np.asarray(yaw, float), (n,)), (n,))
+    v_des = finite_array('v_des', np.atleast_2d(np.asarray(v_des, dtype=float)), (n, 2))
+    yaw = finite_array('yaw', np.broadcast_to(np.asarray(yaw, float), (n,)), (n,))
     twist = np.zeros((n, 3))
     sideways = limits.planar_holonomic
     twist[sideways, :2] = world_to_body(v_des[sideways], yaw[sideways])

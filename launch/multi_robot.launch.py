@@ -1,0 +1,47 @@
+"""Starts an orca_nav fleet: `ros2 launch orca_nav multi_robot.launch.py fleet_config:=<file>`.
+
+Arguments: fleet_config (fleet YAML; default the 16-robot circle), use_sim (embedded fleet
+simulator, default true; false when Gazebo or real robots publish odometry), rviz (default
+false), mode (centralized | per_robot ORCA nodes).
+
+The node graph comes from `orca_nav.bringup.describe_graph`, the same description the
+in-process runner of `orca-nav demo` starts; this file only turns each NodeSpec into a
+launch_ros Node (test/test_launch_file.py checks that the two agree).
+"""
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+from orca_nav.bringup import MODES, describe_graph, share_dir
+from orca_nav.core.fleet_config import load_fleet_config
+
+TRUE_WORDS = ('true', '1', 'yes', 'on')
+
+
+def _nodes(context):
+    cfg = load_fleet_config(LaunchConfiguration('fleet_config').perform(context))
+    specs = describe_graph(
+        cfg,
+        use_sim=LaunchConfiguration('use_sim').perform(context).lower() in TRUE_WORDS,
+        mode=LaunchConfiguration('mode').perform(context),
+        rviz=LaunchConfiguration('rviz').perform(context).lower() in TRUE_WORDS)
+    return [Node(package=spec.package, executable=spec.executable, name=spec.name,
+                 namespace=spec.namespace or None, parameters=list(spec.parameters),
+                 remappings=list(spec.remappings), arguments=list(spec.arguments),
+                 output='screen')
+            for spec in specs]
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        DeclareLaunchArgument(
+            'fleet_config', default_value=str(share_dir() / 'config' / 'fleets' / 'circle.yaml'),
+            description='Fleet config YAML: robots, map, node parameters'),
+        DeclareLaunchArgument('use_sim', default_value='true',
+                              description='Start the embedded fleet simulator (fleet_sim_node)'),
+        DeclareLaunchArgument('rviz', default_value='false', description='Start RViz'),
+        DeclareLaunchArgument('mode', default_value='centralized', choices=list(MODES),
+                              description='One ORCA node for the fleet, or one per robot'),
+        OpaqueFunction(function=_nodes),
+    ])

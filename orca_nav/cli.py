@@ -1,0 +1,198 @@
+"""`orca-nav`: command line entry point.
+
+    orca-nav demo [--scenario NAME|FILE] [--robots N] [--out DIR] [--duration S]
+                  [--mode centralized|per_robot] [--seed N]
+    orca-nav bench [AREA ...]
+
+`demo` starts the whole node graph of a fleet (map publisher, embedded simulator, ORCA, planner
+when the fleet enables it) in this process over real DDS topics, sends every robot its goals in
+turn, and stops when all are reached or after the duration. It writes DIR/report.json and
+DIR/trajectories.png and prints a summary table. Exit status 0 means every robot reached every
+goal without a collision, 1 that the run ended otherwise, 2 a start-up error.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import MappingProxyType
+from typing import List, Optional
+
+from orca_nav.bringup import MODES, describe_graph, share_dir
+from orca_nav.core.fleet_config import FleetConfig, load_fleet_config
+
+# Wall-clock limits for start-up: every robot's odometry must arrive, goal topics be matched.
+ODOM_WAIT_S = 30.0
+GOAL_SUBSCRIBER_WAIT_S = 10.0
+
+
+def load_scenario(scenario: str, robots: Optional[int] = None) -> FleetConfig:
+    """A built-in scenario by name, or a fleet config file by path."""
+    from orca_nav.scenarios import scenario_config
+    if scenario.endswith(('.yaml', '.yml')) or os.sep in scenario:
+        if robots is not None:
+            raise ValueError(f'robots: --robots resizes built-in scenarios only, not {scenario}')
+        return load_fleet_config(scenario)
+    return scenario_config(scenario, robots)
+
+
+def with_overrides(cfg: FleetConfig, duration: Optional[float] = None,
+                   seed: Optional[int] = None) -> FleetConfig:
+    """`cfg` with the demo duration and/or the simulator's noise seed replaced."""
+    if duration is not None:
+        if not duration > 0:
+            raise ValueError(f'duration: must be > 0 s, got {duration!r}')
+        cfg = dataclasses.replace(cfg, demo=dataclasses.replace(cfg.demo, duration=duration))
+    if seed is not None:
+        sections = dict(cfg.node_parameters)
+        sections['fleet_sim_node'] = MappingProxyType({**sections['fleet_sim_node'], 'seed': seed})
+        cfg = dataclasses.replace(cfg, node_parameters=MappingProxyType(sections))
+    return cfg
+
+
+class Progress:
+    """One updating status line on a terminal; a plain line every few seconds otherwise."""
+
+    def __init__(self, stream=sys.stderr, plain_every_s: float = 5.0):
+        self._stream = stream
+        self._tty = stream.isatty()
+        self._plain_every = plain_every_s
+        self._last_plain = -float('inf')
+
+    def update(self, elapsed: float, at_goal: int, robots: int, collisions: int) -> None:
+        line = f't = {elapsed:6.1f} s   at goal {at_goal:3d}/{robots:<3d}   collisions {collisions}'
+        if self._tty:
+            self._stream.write('\r' + line + '\x1b[K')
+            self._stream.flush()
+        elif elapsed - self._last_plain >= self._plain_every:
+            self._last_plain = elapsed
+            print(line, file=self._stream, flush=True)
+
+    def close(self) -> None:
+        if self._tty:
+            self._stream.write('\n')
+            self._stream.flush()
+
+
+def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
+             progress: Optional[Progress] = None) -> dict:
+    """Runs the fleet to completion (or its demo duration); writes report.json and
+    trajectories.png into out_dir and returns the report."""
+    from orca_nav.core.grid import OccupancyGrid
+    from orca_nav.core.report import fleet_report
+    from orca_nav.report_plot import plot_trajectories
+    from orca_nav.ros.demo_mission import DemoMission
+    from orca_nav.ros.runner import run_graph
+
+    progress = progress or Progress()
+    specs = describe_graph(cfg, use_sim=True, mode=mode)
+    wall_start = time.monotonic()
+    with run_graph(specs) as graph:
+        mission = graph.add_node(DemoMission(cfg, context=graph.context))
+        _wait_for(mission.all_odometry_received, ODOM_WAIT_S,
+                  'no odometry from every robot: did fleet_sim start?')
+        # The first goal is also in the nodes' parameters; published goals must not be lost.
+        _wait_for(lambda: mission.goal_subscribers() > 0, GOAL_SUBSCRIBER_WAIT_S,
+                  'nothing subscribes to the goal topics: did orca_node start?')
+        mission.start()
+        # Odometry time drives the run; the wall-clock cap only guards against a stalled sim.
+        wall_cap = time.monotonic() + 2.0 * cfg.demo.duration + 30.0
+        while not mission.finished() and mission.elapsed() < cfg.demo.duration \
+                and time.monotonic() < wall_cap:
+            state = mission.progress()
+            progress.update(mission.elapsed(), state['at_goal'], state['robots'],
+                            state['collisions'])
+            time.sleep(0.1)
+        state = mission.progress()
+        progress.update(mission.elapsed(), state['at_goal'], state['robots'], state['collisions'])
+        progress.close()
+        tracks, plans = mission.tracks(), mission.plans()
+        collisions = mission.collision_events()
+    grid = OccupancyGrid.from_map_yaml(cfg.map_path) if cfg.map_path is not None else None
+    report = fleet_report(tracks, grid=grid, collision_events=collisions, meta={
+        'scenario': cfg.name, 'mode': mode, 'map': str(cfg.map_path) if cfg.map_path else None,
+        'duration_limit': cfg.demo.duration, 'goal_tolerance': cfg.demo.goal_tolerance,
+        'wall_time': round(time.monotonic() - wall_start, 2)})
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / 'report.json').write_text(json.dumps(report, indent=2) + '\n')
+    fleet = report['fleet']
+    makespan = f'{fleet["makespan"]:.1f} s' if fleet['makespan'] is not None else 'not all reached'
+    plot_trajectories(out_dir / 'trajectories.png', tracks,
+                      starts=[r.start[:2] for r in cfg.robots], grid=grid, plans=plans,
+                      title=f'{cfg.name}: {len(tracks)} robots, makespan {makespan}, '
+                            f'collisions {fleet["collisions"]}')
+    return report
+
+
+def _wait_for(condition, timeout_s: float, message: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f'{message} (waited {timeout_s:.0f} s)')
+        time.sleep(0.05)
+
+
+def demo_command(args) -> int:
+    from orca_nav.core.report import format_table
+    try:
+        cfg = with_overrides(load_scenario(args.scenario, args.robots), args.duration, args.seed)
+    except ValueError as err:
+        print(f'orca-nav demo: {err}', file=sys.stderr)
+        return 2
+    out_dir = Path(args.out) if args.out else Path('orca_nav_demo') / cfg.name
+    print(f'orca-nav demo: scenario {cfg.name}, {len(cfg.robots)} robots, {args.mode} ORCA, '
+          f'up to {cfg.demo.duration:.0f} s; output in {out_dir}', file=sys.stderr)
+    try:
+        report = run_demo(cfg, out_dir, mode=args.mode)
+    except (RuntimeError, ValueError) as err:
+        print(f'\norca-nav demo: {err}', file=sys.stderr)
+        return 2
+    print(format_table(report))
+    print(f'wrote {out_dir / "report.json"} and {out_dir / "trajectories.png"}')
+    fleet = report['fleet']
+    return 0 if fleet['all_reached'] and fleet['collisions'] == 0 else 1
+
+
+def bench_command(args) -> int:
+    script = share_dir() / 'bench' / 'run.py'
+    if not script.is_file():
+        print(f'orca-nav bench: {script} not found (benchmarks ship with the source checkout)',
+              file=sys.stderr)
+        return 2
+    return subprocess.call([sys.executable, str(script)] + list(args.areas),
+                           cwd=str(script.parent.parent))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog='orca-nav', description=__doc__.split('\n')[0])
+    commands = parser.add_subparsers(dest='command', required=True)
+    demo = commands.add_parser('demo', help='run a fleet scenario on the embedded simulator')
+    demo.add_argument('--scenario', default='circle',
+                      help='built-in scenario (circle, crossing, corridor, blocks, or a file in '
+                           'config/fleets/) or a fleet config YAML path (default: circle)')
+    demo.add_argument('--robots', type=int, help='number of robots of a generated scenario')
+    demo.add_argument('--out', help='output folder (default: orca_nav_demo/<scenario>)')
+    demo.add_argument('--duration', type=float, help='time limit in seconds (default: scenario)')
+    demo.add_argument('--mode', choices=MODES, default='centralized',
+                      help='one ORCA node for the fleet, or one per robot namespace')
+    demo.add_argument('--seed', type=int, help='seed of the simulator noise')
+    demo.set_defaults(run=demo_command)
+    bench = commands.add_parser('bench', help='run benchmarks (bench/run.py)')
+    bench.add_argument('areas', nargs=argparse.REMAINDER,
+                       help='benchmark areas and options, passed to bench/run.py')
+    bench.set_defaults(run=bench_command)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

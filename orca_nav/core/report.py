@@ -1,0 +1,193 @@
+"""Fleet run metrics from recorded trajectories: what `orca-nav demo` writes to report.json.
+
+Inputs are plain arrays (one `RobotTrack` per robot, times in seconds since the run started);
+no ROS here. Robot-robot separation is measured on a common time grid: every track is linearly
+interpolated at `sample_dt` (odometry of different robots arrives at different instants), and
+a robot holds its first/last recorded pose outside its own recording.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from orca_nav.core.grid import OccupancyGrid
+
+# Pairwise distances are computed for this many (time, robot, robot) entries at a time.
+_PAIR_CHUNK = 2_000_000
+
+
+@dataclass
+class RobotTrack:
+    """One robot's recorded run.
+
+    t: (K,) seconds, increasing; xy: (K, 2) positions; goals: (G, 2) in visiting order;
+    goal_times: time each goal was reached (None when not reached); collisions: collision
+    events the simulator reported for this robot.
+    """
+
+    name: str
+    radius: float
+    t: np.ndarray
+    xy: np.ndarray
+    goals: np.ndarray
+    goal_times: List[Optional[float]] = field(default_factory=list)
+    collisions: int = 0
+
+    def __post_init__(self):
+        self.t = np.asarray(self.t, dtype=float).reshape(-1)
+        self.xy = np.asarray(self.xy, dtype=float).reshape(-1, 2)
+        self.goals = np.asarray(self.goals, dtype=float).reshape(-1, 2)
+        if len(self.t) != len(self.xy):
+            raise ValueError(f'{self.name}: t has {len(self.t)} samples but xy {len(self.xy)}')
+        if not (np.all(np.isfinite(self.t)) and np.all(np.isfinite(self.xy))):
+            raise ValueError(f'{self.name}: recorded t/xy contain non-finite values')
+        if len(self.t) > 1 and np.any(np.diff(self.t) < 0):
+            raise ValueError(f'{self.name}: t must not decrease')
+        if len(self.goal_times) != len(self.goals):
+            raise ValueError(f'{self.name}: {len(self.goals)} goals but '
+                             f'{len(self.goal_times)} goal_times')
+
+
+def path_length(xy: np.ndarray) -> float:
+    """Length of the polyline through the (K, 2) points."""
+    xy = np.asarray(xy, dtype=float).reshape(-1, 2)
+    return float(np.linalg.norm(np.diff(xy, axis=0), axis=1).sum()) if len(xy) > 1 else 0.0
+
+
+def resample(tracks: Sequence[RobotTrack], sample_dt: float) -> Tuple[np.ndarray, np.ndarray]:
+    """(T,) common times and (T, N, 2) positions of every track interpolated at them."""
+    if not sample_dt > 0:
+        raise ValueError(f'sample_dt: must be > 0, got {sample_dt!r}')
+    recorded = [tr for tr in tracks if len(tr.t)]
+    if not recorded:
+        return np.zeros(0), np.zeros((0, len(tracks), 2))
+    start = min(tr.t[0] for tr in recorded)
+    stop = max(tr.t[-1] for tr in recorded)
+    times = start + sample_dt * np.arange(int(math.floor((stop - start) / sample_dt)) + 1)
+    positions = np.full((len(times), len(tracks), 2), np.nan)
+    for index, tr in enumerate(tracks):
+        if len(tr.t):
+            positions[:, index, 0] = np.interp(times, tr.t, tr.xy[:, 0])
+            positions[:, index, 1] = np.interp(times, tr.t, tr.xy[:, 1])
+    return times, positions
+
+
+def pairwise_minima(positions: np.ndarray, radii: np.ndarray):
+    """Per robot, over all times: the smallest surface gap (centre distance minus both radii)
+    to any other robot, the centre distance at that moment and the other robot's index.
+
+    positions (T, N, 2) may hold NaN for robots without a recording; they are skipped.
+    """
+    count = positions.shape[1]
+    best_gap = np.full(count, np.inf)
+    best_centre = np.full(count, np.inf)
+    best_other = np.full(count, -1)
+    if count < 2 or positions.shape[0] == 0:
+        return best_gap, best_centre, best_other
+    radius_sum = radii[:, None] + radii[None, :]
+    chunk = max(1, _PAIR_CHUNK // (count * count))
+    for first in range(0, positions.shape[0], chunk):
+        block = positions[first:first + chunk]                        # (C, N, 2)
+        centre = np.linalg.norm(block[:, :, None, :] - block[:, None, :, :], axis=-1)
+        centre[:, np.arange(count), np.arange(count)] = np.inf
+        centre = np.where(np.isnan(centre), np.inf, centre)
+        gap = centre - radius_sum                                     # (C, N, N)
+        flat = gap.transpose(1, 0, 2).reshape(count, -1)              # (N, C*N)
+        where = np.argmin(flat, axis=1)
+        value = flat[np.arange(count), where]
+        better = value < best_gap
+        times, others = np.divmod(where, count)
+        best_gap[better] = value[better]
+        best_other[better] = others[better]
+        best_centre[better] = centre[times[better], np.arange(count)[better], others[better]]
+    return best_gap, best_centre, best_other
+
+
+def obstacle_clearance(grid: OccupancyGrid, xy: np.ndarray, radius: float) -> float:
+    """Smallest gap between the robot's disc and an occupied cell along its track (m).
+
+    The grid's clearance runs between cell centres, so half a cell is taken off to measure to
+    the occupied cell's near edge (accurate to about one cell).
+    """
+    if len(xy) == 0:
+        return math.inf
+    return float(grid.clearance_at(xy).min()) - radius - 0.5 * grid.resolution
+
+
+def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = None,
+                 sample_dt: float = 0.05, collision_events: int = 0,
+                 meta: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The report dict: `robots` (name -> metrics) and `fleet` totals; JSON-ready (inf -> None).
+
+    collision_events: how many collisions the simulator reported in total (a robot-robot
+    collision counts once here and once for each robot involved).
+    """
+    names = [tr.name for tr in tracks]
+    if len(set(names)) != len(names):
+        raise ValueError(f'tracks: duplicate robot names in {names}')
+    radii = np.array([tr.radius for tr in tracks], dtype=float)
+    times, positions = resample(tracks, sample_dt)
+    gap, centre, other = pairwise_minima(positions, radii)
+    robots: Dict[str, Any] = {}
+    for index, tr in enumerate(tracks):
+        reached_times = [t for t in tr.goal_times if t is not None]
+        reached = len(reached_times) == len(tr.goals) and len(tr.goals) > 0
+        robots[tr.name] = {
+            'reached': reached,
+            'goals_reached': len(reached_times),
+            'goals_total': int(len(tr.goals)),
+            'time_to_goal': _finite_or_none(max(reached_times)) if reached else None,
+            'goal_times': [_finite_or_none(t) for t in tr.goal_times],
+            'path_length': path_length(tr.xy),
+            'min_separation': _finite_or_none(gap[index]),
+            'min_center_distance': _finite_or_none(centre[index]),
+            'closest_robot': names[other[index]] if other[index] >= 0 else None,
+            'min_obstacle_clearance': (_finite_or_none(obstacle_clearance(grid, tr.xy, tr.radius))
+                                       if grid is not None else None),
+            'collisions': int(tr.collisions),
+        }
+    entries = list(robots.values())
+    all_reached = bool(entries) and all(e['reached'] for e in entries)
+    clearances = [e['min_obstacle_clearance'] for e in entries
+                  if e['min_obstacle_clearance'] is not None]
+    fleet = {
+        'robots': len(tracks),
+        'reached': sum(e['reached'] for e in entries),
+        'all_reached': all_reached,
+        'makespan': max(e['time_to_goal'] for e in entries) if all_reached else None,
+        'collisions': int(collision_events),
+        'robots_with_collisions': sum(e['collisions'] > 0 for e in entries),
+        'min_separation': _finite_or_none(gap.min()) if len(gap) else None,
+        'min_obstacle_clearance': min(clearances) if clearances else None,
+        'total_path_length': float(sum(e['path_length'] for e in entries)),
+        'recorded_time': float(times[-1] - times[0]) if len(times) else 0.0,
+    }
+    return {**(meta or {}), 'fleet': fleet, 'robots': robots}
+
+
+def format_table(report: Dict[str, Any]) -> str:
+    """The report as a fixed-width text table, one row per robot and a totals line."""
+    def num(value, digits=2):
+        return '-' if value is None else f'{value:.{digits}f}'
+
+    header = f'{"robot":<12} {"reached":>9} {"time_s":>8} {"path_m":>8} ' \
+             f'{"min_sep_m":>9} {"min_obst_m":>10} {"collisions":>10}'
+    lines = [header, '-' * len(header)]
+    for name, e in report['robots'].items():
+        lines.append(f'{name:<12} {e["goals_reached"]:>4}/{e["goals_total"]:<4} '
+                     f'{num(e["time_to_goal"], 1):>8} {num(e["path_length"]):>8} '
+                     f'{num(e["min_separation"]):>9} {num(e["min_obstacle_clearance"]):>10} '
+                     f'{e["collisions"]:>10}')
+    f = report['fleet']
+    lines.append('-' * len(header))
+    lines.append(f'fleet: {f["reached"]}/{f["robots"]} robots at their goals, makespan '
+                 f'{num(f["makespan"], 1)} s, collisions {f["collisions"]}, min separation '
+                 f'{num(f["min_separation"])} m')
+    return '\n'.join(lines)
+
+
+def _finite_or_none(value) -> Optional[float]:
+    return float(value) if value is not None and math.isfinite(value) else None

@@ -1,0 +1,60 @@
+"""The demo's picture: map, robot traces, starts, goals and planned paths (matplotlib, Agg)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.report import RobotTrack
+
+
+def plot_trajectories(path, tracks: Sequence[RobotTrack], starts: np.ndarray,
+                      grid: Optional[OccupancyGrid] = None,
+                      plans: Optional[Dict[str, List[np.ndarray]]] = None,
+                      title: str = '') -> Path:
+    """Writes a PNG: occupied cells grey, each robot's trace in its own colour, its start as
+    a disc of its radius, goals as crosses (numbered when several), planned paths dashed."""
+    import matplotlib
+    matplotlib.use('Agg', force=False)
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Circle
+
+    starts = np.asarray(starts, dtype=float).reshape(-1, 2)
+    fig, ax = plt.subplots(figsize=(8, 8), dpi=110)
+    try:
+        if grid is not None and grid.ndim == 2:
+            height, width = grid.shape
+            x0, y0 = grid.origin[0], grid.origin[1]
+            ax.imshow(grid.occupied, origin='lower', cmap='Greys', vmin=0, vmax=1.6,
+                      extent=(x0, x0 + width * grid.resolution, y0, y0 + height * grid.resolution),
+                      interpolation='nearest', zorder=0)
+        colours = plt.get_cmap('hsv')(np.linspace(0.0, 0.92, max(len(tracks), 1)))
+        for index, track in enumerate(tracks):
+            colour = colours[index]
+            for plan in (plans or {}).get(track.name, []):
+                plan = np.asarray(plan, dtype=float).reshape(-1, 2)
+                ax.plot(plan[:, 0], plan[:, 1], '--', color=colour, lw=0.8, alpha=0.6, zorder=1)
+            if len(track.xy):
+                ax.plot(track.xy[:, 0], track.xy[:, 1], '-', color=colour, lw=1.4, zorder=2)
+            ax.add_patch(Circle(starts[index], track.radius, fill=False, color=colour, lw=1.2,
+                                zorder=3))
+            ax.plot(track.goals[:, 0], track.goals[:, 1], 'x', color=colour, ms=7, mew=2,
+                    zorder=4)
+            if len(track.goals) > 1:
+                for number, goal in enumerate(track.goals, start=1):
+                    ax.annotate(str(number), goal, textcoords='offset points', xytext=(4, 4),
+                                fontsize=7, color=colour)
+        ax.set_aspect('equal')
+        ax.autoscale_view()
+        ax.set_xlabel('x (m)')
+        ax.set_ylabel('y (m)')
+        ax.set_title(title + '\n' + 'traces: solid; plans: dashed; start: circle; goal: x',
+                     fontsize=9)
+        ax.grid(True, lw=0.3, alpha=0.5)
+        out = Path(path)
+        fig.savefig(out, bbox_inches='tight')
+        return out
+    finally:
+        plt.close(fig)

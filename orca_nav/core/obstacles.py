@@ -1,0 +1,330 @@
+"""Static polygon obstacles with RVO2 2.0.3 conventions, prepared once for ORCA.
+
+A polygon is an (M, 2) array of vertices in counter-clockwise order (the inside is solid);
+a 2-vertex polygon is a segment (an obstacle line usable from both sides). Every vertex
+starts a directed edge to the next vertex; RVO2 calls that vertex record an "obstacle".
+
+`ObstacleSet(polygons)` validates the polygons and reproduces what RVO2's
+`RVOSimulator::addObstacle` + `processObstacles` build:
+
+- per vertex: the point, the unit direction of its outgoing edge, whether it is convex
+  (`leftOf(prev, this, next) >= 0`; both ends of a segment are convex), and the
+  previous/next vertex;
+- the obstacle kd-tree (`KdTree::buildObstacleTreeRecursive`): each node's edge is chosen to
+  balance the edges left and right of its supporting line, and an edge that straddles that
+  line is cut in two at the crossing. The cut adds a vertex (convex, with the unit direction of
+  the edge it cuts), so ORCA later sees the shorter edges, as RVO2 does.
+
+`ObstacleSet.neighbors(positions, range_sq)` gives, for every agent, the edges RVO2's
+`computeObstacleNeighbors` would return: the agent strictly on the outer (right) side of the
+edge and squared distance to the segment strictly below `range_sq`, ordered by distance with
+ties broken in the order RVO2's tree traversal inserts them.
+
+The tree is built once (Python loop over tree nodes, numpy inside a node); queries are
+vectorised over agents. Keep the ObstacleSet and pass it to `orca.compute_velocities`
+when the obstacles do not change between calls.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+RVO_EPSILON = 1e-5  # RVO2's RVO_EPSILON, used by the tree split classification
+_BRUTE_FORCE_PAIRS = 2_000_000  # above this many agent-edge pairs, prefilter with a kd-tree
+_ROW_CHUNK = 512
+
+
+def validate_polygons(polygons, argument='obstacles'):
+    """Check a list of polygons and return them as float64 (M, 2) arrays.
+
+    Raises ValueError naming `argument[k]` (and the vertex index) for: not (M, 2), fewer than
+    2 vertices, non-finite values, repeated consecutive vertices (zero-length edge), and
+    clockwise or zero-area winding for 3+ vertices.
+    """
+    if isinstance(polygons, np.ndarray) and polygons.ndim == 2:
+        raise ValueError(f'{argument} must be a list of (M, 2) vertex arrays, not one array')
+    checked = []
+    for k, polygon in enumerate(polygons):
+        name = f'{argument}[{k}]'
+        try:
+            vertices = np.asarray(polygon, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f'{name}: not a numeric vertex array ({error})') from None
+        if vertices.ndim != 2 or vertices.shape[1] != 2:
+            raise ValueError(f'{name}: expected shape (M, 2), got {vertices.shape}')
+        if len(vertices) < 2:
+            raise ValueError(f'{name}: needs at least 2 vertices, got {len(vertices)}')
+        bad = np.flatnonzero(~np.isfinite(vertices).all(axis=1))
+        if bad.size:
+            raise ValueError(f'{name}: vertex {bad[0]} is not finite: {vertices[bad[0]].tolist()}')
+        edges = np.roll(vertices, -1, axis=0) - vertices
+        zero = np.flatnonzero((edges == 0.0).all(axis=1))
+        if zero.size:
+            raise ValueError(f'{name}: vertex {zero[0]} repeats the next vertex (zero-length edge)')
+        if len(vertices) >= 3:
+            x, y = vertices[:, 0], vertices[:, 1]
+            twice_area = float(np.dot(x, np.roll(y, -1)) - np.dot(np.roll(x, -1), y))
+            if not twice_area > 0.0:
+                raise ValueError(
+                    f'{name}: vertices must be counter-clockwise (signed area '
+                    f'{0.5 * twice_area:.6g}); reverse the vertex order')
+        checked.append(vertices)
+    return checked
+
+
+def _left_of(ax, ay, bx, by, cx, cy):
+    """RVO2 leftOf(a, b, c) = det(a - c, b - a): > 0 when c is left of the line a -> b."""
+    return (ax - cx) * (by - ay) - (ay - cy) * (bx - ax)
+
+
+@dataclass
+class _TreeNode:
+    edge: int
+    parent: int
+    side: int  # 0: left child of parent, 1: right child, -1: root
+
+
+class ObstacleSet:
+    """Validated, RVO2-processed obstacles: vertex records, split edges and the obstacle tree.
+
+    Attributes (V = vertices after splitting): `points` (V, 2), `unit_dir` (V, 2),
+    `convex` (V,), `next_vertex` (V,), `prev_vertex` (V,). Vertex v starts edge
+    points[v] -> points[next_vertex[v]].
+    """
+
+    def __init__(self, polygons=(), argument='obstacles'):
+        self.polygons = validate_polygons(polygons, argument)
+        points, unit_dir, convex, next_vertex, prev_vertex = [], [], [], [], []
+        for vertices in self.polygons:
+            first = len(points)
+            count = len(vertices)
+            following = np.roll(vertices, -1, axis=0)
+            preceding = np.roll(vertices, 1, axis=0)
+            direction = following - vertices
+            direction /= np.sqrt((direction ** 2).sum(axis=1))[:, None]
+            if count == 2:
+                is_convex = np.ones(2, dtype=bool)
+            else:
+                is_convex = _left_of(preceding[:, 0], preceding[:, 1], vertices[:, 0],
+                                     vertices[:, 1], following[:, 0], following[:, 1]) >= 0.0
+            points.extend(map(tuple, vertices))
+            unit_dir.extend(map(tuple, direction))
+            convex.extend(is_convex.tolist())
+            next_vertex.extend(first + (np.arange(count) + 1) % count)
+            prev_vertex.extend(first + (np.arange(count) - 1) % count)
+        self._points = points
+        self._unit_dir = unit_dir
+        self._convex = convex
+        self._next = [int(v) for v in next_vertex]
+        self._prev = [int(v) for v in prev_vertex]
+        self._nodes = []
+        if points:
+            self._build_tree()
+        self.points = np.array(self._points, dtype=np.float64).reshape(-1, 2)
+        self.unit_dir = np.array(self._unit_dir, dtype=np.float64).reshape(-1, 2)
+        self.convex = np.array(self._convex, dtype=bool)
+        self.next_vertex = np.array(self._next, dtype=np.intp)
+        self.prev_vertex = np.array(self._prev, dtype=np.intp)
+        self._prepare_queries()
+
+    def __len__(self):
+        return len(self.points)
+
+    # ---- RVO2 obstacle tree (one-time) -----------------------------------------------
+    def _split_counts(self, edges):
+        """Left/right edge counts for every candidate splitting edge (RVO2's balance measure)."""
+        start = np.array([self._points[e] for e in edges])
+        end = np.array([self._points[self._next[e]] for e in edges])
+        ax, ay, bx, by = start[:, 0], start[:, 1], end[:, 0], end[:, 1]
+        left_count = np.empty(len(edges), dtype=np.int64)
+        right_count = np.empty(len(edges), dtype=np.int64)
+        for start in range(0, len(edges), _ROW_CHUNK):
+            rows = slice(start, start + _ROW_CHUNK)
+            j1 = _left_of(ax[rows, None], ay[rows, None], bx[rows, None], by[rows, None],
+                          ax[None, :], ay[None, :])
+            j2 = _left_of(ax[rows, None], ay[rows, None], bx[rows, None], by[rows, None],
+                          bx[None, :], by[None, :])
+            is_left = (j1 >= -RVO_EPSILON) & (j2 >= -RVO_EPSILON)
+            is_right = ~is_left & (j1 <= RVO_EPSILON) & (j2 <= RVO_EPSILON)
+            straddles = ~is_left & ~is_right
+            own = np.arange(rows.start, rows.start + j1.shape[0])
+            own_col = (own[:, None] == np.arange(len(edges))[None, :])
+            left_count[rows] = ((is_left | straddles) & ~own_col).sum(axis=1)
+            right_count[rows] = ((is_right | straddles) & ~own_col).sum(axis=1)
+        return left_count, right_count
+
+    def _build_tree(self):
+        # RVO2 stops counting a candidate early once it cannot beat the best so far; the
+        # candidate kept is the first one minimising (max(left, right), min(left, right)).
+        stack = [(list(range(len(self._points))), -1, -1)]
+        while stack:
+            edges, parent, side = stack.pop()
+            left_count, right_count = self._split_counts(np.array(edges))
+            larger = np.maximum(left_count, right_count)
+            smaller = np.minimum(left_count, right_count)
+            best = int(np.lexsort((smaller, larger))[0])
+            split = edges[best]
+            node_index = len(self._nodes)
+            self._nodes.append(_TreeNode(split, parent, side))
+            ax, ay = self._points[split]
+            bx, by = self._points[self._next[split]]
+            left_edges, right_edges = [], []
+            for edge in edges:
+                if edge == split:
+                    continue
+                p1 = self._points[edge]
+                end = self._next[edge]
+                p2 = self._points[end]
+                j1 = _left_of(ax, ay, bx, by, p1[0], p1[1])
+                j2 = _left_of(ax, ay, bx, by, p2[0], p2[1])
+                if j1 >= -RVO_EPSILON and j2 >= -RVO_EPSILON:
+                    left_edges.append(edge)
+                elif j1 <= RVO_EPSILON and j2 <= RVO_EPSILON:
+                    right_edges.append(edge)
+                else:
+                    new = self._split_edge(edge, (ax, ay), (bx, by))
+                    if j1 > 0.0:
+                        left_edges.append(edge)
+                        right_edges.append(new)
+                    else:
+                        right_edges.append(edge)
+                        left_edges.append(new)
+            # Depth-first, left subtree first, like RVO2's recursion.
+            if right_edges:
+                stack.append((right_edges, node_index, 1))
+            if left_edges:
+                stack.append((left_edges, node_index, 0))
+
+    def _split_edge(self, edge, line_a, line_b):
+        """Cut `edge` where it crosses the line a -> b; return the new vertex (RVO2 semantics)."""
+        end = self._next[edge]
+        (p1x, p1y), (p2x, p2y) = self._points[edge], self._points[end]
+        ux, uy = line_b[0] - line_a[0], line_b[1] - line_a[1]
+        # t = det(b - a, p1 - a) / det(b - a, p1 - p2)
+        t = (ux * (p1y - line_a[1]) - uy * (p1x - line_a[0])) / (ux * (p1y - p2y) - uy * (p1x - p2x))
+        new = len(self._points)
+        self._points.append((p1x + t * (p2x - p1x), p1y + t * (p2y - p1y)))
+        self._unit_dir.append(self._unit_dir[edge])
+        self._convex.append(True)
+        self._prev.append(edge)
+        self._next.append(end)
+        self._next[edge] = new
+        self._prev[end] = new
+        return new
+
+    def _prepare_queries(self):
+        count = len(self.points)
+        self.edge_end = self.points[self.next_vertex] if count else np.zeros((0, 2))
+        vector = self.edge_end - self.points
+        self.edge_length_sq = (vector ** 2).sum(axis=1)
+        # Ancestor chain of each edge's tree node, for RVO2's traversal order on distance ties.
+        node_of_edge = np.empty(count, dtype=np.intp)
+        for index, node in enumerate(self._nodes):
+            node_of_edge[node.edge] = index
+        chains = []
+        for edge in range(count):
+            chain = []
+            index = node_of_edge[edge]
+            while self._nodes[index].parent >= 0:
+                node = self._nodes[index]
+                chain.append((self._nodes[node.parent].edge, node.side))
+                index = node.parent
+            chains.append(chain[::-1])
+        depth = max((len(c) for c in chains), default=0)
+        self._ancestor_edge = np.zeros((count, depth), dtype=np.intp)
+        self._ancestor_side = np.full((count, depth), -1, dtype=np.int8)
+        self._depth = np.array([len(c) for c in chains], dtype=np.intp)
+        for edge, chain in enumerate(chains):
+            for level, (ancestor, side) in enumerate(chain):
+                self._ancestor_edge[edge, level] = ancestor
+                self._ancestor_side[edge, level] = side
+        # Sample points along the edges (spacing <= _sample_spacing) for the kd-tree prefilter.
+        self._sample_tree = None
+        if count:
+            lengths = np.sqrt(self.edge_length_sq)
+            self._sample_spacing = max(float(np.median(lengths)), 1e-6)
+            pieces = np.maximum(1, np.ceil(lengths / self._sample_spacing).astype(np.intp))
+            self._sample_edge = np.repeat(np.arange(count), pieces)
+            offsets = np.arange(len(self._sample_edge)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+            fraction = (offsets + 0.5) / np.repeat(pieces, pieces)
+            self._sample_points = self.points[self._sample_edge] + fraction[:, None] * vector[self._sample_edge]
+            self._sample_half = 0.5 * float(np.max(lengths / pieces))
+
+    # ---- per-step query -------------------------------------------------------------
+    def neighbors(self, positions, range_sq):
+        """Obstacle neighbours of each agent, as RVO2's computeObstacleNeighbors finds them.
+
+        positions (N, 2), range_sq (N,). Returns (agent, vertex) int arrays of equal length,
+        sorted by agent, then by distance, then by RVO2's tree-insertion order.
+        """
+        count = len(self.points)
+        n_agents = len(positions)
+        if count == 0 or n_agents == 0:
+            empty = np.zeros(0, dtype=np.intp)
+            return empty, empty
+        if n_agents * count <= _BRUTE_FORCE_PAIRS:
+            agent = np.repeat(np.arange(n_agents), count)
+            edge = np.tile(np.arange(count), n_agents)
+        else:
+            agent, edge = self._candidate_pairs(positions, range_sq)
+        px, py = positions[agent, 0], positions[agent, 1]
+        ax, ay = self.points[edge, 0], self.points[edge, 1]
+        bx, by = self.edge_end[edge, 0], self.edge_end[edge, 1]
+        outside = _left_of(ax, ay, bx, by, px, py) < 0.0
+        dist_sq = _dist_sq_point_segment(ax, ay, bx, by, px, py, self.edge_length_sq[edge])
+        keep = outside & (dist_sq < range_sq[agent])
+        agent, edge, dist_sq = agent[keep], edge[keep], dist_sq[keep]
+        if agent.size == 0:
+            return agent, edge
+        order_keys = self._traversal_keys(positions[agent], edge)
+        order = np.lexsort(tuple(order_keys[:, ::-1].T) + (dist_sq, agent))
+        return agent[order], edge[order]
+
+    def _candidate_pairs(self, positions, range_sq):
+        if self._sample_tree is None:
+            self._sample_tree = cKDTree(self._sample_points)
+        reach = float(np.sqrt(range_sq.max())) + self._sample_half + 1e-9
+        agent_tree = cKDTree(positions)
+        pairs = agent_tree.sparse_distance_matrix(self._sample_tree, reach, output_type='ndarray')
+        key = np.unique(pairs['i'].astype(np.int64) * len(self.points) + self._sample_edge[pairs['j']])
+        return (key // len(self.points)).astype(np.intp), (key % len(self.points)).astype(np.intp)
+
+    def _traversal_keys(self, agent_positions, edge):
+        """Digits giving RVO2's in-order traversal position of each edge for its agent.
+
+        At each ancestor the query first visits the child on the agent's side (digit 0),
+        then the node itself (digit 1), then the other child (digit 2).
+        """
+        depth = self._ancestor_edge.shape[1]
+        digits = np.zeros((len(edge), depth + 1), dtype=np.int8)
+        if depth:
+            ancestors = self._ancestor_edge[edge]
+            sides = self._ancestor_side[edge]
+            ax, ay = self.points[ancestors, 0], self.points[ancestors, 1]
+            bx, by = self.edge_end[ancestors, 0], self.edge_end[ancestors, 1]
+            near_side = np.where(_left_of(ax, ay, bx, by, agent_positions[:, :1],
+                                          agent_positions[:, 1:]) >= 0.0, 0, 1)
+            digits[:, :depth] = np.where(sides < 0, 0, np.where(sides == near_side, 0, 2))
+        digits[np.arange(len(edge)), self._depth[edge]] = 1
+        return digits
+
+
+def _dist_sq_point_segment(ax, ay, bx, by, cx, cy, length_sq):
+    """RVO2 distSqPointLineSegment(a, b, c), vectorised."""
+    r = ((cx - ax) * (bx - ax) + (cy - ay) * (by - ay)) / length_sq
+    # Exact endpoints outside [0, 1], so a shared vertex gives bit-equal distances to both
+    # of its edges (RVO2 then orders the tie by tree traversal).
+    qx = np.where(r < 0.0, ax, np.where(r > 1.0, bx, ax + r * (bx - ax)))
+    qy = np.where(r < 0.0, ay, np.where(r > 1.0, by, ay + r * (by - ay)))
+    dx = cx - qx
+    dy = cy - qy
+    return dx * dx + dy * dy
+
+
+def as_obstacle_set(obstacles, argument='obstacles'):
+    """Accept an ObstacleSet, None or a list of polygons; return an ObstacleSet."""
+    if isinstance(obstacles, ObstacleSet):
+        return obstacles
+    if obstacles is None:
+        return ObstacleSet(())
+    return ObstacleSet(obstacles, argument)

@@ -1,0 +1,625 @@
+"""ORCA exactly as RVO2 2.0.3 computes it, batched over all agents with numpy.
+
+One call of `compute_velocities` is RVO2's `RVOSimulator::doStep` without the position
+update: for every agent, `Agent::computeNeighbors` then `Agent::computeNewVelocity`.
+
+- Agent neighbours: the `max_neighbors` nearest other agents with squared distance strictly
+  below `neighbor_dist**2` (scipy cKDTree k-nearest query).
+- Obstacle neighbours: edges the agent is strictly outside of, within
+  `time_horizon_obst * max_speed + radius`, nearest first (see `obstacles.ObstacleSet`,
+  which also reproduces RVO2's edge splitting in its obstacle tree).
+- ORCA lines: obstacle lines first (already-covered test, convex/concave vertices, legs,
+  legs cut off by neighbouring edges, collision with the obstacle), then agent lines
+  (cut-off circle, legs, the already-colliding case that uses `time_step`).
+- The new velocity: linearProgram2 (closest point to the preferred velocity within
+  `max_speed`), and where that is infeasible linearProgram3 (minimise the largest
+  penetration of agent lines, obstacle lines hard); see `linear_program`.
+
+Everything is float64 (RVO2 computes in float32; results agree to ~1e-6 except rare
+linearProgram3 steps where RVO2's own rounding drifts).
+
+Usage::
+
+    params = OrcaParams(time_step=0.25, neighbor_dist=15.0, max_neighbors=10,
+                        time_horizon=10.0, time_horizon_obst=10.0, radius=1.5, max_speed=2.0)
+    new_v = compute_velocities(positions, velocities, pref_velocities, params,
+                               obstacles=[square_ccw, segment])
+
+`radius` and `max_speed` (and also `neighbor_dist`, `max_neighbors`, `time_horizon`,
+`time_horizon_obst`) may be floats or (N,) arrays.
+
+Obstacles that rarely change: `obstacles` also accepts an `ObstacleSet`
+(`prepare_obstacles(polygons)`), which holds the validated polygons and RVO2's processed
+obstacle tree. Build it once per map and pass it on every call, so a 20 Hz controller does
+not redo the validation and tree build each cycle.
+
+`OrcaSimulator` is RVO2's simulator (add agents, obstacles, preferred velocities, step),
+plus `remove_agent(id)` and `set_obstacles(polygons)` to replace the obstacles at run time.
+"""
+from dataclasses import dataclass, fields
+from typing import Union
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from .linear_program import (RVO_EPSILON, clamp_to_speed, closest_point, min_max_penetration,
+                             violation)
+from .obstacles import ObstacleSet, as_obstacle_set
+
+__all__ = ['OrcaParams', 'compute_velocities', 'OrcaSimulator', 'ObstacleSet',
+           'prepare_obstacles']
+
+ArrayLike = Union[float, np.ndarray]
+PER_AGENT_FIELDS = ('neighbor_dist', 'max_neighbors', 'time_horizon', 'time_horizon_obst',
+                    'radius', 'max_speed')
+
+
+def prepare_obstacles(polygons):
+    """Validate counter-clockwise polygons and build RVO2's obstacle structure once."""
+    return ObstacleSet(polygons)
+
+
+@dataclass
+class OrcaParams:
+    """RVO2's agent parameters (names as RVO2's) plus the simulation time step.
+
+    Per-agent fields may be a scalar (all agents) or an (N,) array.
+    """
+    time_step: float
+    neighbor_dist: ArrayLike
+    max_neighbors: ArrayLike
+    time_horizon: ArrayLike
+    time_horizon_obst: ArrayLike
+    radius: ArrayLike
+    max_speed: ArrayLike
+
+    def per_agent(self, count):
+        """Validated per-agent arrays (dict name -> (count,) array) and the time step."""
+        time_step = _check_scalar('params.time_step', self.time_step, positive=True)
+        arrays = {}
+        for name in PER_AGENT_FIELDS:
+            value = np.asarray(getattr(self, name))
+            label = f'params.{name}'
+            if value.ndim == 0:
+                value = np.full(count, value.item())
+            elif value.shape != (count,):
+                raise ValueError(f'{label}: expected a scalar or shape ({count},), got {value.shape}')
+            if name == 'max_neighbors':
+                as_int = value.astype(np.int64) if value.size else value.astype(np.int64)
+                bad = np.flatnonzero((as_int != value) | (as_int < 0)) if value.dtype.kind != 'b' else []
+                if len(bad):
+                    raise ValueError(f'{label}[{bad[0]}] must be an integer >= 0, got {value[bad[0]]}')
+                arrays[name] = as_int
+                continue
+            value = value.astype(np.float64)
+            _check_finite(label, value)
+            strict = name in ('time_horizon', 'time_horizon_obst')
+            bad = np.flatnonzero(value <= 0.0 if strict else value < 0.0)
+            if bad.size:
+                relation = '> 0' if strict else '>= 0'
+                raise ValueError(f'{label}[{bad[0]}] must be {relation}, got {value[bad[0]]}')
+            arrays[name] = value
+        return arrays, time_step
+
+
+def _check_scalar(label, value, positive=False):
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f'{label} must be a number, got {value!r}') from None
+    if not np.isfinite(value) or (positive and value <= 0.0):
+        raise ValueError(f'{label} must be finite{" and > 0" if positive else ""}, got {value}')
+    return value
+
+
+def _check_finite(label, array):
+    if not np.isfinite(array).all():
+        flat = np.flatnonzero(~np.isfinite(array.reshape(len(array), -1)).all(axis=1))[0]
+        raise ValueError(f'{label}[{flat}] is not finite: {array[flat].tolist()}')
+
+
+def _as_vectors(label, value, count=None):
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f'{label} must be a numeric (N, 2) array') from None
+    if array.ndim != 2 or array.shape[1] != 2 or (count is not None and array.shape[0] != count):
+        expected = f'({count}, 2)' if count is not None else '(N, 2)'
+        raise ValueError(f'{label}: expected shape {expected}, got {array.shape}')
+    _check_finite(label, array)
+    return array
+
+
+def compute_velocities(positions, velocities, pref_velocities, params, obstacles=()):
+    """The new velocity of every agent, as RVO2's computeNewVelocity picks it.
+
+    positions, velocities, pref_velocities: (N, 2). params: OrcaParams. obstacles: list of
+    (M, 2) counter-clockwise vertex arrays (2 vertices = a segment) or an ObstacleSet.
+    Returns (N, 2) float64.
+    """
+    positions = _as_vectors('positions', positions)
+    count = len(positions)
+    velocities = _as_vectors('velocities', velocities, count)
+    pref_velocities = _as_vectors('pref_velocities', pref_velocities, count)
+    if not isinstance(params, OrcaParams):
+        raise ValueError(f'params must be an OrcaParams, got {type(params).__name__}')
+    agent_params, time_step = params.per_agent(count)
+    obstacle_set = as_obstacle_set(obstacles)
+    return _new_velocities(positions, velocities, pref_velocities, agent_params, time_step,
+                           obstacle_set)
+
+
+# ---------------------------------------------------------------------------------------
+# Neighbours
+
+def _agent_neighbors(positions, neighbor_dist, max_neighbors):
+    """(N, k) neighbour indices, nearest first, and a prefix mask of the ones RVO2 keeps."""
+    count = len(positions)
+    k = int(min(max_neighbors.max(initial=0), count - 1))
+    if k <= 0:
+        return np.zeros((count, 0), dtype=np.intp), np.zeros((count, 0), dtype=bool)
+    tree = cKDTree(positions, balanced_tree=False, compact_nodes=False)
+    reach = float(neighbor_dist.max()) * (1.0 + 1e-9) + 1e-12
+    _, found = tree.query(positions, k=k + 1, distance_upper_bound=reach)
+    found = found.astype(np.intp, copy=False)
+    # Drop the agent itself (normally column 0; coincident agents may come before it).
+    is_self = found == np.arange(count)[:, None]
+    self_col = np.where(is_self.any(axis=1), is_self.argmax(axis=1), k + 1)
+    cols = np.arange(k)
+    cols = cols[None, :] + (cols[None, :] >= self_col[:, None])
+    neighbors = np.take_along_axis(found, cols, axis=1)
+    present = neighbors < count
+    neighbors[~present] = 0
+    offset = positions[neighbors] - positions[:, None, :]
+    dist_sq = offset[..., 0] ** 2 + offset[..., 1] ** 2
+    keep = present & (dist_sq < (neighbor_dist ** 2)[:, None]) & (cols < max_neighbors[:, None] + 1)
+    keep &= np.arange(k)[None, :] < max_neighbors[:, None]
+    keep = np.logical_and.accumulate(keep, axis=1)
+    return neighbors, keep
+
+
+# ---------------------------------------------------------------------------------------
+# ORCA lines
+
+def _agent_lines(positions, velocities, radius, time_horizon, time_step, neighbors, keep):
+    """Agent-agent ORCA lines (N, k): point (px, py) and direction (dx, dy)."""
+    rel_x = positions[neighbors, 0] - positions[:, None, 0]
+    rel_y = positions[neighbors, 1] - positions[:, None, 1]
+    rv_x = velocities[:, None, 0] - velocities[neighbors, 0]
+    rv_y = velocities[:, None, 1] - velocities[neighbors, 1]
+    dist_sq = rel_x * rel_x + rel_y * rel_y
+    combined = radius[:, None] + radius[neighbors]
+    combined_sq = combined * combined
+    inv_horizon = (1.0 / time_horizon)[:, None]
+
+    # No collision: w from the cut-off centre to the relative velocity.
+    w_x = rv_x - inv_horizon * rel_x
+    w_y = rv_y - inv_horizon * rel_y
+    w_len_sq = w_x * w_x + w_y * w_y
+    dot1 = w_x * rel_x + w_y * rel_y
+    on_circle = (dot1 < 0.0) & (dot1 * dot1 > combined_sq * w_len_sq)
+    colliding = dist_sq <= combined_sq
+
+    with np.errstate(divide='ignore', invalid='ignore'):
+        # Legs.
+        leg = np.sqrt(np.maximum(dist_sq - combined_sq, 0.0))
+        left = rel_x * w_y - rel_y * w_x > 0.0
+        sign = np.where(left, 1.0, -1.0)
+        # left leg: (rx*leg - ry*cr, rx*cr + ry*leg)/d2 ; right leg: -(rx*leg + ry*cr, -rx*cr + ry*leg)/d2
+        cr = combined * sign
+        d_x = sign * (rel_x * leg - rel_y * cr) / dist_sq
+        d_y = sign * (rel_x * cr + rel_y * leg) / dist_sq
+        dot2 = rv_x * d_x + rv_y * d_y
+        u_x = dot2 * d_x - rv_x
+        u_y = dot2 * d_y - rv_y
+
+        # Cut-off circle (time horizon) or, when colliding, the circle of one time step.
+        special = on_circle | colliding
+        inv_time = np.where(colliding, 1.0 / time_step, inv_horizon)
+        cw_x = np.where(colliding, rv_x - inv_time * rel_x, w_x)
+        cw_y = np.where(colliding, rv_y - inv_time * rel_y, w_y)
+        cw_len = np.sqrt(cw_x * cw_x + cw_y * cw_y)
+        unit_x = cw_x / cw_len
+        unit_y = cw_y / cw_len
+    degenerate = special & ~(cw_len > 0.0)
+    if degenerate.any():
+        unit_x, unit_y = _separating_fallback(unit_x, unit_y, rel_x, rel_y, neighbors, degenerate)
+    circle_u = combined * inv_time - cw_len
+    d_x = np.where(special, unit_y, d_x)
+    d_y = np.where(special, -unit_x, d_y)
+    u_x = np.where(special, circle_u * unit_x, u_x)
+    u_y = np.where(special, circle_u * unit_y, u_y)
+    p_x = velocities[:, None, 0] + 0.5 * u_x
+    p_y = velocities[:, None, 1] + 0.5 * u_y
+    return _masked_lines(p_x, p_y, d_x, d_y, keep)
+
+
+def _separating_fallback(unit_x, unit_y, rel_x, rel_y, neighbors, degenerate):
+    """RVO2 divides by zero when the relative velocity equals relative position / time
+    step (e.g. coincident agents at rest); push straight away from the other agent (or
+    along +-x by index for coincident agents) instead of producing NaN."""
+    unit_x, unit_y = unit_x.copy(), unit_y.copy()
+    dist = np.hypot(rel_x, rel_y)
+    own = np.arange(len(neighbors))[:, None]
+    away_x = np.where(dist > 0.0, -rel_x / np.where(dist > 0.0, dist, 1.0),
+                      np.where(own < neighbors, -1.0, 1.0))
+    away_y = np.where(dist > 0.0, -rel_y / np.where(dist > 0.0, dist, 1.0), 0.0)
+    unit_x[degenerate] = away_x[degenerate]
+    unit_y[degenerate] = away_y[degenerate]
+    return unit_x, unit_y
+
+
+def _masked_lines(p_x, p_y, d_x, d_y, valid):
+    """Put harmless values in unused slots so no NaN travels into the linear programs."""
+    p_x = np.where(valid, p_x, 0.0)
+    p_y = np.where(valid, p_y, 0.0)
+    d_x = np.where(valid, d_x, 1.0)
+    d_y = np.where(valid, d_y, 0.0)
+    return p_x, p_y, d_x, d_y
+
+
+def _normalize(x, y):
+    length = np.sqrt(x * x + y * y)
+    length = np.where(length > 0.0, length, 1.0)
+    return x / length, y / length
+
+
+def _obstacle_line(obstacles, vertex, pos, vel, radius, inv_time):
+    """ORCA line of each (agent, obstacle edge) pair; vectorised Agent::computeNewVelocity
+    obstacle branch. Returns (px, py, dx, dy, added)."""
+    points, unit_dir, convex = obstacles.points, obstacles.unit_dir, obstacles.convex
+    vertex2 = obstacles.next_vertex[vertex]
+    p1, p2 = points[vertex], points[vertex2]
+    rel1 = p1 - pos
+    rel2 = p2 - pos
+    dist_sq1 = (rel1 ** 2).sum(axis=1)
+    dist_sq2 = (rel2 ** 2).sum(axis=1)
+    radius_sq = radius * radius
+    edge = p2 - p1
+    s = (-(rel1 * edge).sum(axis=1)) / (edge ** 2).sum(axis=1)
+    dist_sq_line = ((-rel1 - s[:, None] * edge) ** 2).sum(axis=1)
+    convex1, convex2 = convex[vertex], convex[vertex2]
+    unit1, unit2 = unit_dir[vertex], unit_dir[vertex2]
+    prev_unit1 = unit_dir[obstacles.prev_vertex[vertex]]
+
+    count = len(vertex)
+    px, py = np.zeros(count), np.zeros(count)
+    dx, dy = np.ones(count), np.zeros(count)
+    added = np.zeros(count, dtype=bool)
+
+    # Already colliding with the left vertex, the right vertex or the segment.
+    hit_left = (s < 0.0) & (dist_sq1 <= radius_sq)
+    hit_right = ~hit_left & (s > 1.0) & (dist_sq2 <= radius_sq)
+    hit_segment = ~hit_left & ~hit_right & (s >= 0.0) & (s <= 1.0) & (dist_sq_line <= radius_sq)
+    add = hit_left & convex1
+    dx[add], dy[add] = _normalize(-rel1[add, 1], rel1[add, 0])
+    added |= add
+    add = hit_right & convex2 & (rel2[:, 0] * unit2[:, 1] - rel2[:, 1] * unit2[:, 0] >= 0.0)
+    dx[add], dy[add] = _normalize(-rel2[add, 1], rel2[add, 0])
+    added |= add
+    dx[hit_segment], dy[hit_segment] = -unit1[hit_segment, 0], -unit1[hit_segment, 1]
+    added |= hit_segment
+
+    rest = ~(hit_left | hit_right | hit_segment)
+    oblique_left = rest & (s < 0.0) & (dist_sq_line <= radius_sq)
+    oblique_right = rest & ~oblique_left & (s > 1.0) & (dist_sq_line <= radius_sq)
+    # Obliquely viewed past a non-convex vertex: ignored.
+    rest &= ~(oblique_left & ~convex1) & ~(oblique_right & ~convex2)
+    if not rest.any():
+        return px, py, dx, dy, added
+    same = oblique_left | oblique_right
+    # When viewed obliquely both legs come from one vertex (RVO2 sets obstacle1 = obstacle2).
+    q1 = np.where(oblique_right[:, None], p2, p1)
+    q2 = np.where(oblique_left[:, None], p1, p2)
+    q1_convex = np.where(oblique_right, convex2, convex1)
+    q2_convex = np.where(oblique_left, convex1, convex2)
+    q1_unit = np.where(oblique_right[:, None], unit2, unit1)
+    q1_prev_unit = np.where(oblique_right[:, None], unit1, prev_unit1)
+    q2_unit = np.where(oblique_left[:, None], unit1, unit2)
+    r1 = q1 - pos
+    r2 = q2 - pos
+    d1 = (r1 ** 2).sum(axis=1)
+    d2 = (r2 ** 2).sum(axis=1)
+    leg1 = np.sqrt(np.maximum(d1 - radius_sq, 0.0))
+    leg2 = np.sqrt(np.maximum(d2 - radius_sq, 0.0))
+    with np.errstate(divide='ignore', invalid='ignore'):
+        left_leg = np.where(q1_convex[:, None],
+                            np.stack([r1[:, 0] * leg1 - r1[:, 1] * radius,
+                                      r1[:, 0] * radius + r1[:, 1] * leg1], axis=1) / d1[:, None],
+                            -unit1)
+        right_leg = np.where(q2_convex[:, None],
+                             np.stack([r2[:, 0] * leg2 + r2[:, 1] * radius,
+                                       -r2[:, 0] * radius + r2[:, 1] * leg2], axis=1) / d2[:, None],
+                             unit1)
+    # Legs never point into a neighbouring edge at a convex vertex: use that edge instead
+    # ("foreign" leg; projecting onto it adds no constraint).
+    left_foreign = q1_convex & (left_leg[:, 0] * -q1_prev_unit[:, 1] - left_leg[:, 1] * -q1_prev_unit[:, 0] >= 0.0)
+    left_leg = np.where(left_foreign[:, None], -q1_prev_unit, left_leg)
+    right_foreign = q2_convex & (right_leg[:, 0] * q2_unit[:, 1] - right_leg[:, 1] * q2_unit[:, 0] <= 0.0)
+    right_leg = np.where(right_foreign[:, None], q2_unit, right_leg)
+
+    scale = (radius * inv_time)[:, None]
+    left_cutoff = inv_time[:, None] * r1
+    right_cutoff = inv_time[:, None] * r2
+    cutoff_vec = right_cutoff - left_cutoff
+    from_left = vel - left_cutoff
+    from_right = vel - right_cutoff
+    with np.errstate(divide='ignore', invalid='ignore'):
+        t = np.where(same, 0.5, (from_left * cutoff_vec).sum(axis=1) / (cutoff_vec ** 2).sum(axis=1))
+    t_left = (from_left * left_leg).sum(axis=1)
+    t_right = (from_right * right_leg).sum(axis=1)
+
+    circle_left = rest & (((t < 0.0) & (t_left < 0.0)) | (same & (t_left < 0.0) & (t_right < 0.0)))
+    circle_right = rest & ~circle_left & (t > 1.0) & (t_right < 0.0)
+    for chosen, cutoff, offset in ((circle_left, left_cutoff, from_left),
+                                   (circle_right, right_cutoff, from_right)):
+        ux, uy = _normalize(offset[chosen, 0], offset[chosen, 1])
+        dx[chosen], dy[chosen] = uy, -ux
+        px[chosen] = cutoff[chosen, 0] + scale[chosen, 0] * ux
+        py[chosen] = cutoff[chosen, 1] + scale[chosen, 0] * uy
+        added |= chosen
+
+    rest &= ~(circle_left | circle_right)
+    inf = np.inf
+    dist_cutoff = np.where((t < 0.0) | (t > 1.0) | same, inf,
+                           ((from_left - t[:, None] * cutoff_vec) ** 2).sum(axis=1))
+    dist_left = np.where(t_left < 0.0, inf, ((from_left - t_left[:, None] * left_leg) ** 2).sum(axis=1))
+    dist_right = np.where(t_right < 0.0, inf, ((from_right - t_right[:, None] * right_leg) ** 2).sum(axis=1))
+    on_cutoff = rest & (dist_cutoff <= dist_left) & (dist_cutoff <= dist_right)
+    on_left = rest & ~on_cutoff & (dist_left <= dist_right) & ~left_foreign
+    on_right = rest & ~on_cutoff & ~(dist_left <= dist_right) & ~right_foreign
+    line_dir = np.where(on_cutoff[:, None], -q1_unit, np.where(on_left[:, None], left_leg, -right_leg))
+    anchor = np.where(on_right[:, None], right_cutoff, left_cutoff)
+    chosen = on_cutoff | on_left | on_right
+    dx[chosen], dy[chosen] = line_dir[chosen, 0], line_dir[chosen, 1]
+    px[chosen] = anchor[chosen, 0] - scale[chosen, 0] * line_dir[chosen, 1]
+    py[chosen] = anchor[chosen, 1] + scale[chosen, 0] * line_dir[chosen, 0]
+    added |= chosen
+    return px, py, dx, dy, added
+
+
+def _obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_horizon_obst):
+    """Obstacle ORCA lines as (N, Lo) arrays and the per-agent line count."""
+    count = len(positions)
+    reach = time_horizon_obst * max_speed + radius
+    agent, vertex = obstacles.neighbors(positions, reach * reach)
+    num_lines = np.zeros(count, dtype=np.intp)
+    if agent.size == 0:
+        empty = np.zeros((count, 0))
+        return empty, empty, empty, empty, num_lines
+    per_agent = np.bincount(agent, minlength=count)
+    rank = np.arange(agent.size) - np.repeat(np.cumsum(per_agent) - per_agent, per_agent)
+    width = int(per_agent.max())
+    px, py = np.zeros((count, width)), np.zeros((count, width))
+    dx, dy = np.ones((count, width)), np.zeros((count, width))
+    inv_time = 1.0 / time_horizon_obst
+    slots = np.arange(width)
+    # Sequential over neighbour rank because of the already-covered test.
+    for r in range(width):
+        pick = np.flatnonzero(rank == r)
+        a, v = agent[pick], vertex[pick]
+        rel1 = obstacles.points[v] - positions[a]
+        rel2 = obstacles.points[obstacles.next_vertex[v]] - positions[a]
+        if r > 0:
+            it = inv_time[a, None]
+            margin = it * radius[a, None] - RVO_EPSILON
+            lpx, lpy, ldx, ldy = px[a, :r], py[a, :r], dx[a, :r], dy[a, :r]
+            c1 = (it * rel1[:, :1] - lpx) * ldy - (it * rel1[:, 1:] - lpy) * ldx >= margin
+            c2 = (it * rel2[:, :1] - lpx) * ldy - (it * rel2[:, 1:] - lpy) * ldx >= margin
+            covered = (c1 & c2 & (slots[None, :r] < num_lines[a, None])).any(axis=1)
+            a, v = a[~covered], v[~covered]
+            if a.size == 0:
+                continue
+        lx, ly, ldx, ldy, added = _obstacle_line(obstacles, v, positions[a], velocities[a],
+                                                 radius[a], inv_time[a])
+        a, slot = a[added], num_lines[a[added]]
+        px[a, slot], py[a, slot] = lx[added], ly[added]
+        dx[a, slot], dy[a, slot] = ldx[added], ldy[added]
+        num_lines[a] += 1
+    return px, py, dx, dy, num_lines
+
+
+# ---------------------------------------------------------------------------------------
+# New velocities
+
+def _new_velocities(positions, velocities, pref_velocities, agent_params, time_step,
+                    obstacle_set):
+    count = len(positions)
+    if count == 0:
+        return np.zeros((0, 2))
+    radius = agent_params['radius']
+    max_speed = agent_params['max_speed']
+    neighbors, keep = _agent_neighbors(positions, agent_params['neighbor_dist'],
+                                       agent_params['max_neighbors'])
+    a_px, a_py, a_dx, a_dy = _agent_lines(positions, velocities, radius,
+                                          agent_params['time_horizon'], time_step, neighbors, keep)
+    num_agent_lines = keep.sum(axis=1)
+    if len(obstacle_set):
+        o_px, o_py, o_dx, o_dy, num_obst = _obstacle_lines(
+            obstacle_set, positions, velocities, radius, max_speed,
+            agent_params['time_horizon_obst'])
+    else:
+        num_obst = np.zeros(count, dtype=np.intp)
+        o_px = None
+    if o_px is not None and o_px.shape[1]:
+        width = o_px.shape[1] + a_px.shape[1]
+        px, py = np.zeros((count, width)), np.zeros((count, width))
+        dx, dy = np.ones((count, width)), np.zeros((count, width))
+        obst_cols = o_px.shape[1]
+        for full, part in ((px, o_px), (py, o_py), (dx, o_dx), (dy, o_dy)):
+            full[:, :obst_cols] = part
+        rows = np.arange(count)[:, None]
+        cols = num_obst[:, None] + np.arange(a_px.shape[1])[None, :]
+        for full, part in ((px, a_px), (py, a_py), (dx, a_dx), (dy, a_dy)):
+            full[rows, cols] = part
+        valid = np.arange(width)[None, :] < (num_obst + num_agent_lines)[:, None]
+    else:
+        px, py, dx, dy, valid = a_px, a_py, a_dx, a_dy, keep
+
+    opt_x = pref_velocities[:, 0]
+    opt_y = pref_velocities[:, 1]
+    vx, vy = clamp_to_speed(opt_x, opt_y, max_speed)
+    if px.shape[1]:
+        need = ((violation(px, py, dx, dy, vx, vy) > 0.0) & valid).any(axis=1)
+        if need.any():
+            idx = np.flatnonzero(need)
+            sx, sy, line_fail = closest_point(px[idx], py[idx], dx[idx], dy[idx], valid[idx],
+                                              max_speed[idx], opt_x[idx], opt_y[idx])
+            failed = line_fail >= 0
+            if failed.any():
+                f = idx[failed]
+                sx[failed], sy[failed] = min_max_penetration(
+                    px[f], py[f], dx[f], dy[f], valid[f], num_obst[f], line_fail[failed],
+                    max_speed[f], sx[failed], sy[failed])
+            vx[idx] = sx
+            vy[idx] = sy
+    return np.stack([vx, vy], axis=1)
+
+
+# ---------------------------------------------------------------------------------------
+# Simulator
+
+class OrcaSimulator:
+    """RVO2's RVOSimulator over numpy arrays, plus agent removal and obstacle replacement.
+
+    Agents are kept in insertion order; `positions`, `velocities` and
+    `set_pref_velocities` use that order (`agent_ids` lists the ids in it).
+    """
+
+    def __init__(self, params: OrcaParams):
+        if not isinstance(params, OrcaParams):
+            raise ValueError(f'params must be an OrcaParams, got {type(params).__name__}')
+        self.time_step = _check_scalar('params.time_step', params.time_step, positive=True)
+        defaults = {}
+        for name in PER_AGENT_FIELDS:
+            value = np.asarray(getattr(params, name))
+            if value.ndim != 0:
+                raise ValueError(f'params.{name}: simulator defaults must be scalars')
+            defaults[name] = value.item()
+        # Validate the defaults once through the common path.
+        OrcaParams(self.time_step, **defaults).per_agent(1)
+        self.defaults = defaults
+        self.global_time = 0.0
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._next_id = 0
+        self._positions = np.zeros((0, 2))
+        self._velocities = np.zeros((0, 2))
+        self._pref = np.zeros((0, 2))
+        self._agent_params = {name: np.zeros(0, dtype=np.int64 if name == 'max_neighbors'
+                                              else np.float64) for name in PER_AGENT_FIELDS}
+        self._pending = []
+        self._polygons = []
+        self._obstacle_set = ObstacleSet(())
+
+    # -- agents --
+    def add_agent(self, position, velocity=(0.0, 0.0), **overrides):
+        """Add an agent; overrides: any of neighbor_dist, max_neighbors, time_horizon,
+        time_horizon_obst, radius, max_speed. Returns its id (stable across removals)."""
+        unknown = set(overrides) - set(PER_AGENT_FIELDS)
+        if unknown:
+            raise ValueError(f'add_agent: unknown parameter(s) {sorted(unknown)}; '
+                             f'known: {list(PER_AGENT_FIELDS)}')
+        settings = dict(self.defaults, **overrides)
+        checked, _ = OrcaParams(self.time_step, **settings).per_agent(1)
+        position = _as_vectors('position', np.reshape(np.asarray(position, dtype=np.float64), (1, -1)))
+        velocity = _as_vectors('velocity', np.reshape(np.asarray(velocity, dtype=np.float64), (1, -1)))
+        agent_id = self._next_id
+        self._next_id += 1
+        self._pending.append((agent_id, position[0], velocity[0], checked))
+        return agent_id
+
+    def _flush(self):
+        if not self._pending:
+            return
+        ids, positions, velocities, params = zip(*self._pending)
+        self._pending = []
+        self._ids = np.concatenate([self._ids, np.array(ids, dtype=np.int64)])
+        self._positions = np.concatenate([self._positions, np.array(positions)])
+        self._velocities = np.concatenate([self._velocities, np.array(velocities)])
+        self._pref = np.concatenate([self._pref, np.zeros((len(ids), 2))])
+        for name in PER_AGENT_FIELDS:
+            self._agent_params[name] = np.concatenate(
+                [self._agent_params[name], np.concatenate([p[name] for p in params])])
+
+    def remove_agent(self, agent_id):
+        """Remove the agent with this id; the others keep their order and ids."""
+        self._flush()
+        where = np.flatnonzero(self._ids == agent_id)
+        if where.size == 0:
+            raise ValueError(f'agent_id {agent_id!r} is not in the simulation')
+        keep = self._ids != agent_id
+        self._ids = self._ids[keep]
+        self._positions = self._positions[keep]
+        self._velocities = self._velocities[keep]
+        self._pref = self._pref[keep]
+        for name in PER_AGENT_FIELDS:
+            self._agent_params[name] = self._agent_params[name][keep]
+
+    @property
+    def agent_ids(self):
+        self._flush()
+        return self._ids.copy()
+
+    @property
+    def num_agents(self):
+        return len(self._ids) + len(self._pending)
+
+    # -- obstacles --
+    def add_obstacle(self, vertices):
+        """Add a counter-clockwise polygon (or a 2-vertex segment); processed on the next step."""
+        index = len(self._polygons)
+        polygon = ObstacleSet([vertices], argument='vertices').polygons[0] if index >= 0 else None
+        self._polygons.append(polygon)
+        self._obstacle_set = None
+        return index
+
+    def set_obstacles(self, polygons):
+        """Replace all obstacles (list of (M, 2) counter-clockwise arrays, or an ObstacleSet)."""
+        if isinstance(polygons, ObstacleSet):
+            self._polygons = list(polygons.polygons)
+            self._obstacle_set = polygons
+        else:
+            self._obstacle_set = ObstacleSet(polygons, argument='polygons')
+            self._polygons = list(self._obstacle_set.polygons)
+
+    @property
+    def obstacles(self):
+        """The processed ObstacleSet (RVO2's processObstacles runs lazily)."""
+        if self._obstacle_set is None:
+            self._obstacle_set = ObstacleSet(self._polygons)
+        return self._obstacle_set
+
+    # -- state --
+    def set_pref_velocities(self, pref):
+        self._flush()
+        self._pref = _as_vectors('pref', pref, len(self._ids)).copy()
+
+    @property
+    def positions(self):
+        self._flush()
+        return self._positions.copy()
+
+    @property
+    def velocities(self):
+        self._flush()
+        return self._velocities.copy()
+
+    @property
+    def pref_velocities(self):
+        self._flush()
+        return self._pref.copy()
+
+    def step(self):
+        """One RVO2 doStep: new velocities for all agents, then move them."""
+        self._flush()
+        new_velocities = _new_velocities(self._positions, self._velocities, self._pref,
+                                         self._agent_params, self.time_step, self.obstacles)
+        self._velocities = new_velocities
+        self._positions = self._positions + new_velocities * self.time_step
+        self.global_time += self.time_step
+        return new_velocities
+
+    def params(self):
+        """The current per-agent parameters as an OrcaParams (arrays in agent order)."""
+        self._flush()
+        return OrcaParams(self.time_step, **{n: self._agent_params[n].copy() for n in PER_AGENT_FIELDS})

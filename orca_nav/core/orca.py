@@ -182,15 +182,26 @@ def _agent_neighbors(positions, neighbor_dist, max_neighbors):
 # ORCA lines
 
 def _agent_lines(positions, velocities, radius, time_horizon, time_step, neighbors, keep):
-    """Agent-agent ORCA lines (N, k): point (px, py) and direction (dx, dy)."""
-    rel_x = positions[neighbors, 0] - positions[:, None, 0]
-    rel_y = positions[neighbors, 1] - positions[:, None, 1]
-    rv_x = velocities[:, None, 0] - velocities[neighbors, 0]
-    rv_y = velocities[:, None, 1] - velocities[neighbors, 1]
+    """Agent-agent ORCA lines (N, k): point (px, py) and direction (dx, dy).
+
+    Computed in float32 with RVO2's operation order: near contact the legs come from
+    sqrt(dist^2 - r^2), which is ill-conditioned, so the reference's own rounding decides
+    the line; matching it keeps parity in crowds. (Vector division is by reciprocal, as in
+    RVO2's Vector2.)
+    """
+    f32 = np.float32
+    pos = positions.astype(f32)
+    vel = velocities.astype(f32)
+    rad = radius.astype(f32)
+    rel_x = pos[neighbors, 0] - pos[:, None, 0]
+    rel_y = pos[neighbors, 1] - pos[:, None, 1]
+    rv_x = vel[:, None, 0] - vel[neighbors, 0]
+    rv_y = vel[:, None, 1] - vel[neighbors, 1]
     dist_sq = rel_x * rel_x + rel_y * rel_y
-    combined = radius[:, None] + radius[neighbors]
+    combined = rad[:, None] + rad[neighbors]
     combined_sq = combined * combined
-    inv_horizon = (1.0 / time_horizon)[:, None]
+    inv_horizon = (f32(1.0) / time_horizon.astype(f32))[:, None]
+    inv_step = f32(1.0) / f32(time_step)
 
     # No collision: w from the cut-off centre to the relative velocity.
     w_x = rv_x - inv_horizon * rel_x
@@ -198,29 +209,30 @@ def _agent_lines(positions, velocities, radius, time_horizon, time_step, neighbo
     w_len_sq = w_x * w_x + w_y * w_y
     dot1 = w_x * rel_x + w_y * rel_y
     on_circle = (dot1 < 0.0) & (dot1 * dot1 > combined_sq * w_len_sq)
-    colliding = dist_sq <= combined_sq
+    colliding = ~(dist_sq > combined_sq)
 
-    with np.errstate(divide='ignore', invalid='ignore'):
-        # Legs.
-        leg = np.sqrt(np.maximum(dist_sq - combined_sq, 0.0))
+    with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
+        # Legs: left (rx*leg - ry*cr, rx*cr + ry*leg) / d2, right -(rx*leg + ry*cr, -rx*cr + ry*leg) / d2.
+        leg = np.sqrt(np.maximum(dist_sq - combined_sq, f32(0.0)))
         left = rel_x * w_y - rel_y * w_x > 0.0
-        sign = np.where(left, 1.0, -1.0)
-        # left leg: (rx*leg - ry*cr, rx*cr + ry*leg)/d2 ; right leg: -(rx*leg + ry*cr, -rx*cr + ry*leg)/d2
+        sign = np.where(left, f32(1.0), f32(-1.0))
         cr = combined * sign
-        d_x = sign * (rel_x * leg - rel_y * cr) / dist_sq
-        d_y = sign * (rel_x * cr + rel_y * leg) / dist_sq
+        inv_dist_sq = f32(1.0) / dist_sq
+        d_x = sign * ((rel_x * leg - rel_y * cr) * inv_dist_sq)
+        d_y = sign * ((rel_x * cr + rel_y * leg) * inv_dist_sq)
         dot2 = rv_x * d_x + rv_y * d_y
         u_x = dot2 * d_x - rv_x
         u_y = dot2 * d_y - rv_y
 
         # Cut-off circle (time horizon) or, when colliding, the circle of one time step.
         special = on_circle | colliding
-        inv_time = np.where(colliding, 1.0 / time_step, inv_horizon)
-        cw_x = np.where(colliding, rv_x - inv_time * rel_x, w_x)
-        cw_y = np.where(colliding, rv_y - inv_time * rel_y, w_y)
+        inv_time = np.where(colliding, inv_step, inv_horizon)
+        cw_x = np.where(colliding, rv_x - inv_step * rel_x, w_x)
+        cw_y = np.where(colliding, rv_y - inv_step * rel_y, w_y)
         cw_len = np.sqrt(cw_x * cw_x + cw_y * cw_y)
-        unit_x = cw_x / cw_len
-        unit_y = cw_y / cw_len
+        inv_len = f32(1.0) / cw_len
+        unit_x = cw_x * inv_len
+        unit_y = cw_y * inv_len
     degenerate = special & ~(cw_len > 0.0)
     if degenerate.any():
         unit_x, unit_y = _separating_fallback(unit_x, unit_y, rel_x, rel_y, neighbors, degenerate)
@@ -229,8 +241,8 @@ def _agent_lines(positions, velocities, radius, time_horizon, time_step, neighbo
     d_y = np.where(special, -unit_x, d_y)
     u_x = np.where(special, circle_u * unit_x, u_x)
     u_y = np.where(special, circle_u * unit_y, u_y)
-    p_x = velocities[:, None, 0] + 0.5 * u_x
-    p_y = velocities[:, None, 1] + 0.5 * u_y
+    p_x = vel[:, None, 0] + f32(0.5) * u_x
+    p_y = vel[:, None, 1] + f32(0.5) * u_y
     return _masked_lines(p_x, p_y, d_x, d_y, keep)
 
 
@@ -251,10 +263,10 @@ def _separating_fallback(unit_x, unit_y, rel_x, rel_y, neighbors, degenerate):
 
 def _masked_lines(p_x, p_y, d_x, d_y, valid):
     """Put harmless values in unused slots so no NaN travels into the linear programs."""
-    p_x = np.where(valid, p_x, 0.0)
-    p_y = np.where(valid, p_y, 0.0)
-    d_x = np.where(valid, d_x, 1.0)
-    d_y = np.where(valid, d_y, 0.0)
+    p_x = np.where(valid, p_x, 0.0).astype(np.float64)
+    p_y = np.where(valid, p_y, 0.0).astype(np.float64)
+    d_x = np.where(valid, d_x, 1.0).astype(np.float64)
+    d_y = np.where(valid, d_y, 0.0).astype(np.float64)
     return p_x, p_y, d_x, d_y
 
 

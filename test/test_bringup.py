@@ -1,0 +1,118 @@
+"""The node-graph description: which nodes, their namespaces, names and parameters."""
+import sys
+from pathlib import Path
+
+import pytest
+
+from orca_nav.bringup import NodeSpec, describe_graph, fleet_parameters, share_dir
+from orca_nav.core.fleet_config import load_fleet_config
+from orca_nav.scenarios import circle
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def fleet_with_map(tmp_path):
+    (tmp_path / 'room.pgm').write_bytes(b'P5\n2 2\n255\n' + bytes([254] * 4))
+    (tmp_path / 'room.yaml').write_text('image: room.pgm\nresolution: 0.5\norigin: [0, 0, 0]\n'
+                                        'negate: 0\noccupied_thresh: 0.65\nfree_thresh: 0.196\n')
+    return load_fleet_config({
+        'global_frame': 'world', 'map': 'room.yaml',
+        'robots': [{'name': 'a', 'start': [0, 0], 'goal': [1, 1, 0.5]},
+                   {'name': 'b', 'kinematics': 'diff_drive', 'start': [1, 0]}],
+        'planner': {'enabled': True, 'time_budget': 0.5},
+        'orca_node': {'time_horizon': 4.0}, 'fleet_sim_node': {'rate': 40.0},
+        'map_publisher': {'publish_period': 2.0}}, base_dir=tmp_path)
+
+
+def by_executable(specs):
+    out = {}
+    for spec in specs:
+        out.setdefault(spec.executable, []).append(spec)
+    return out
+
+
+def test_centralized_graph(fleet_with_map):
+    cfg = fleet_with_map
+    specs = describe_graph(cfg)
+    assert [s.executable for s in specs] == ['map_publisher', 'fleet_sim_node', 'orca_node',
+                                             'planner_node']
+    assert all(s.package == 'orca_nav' and s.namespace == '' for s in specs)
+    assert [s.full_name for s in specs] == ['/map_publisher', '/fleet_sim', '/orca_node',
+                                            '/planner_node']
+    nodes = by_executable(specs)
+    (map_params,) = nodes['map_publisher'][0].parameters
+    assert map_params == {'yaml_filename': str(cfg.map_path), 'frame_id': 'world',
+                          'publish_period': 2.0}
+    (orca,) = nodes['orca_node'][0].parameters
+    assert orca['robots'] == ['a', 'b'] and orca['global_frame'] == 'world'
+    assert orca['a.goal'] == [1.0, 1.0, 0.5] and 'b.goal' not in orca
+    assert orca['b.kinematics'] == 'diff_drive' and orca['a.start'] == [0.0, 0.0, 0.0]
+    assert orca['time_horizon'] == 4.0 and 'rate' not in orca
+    (sim,) = nodes['fleet_sim_node'][0].parameters
+    assert sim['rate'] == 40.0 and sim['a.radius'] == 0.3
+    (planner,) = nodes['planner_node'][0].parameters
+    assert planner['time_budget'] == 0.5 and planner['robots'] == ['a', 'b']
+    # every per-robot field of TEAM.md, for every robot, with a ROS-typed value
+    for name in ('a', 'b'):
+        assert isinstance(orca[f'{name}.kinematics'], str)
+        for field in ('radius', 'max_speed', 'max_accel', 'max_yaw_rate', 'wheelbase',
+                      'min_turning_radius'):
+            assert type(orca[f'{name}.{field}']) is float     # an int would not fit a double
+        assert all(type(v) is float for v in orca[f'{name}.start'])
+
+
+def test_per_robot_mode_namespaces_one_orca_node_per_robot(fleet_with_map):
+    specs = describe_graph(fleet_with_map, mode='per_robot', use_sim=False)
+    nodes = by_executable(specs)
+    assert 'fleet_sim_node' not in nodes
+    orcas = nodes['orca_node']
+    assert [(s.namespace, s.name, s.full_name) for s in orcas] == [
+        ('a', 'orca_node', '/a/orca_node'), ('b', 'orca_node', '/b/orca_node')]
+    for spec in orcas:
+        (params,) = spec.parameters
+        # the whole fleet is known (reciprocal agents), only the namespace's robot is commanded
+        assert params['robots'] == ['a', 'b'] and params['controlled_robots'] == [spec.namespace]
+        assert params['time_horizon'] == 4.0
+
+
+def test_optional_nodes():
+    cfg = circle(3)
+    specs = describe_graph(cfg, use_sim=True, rviz=True)
+    assert [s.executable for s in specs] == ['fleet_sim_node', 'orca_node', 'rviz2']
+    rviz = specs[-1]
+    assert (rviz.package, rviz.arguments[0]) == ('rviz2', '-d')
+    assert rviz.arguments[1] == str(share_dir() / 'config' / 'orca_nav.rviz')
+    with pytest.raises(ValueError, match="mode: 'swarm' is not one of"):
+        describe_graph(cfg, mode='swarm')
+
+
+def test_fleet_parameters_are_flat_team_names():
+    cfg = circle(2)
+    params = fleet_parameters(cfg)
+    assert params['robots'] == ['robot0', 'robot1']
+    assert set(params) == {'robots', 'global_frame'} | {
+        f'robot{i}.{f}' for i in range(2)
+        for f in ('kinematics', 'radius', 'max_speed', 'max_accel', 'max_yaw_rate', 'wheelbase',
+                  'min_turning_radius', 'start', 'goal')}
+
+
+def test_specs_are_values():
+    spec = NodeSpec('orca_node', 'orca_node', namespace='/r1/')
+    assert spec.full_name == '/r1/orca_node'
+    assert spec == NodeSpec('orca_node', 'orca_node', namespace='/r1/')
+    with pytest.raises(Exception):
+        spec.name = 'other'
+
+
+def test_share_dir_is_the_checkout_when_not_installed():
+    assert (share_dir() / 'config' / 'fleets' / 'circle.yaml').is_file()
+    assert share_dir() == REPO or (share_dir() / 'package.xml').is_file()
+
+
+def test_bringup_does_not_need_rclpy():
+    """The launch file imports bringup; it must not pull in rclpy (or the ROS nodes)."""
+    import subprocess
+    code = ('import sys, orca_nav.bringup, orca_nav.scenarios; '
+            'sys.exit(1 if "rclpy" in sys.modules else 0)')
+    assert subprocess.call([sys.executable, '-c', code], cwd=str(REPO)) == 0

@@ -36,8 +36,8 @@ def _positive(name: str, value: float) -> float:
     return value
 
 
-def _step_directions(xy: np.ndarray, yaw: np.ndarray, direction: np.ndarray) -> np.ndarray:
-    """+1/-1 per step: the sign of the displacement along the heading; the given direction where
+def step_directions(xy: np.ndarray, yaw: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """+1/-1 per step (pose k -> k+1) of poses xy (K,2), yaw (K,), given direction (K,): the sign of the displacement along the heading; the given direction where
     that is ambiguous; turns in place inherit their neighbour's direction (no spurious cusp)."""
     step = np.diff(xy, axis=0)
     length = np.linalg.norm(step, axis=1)
@@ -125,7 +125,7 @@ def time_path(x, y, yaw, direction, max_speed: float, max_accel: float,
     if xy.shape[0] == 1:
         return _hold(xy[0], yaw[0], cusp_dwell)
 
-    step_dir = _step_directions(xy, yaw, direction)
+    step_dir = step_directions(xy, yaw, direction)
     xy, yaw, step_dir = _densify(xy, yaw, step_dir, spacing, angle_step=0.1)
     ds = np.linalg.norm(np.diff(xy, axis=0), axis=1)
     dyaw = np.diff(yaw)

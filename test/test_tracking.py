@@ -202,3 +202,60 @@ def test_tracker_bad_input():
         tracker.set_reference(5, None, 0.0)
     with pytest.raises(ValueError, match='position_gain'):
         TrackingParams(position_gain=0.0)
+
+
+# ---------------------------------------------------------------- tracking -> non-holonomic twists
+def drive(kinematics, ref, steps=1500, dt=0.05, **limit_kw):
+    """Closed loop: tracker -> tracking_twist -> exact pose integration with acceleration limits."""
+    from orca_nav.core.kinematics import RobotLimits, integrate_pose, limit_twist
+    from orca_nav.core.tracking import tracking_twist
+    limits = RobotLimits.create([kinematics], max_speed=1.0, max_accel=2.0, max_yaw_rate=2.0,
+                                **limit_kw)
+    tracker = FleetTracker([True])
+    tracker.set_reference(0, ref, 0.0)
+    pose = np.array([[*ref.positions[0], ref.yaw[0]]])
+    twist = np.zeros((1, 3))
+    log = []
+    for k in range(steps):
+        cmd = tracker.update(k * dt, pose[:, :2], pose[:, 2], max_speed=1.0, max_yaw_rate=2.0)
+        if cmd.reached[0]:
+            return pose[0], log, True
+        command = tracking_twist(cmd.pref_velocity, pose[:, 2], limits, cmd)
+        log.append((cmd.direction[0], command[0].copy()))
+        twist = limit_twist(command, twist, limits, dt)
+        pose = integrate_pose(pose, twist, dt)
+    return pose[0], log, False
+
+
+def test_car_drives_reversing_segment_backward_and_reaches_goal():
+    # Forward along a quarter circle of radius 3, then straight back along the final heading.
+    x, y, yaw, d = arc(3.0, np.pi / 2, n=30)
+    back = np.linspace(0.0, 2.0, 11)[1:]
+    x = np.r_[x, np.full(10, x[-1])]
+    y = np.r_[y, y[-1] - back]
+    yaw = np.r_[yaw, np.full(10, yaw[-1])]
+    ref = time_path(x, y, yaw, np.r_[d, -np.ones(10)], max_speed=1.0, max_accel=1.0,
+                    max_yaw_rate=2.0)
+    pose, log, reached = drive('car', ref, min_turning_radius=2.5)
+    assert reached
+    assert np.linalg.norm(pose[:2] - ref.positions[-1]) <= 0.15
+    assert abs(wrap_angle(pose[2] - ref.yaw[-1])) <= 0.2
+    reversing = [tw for direction, tw in log if direction < 0]
+    forward = [tw for direction, tw in log if direction > 0]
+    assert reversing and all(tw[0] <= 1e-9 for tw in reversing)
+    assert all(tw[0] >= -1e-9 for tw in forward)
+    # Curvature within the car's limit throughout.
+    assert all(abs(tw[2]) <= abs(tw[0]) / 2.5 + 1e-9 for _, tw in log)
+
+
+def test_diff_drive_turns_in_place_and_aligns_final_yaw():
+    x = np.array([0.0, 2.0, 2.0, 2.0])
+    y = np.zeros(4)
+    yaw = np.array([0.0, 0.0, np.pi / 2, np.pi / 2])
+    x, y, yaw = np.r_[x, 2.0], np.r_[y, 2.0], np.r_[yaw, np.pi / 2]
+    ref = time_path(x, y, yaw, np.ones(5), max_speed=1.0, max_accel=1.0, max_yaw_rate=1.5)
+    pose, log, reached = drive('diff_drive', ref)
+    assert reached
+    np.testing.assert_allclose(pose[:2], [2.0, 2.0], atol=0.15)
+    assert abs(wrap_angle(pose[2] - np.pi / 2)) <= 0.2
+    assert any(abs(tw[0]) < 1e-6 and abs(tw[2]) > 0.3 for _, tw in log)   # turned on the spot

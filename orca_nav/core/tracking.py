@@ -28,10 +28,9 @@ from typing import Optional
 
 import numpy as np
 
-
-def wrap_angle(angle):
-    """Angles wrapped into [-pi, pi)."""
-    return (np.asarray(angle, dtype=float) + np.pi) % (2.0 * np.pi) - np.pi
+from orca_nav.core.kinematics import (CAR, DIFF_DRIVE, RobotLimits, admissible_twist,
+                                      planar_velocity_to_car, planar_velocity_to_twist,
+                                      planar_velocity_to_unicycle, wrap_angle)
 
 
 def _finite_array(name: str, values, shape_tail=()) -> np.ndarray:
@@ -302,3 +301,41 @@ class FleetTracker:
     def progress_time(self) -> np.ndarray:
         """(N,) reference time of each robot's progress point (0 without a reference)."""
         return np.where(self._has, self._t[np.arange(self.n), self._progress], 0.0)
+
+
+def tracking_twist(v_des, yaw, limits: RobotLimits, command: TrackingCommand,
+                   heading_time: float = 0.2, car_heading_time: float = 0.5,
+                   turn_in_place_speed: float = 0.05) -> np.ndarray:
+    """Body twists (N, 3) that execute desired global velocities ``v_des`` (N, 2) (ORCA's output)
+    for robots tracking references, per kinematics (``kinematics.planar_velocity_to_*``).
+
+    Robots with a reference drive in its direction: on a reversing segment a car or diff-drive
+    robot drives backward (it is mapped as a robot driving forward with heading yaw + pi, then the
+    speed is negated; the yaw rate is the same), and on a forward segment it never reverses.
+    A diff-drive robot whose desired speed is below ``turn_in_place_speed`` turns in place at the
+    tracker's yaw rate (turn-in-place segments, final heading at the goal). Robots without a
+    reference, holonomic robots and quadrotors get ``planar_velocity_to_twist``.
+    """
+    v_des = np.asarray(v_des, dtype=float)
+    yaw = np.asarray(yaw, dtype=float)
+    twist = planar_velocity_to_twist(v_des, yaw, limits, heading_time)
+    tracking = command.active | command.reached
+    backward = command.direction < 0
+    heading = np.where(backward, yaw + np.pi, yaw)
+    sign = np.where(backward, -1.0, 1.0)
+    diff = tracking & (limits.model == DIFF_DRIVE)
+    if diff.any():
+        v, w = planar_velocity_to_unicycle(v_des[diff], heading[diff], limits.max_speed[diff],
+                                           limits.max_yaw_rate[diff], heading_time,
+                                           allow_reverse=False)
+        slow = np.linalg.norm(v_des[diff], axis=1) < turn_in_place_speed
+        twist[diff, 0] = np.where(slow, 0.0, sign[diff] * v)
+        twist[diff, 1] = 0.0
+        twist[diff, 2] = np.where(slow, command.yaw_rate[diff], w)
+    car = tracking & (limits.model == CAR)
+    if car.any():
+        v, w = planar_velocity_to_car(v_des[car], heading[car], limits.min_turning_radius[car],
+                                      limits.max_speed[car], limits.max_yaw_rate[car],
+                                      car_heading_time, allow_reverse=False)
+        twist[car, 0], twist[car, 1], twist[car, 2] = sign[car] * v, 0.0, w
+    return admissible_twist(twist, limits)

@@ -91,9 +91,56 @@ def crossing(robots: int = 16) -> FleetConfig:
                   duration=40.0 + 2.0 * float(along.max()))
 
 
+def corridor(robots: int = 8) -> FleetConfig:
+    """Two groups swap rooms through the 8 m x 2.5 m corridor of config/maps/corridor.yaml.
+
+    Each group waits in two lanes, columns 1 m apart from the corridor mouth outwards; every
+    robot's goal is its mirror image across x = 0 (same lane, other room). The two groups' lanes
+    are offset by 0.2 m so the head-on pairs are not exactly symmetric (an exactly symmetric
+    head-on pair only slows down under ORCA).
+    """
+    _check_count('corridor', robots, 2, 32)
+    side = np.arange(robots) % 2                     # 0: starts in the left room, 1: right
+    member = np.arange(robots) // 2
+    column, lane = member // 2, member % 2
+    x = (5.5 + column) * np.where(side == 0, -1.0, 1.0)
+    y = np.where(lane == 0, -0.5, 0.5) + np.where(side == 0, -0.1, 0.1)
+    yaw = np.where(side == 0, 0.0, math.pi)
+    starts = np.column_stack([x, y, yaw])
+    goals = np.column_stack([-x, y, yaw])
+    return _fleet('corridor', _robots(starts, goals), map_file='corridor.yaml',
+                  duration=60.0 + 4.0 * robots)
+
+
+BLOCKS_SCALE = 0.2      # RVO2's Blocks.cc world scaled to metres, as config/maps/blocks.yaml
+
+
+def blocks(robots: int = 100) -> FleetConfig:
+    """RVO2's Blocks example on config/maps/blocks.yaml: four 5 x 5 groups in the corners
+    (Blocks.cc positions x 0.2, added in its order, so any first N robots stay balanced) cross
+    diagonally between the four blocks. Blocks.cc sends a whole group to one point; here each
+    robot's goal is its own start mirrored through the origin, so every goal is reachable."""
+    _check_count('blocks', robots, 4, 100)
+    spots = []
+    for i in range(5):
+        for j in range(5):
+            x, y = 55.0 + 10.0 * i, 55.0 + 10.0 * j
+            spots += [(x, y), (-x, y), (x, -y), (-x, -y)]
+    xy = BLOCKS_SCALE * np.array(spots[:robots])
+    yaw = np.arctan2(-xy[:, 1], -xy[:, 0])
+    starts = np.column_stack([xy, yaw])
+    goals = np.column_stack([-xy, yaw])
+    # RVO2's Blocks agents: radius 2, so 0.4 m at this scale; faster than 2 x 0.2 m/s to keep
+    # the demo short.
+    fleet = _robots(starts, goals, radius=2.0 * BLOCKS_SCALE, max_speed=1.5)
+    return _fleet('blocks', fleet, map_file='blocks.yaml', duration=120.0)
+
+
 GENERATORS: Dict[str, Callable[[int], FleetConfig]] = {
     'circle': circle,
     'crossing': crossing,
+    'corridor': corridor,
+    'blocks': blocks,
 }
 
 

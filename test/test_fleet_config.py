@@ -7,8 +7,8 @@ import yaml
 
 from orca_nav.core.fleet_config import (KINEMATICS, NUMERIC_ROBOT_FIELDS, DemoSettings,
                                         load_fleet_config)
-from orca_nav.scenarios import (GENERATORS, circle, crossing, fleets_dir, scenario_config,
-                                scenario_names, write_fleet_config)
+from orca_nav.scenarios import (GENERATORS, circle, fleets_dir, scenario_config, scenario_names,
+                                write_fleet_config)
 
 
 def robot(name='robot0', **fields):
@@ -159,13 +159,17 @@ def test_shipped_fleet_files_match_their_generators(name):
     assert load_fleet_config(fleets_dir() / f'{name}.yaml') == scenario_config(name)
 
 
-@pytest.mark.parametrize('generate, count', [(circle, 2), (circle, 16), (circle, 60),
-                                             (crossing, 4), (crossing, 16), (crossing, 37)])
-def test_generated_scenarios_are_well_posed(generate, count):
-    """Every robot has one goal; no two start or goal discs overlap (with a margin)."""
+@pytest.mark.parametrize('name, count', [
+    ('circle', 2), ('circle', 16), ('circle', 60), ('crossing', 4), ('crossing', 16),
+    ('crossing', 37), ('corridor', 2), ('corridor', 8), ('corridor', 32), ('blocks', 4),
+    ('blocks', 30), ('blocks', 100)])
+def test_generated_scenarios_are_well_posed(name, count):
+    """Every robot has one goal; no two start or goal discs overlap (with a margin); on a map,
+    starts and goals are in free space with room to spare."""
     import numpy as np
     from scipy.spatial.distance import pdist
-    cfg = generate(count)
+    from orca_nav.core.grid import OccupancyGrid
+    cfg = GENERATORS[name](count)
     assert len(cfg.robots) == count and len(set(cfg.robot_names)) == count
     starts = np.array([r.start[:2] for r in cfg.robots])
     goals = np.array([r.goals[0][:2] for r in cfg.robots])
@@ -175,6 +179,11 @@ def test_generated_scenarios_are_well_posed(generate, count):
     assert travel.min() > 1.0
     # the time limit leaves room for the longest trip at full speed, twice over
     assert cfg.demo.duration > 2 * travel.max() / min(r.max_speed for r in cfg.robots)
+    if cfg.map_path is not None:
+        grid = OccupancyGrid.from_map_yaml(cfg.map_path)
+        radius = max(r.radius for r in cfg.robots)
+        assert grid.clearance_at(starts).min() > radius + 0.3
+        assert grid.clearance_at(goals).min() > radius + 0.3
 
 
 def test_circle_robots_swap_to_the_antipode():
@@ -189,4 +198,6 @@ def test_unknown_scenario_and_bad_sizes():
         scenario_config('nowhere')
     with pytest.raises(ValueError, match="robots: scenario 'circle' takes 2..500 robots, got 1"):
         scenario_config('circle', 1)
-    assert scenario_names()[:2] == ['circle', 'crossing']
+    assert scenario_names()[:4] == ['circle', 'crossing', 'corridor', 'blocks']
+    with pytest.raises(ValueError, match="robots: scenario 'blocks' takes 4..100 robots"):
+        scenario_config('blocks', 101)

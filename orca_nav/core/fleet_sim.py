@@ -95,6 +95,16 @@ class FleetSim:
         return self._twist.copy()
 
     @property
+    def robot_contacts(self) -> List[Tuple[int, int]]:
+        """Ongoing robot-robot contacts as sorted index pairs (i < j)."""
+        return sorted(self._robot_contacts)
+
+    @property
+    def map_contacts(self) -> np.ndarray:
+        """(N,) bool: the robot is in an ongoing contact with the map (a copy)."""
+        return self._map_contacts.copy()
+
+    @property
     def colliding(self) -> np.ndarray:
         """(N,) bool: the robot is in an ongoing contact with a robot or the map."""
         out = self._map_contacts.copy()

@@ -1,0 +1,85 @@
+"""map_publisher: loads a map_server map (YAML + PGM/PNG) and publishes it latched.
+
+Like nav2_map_server's map_server: parameter `yaml_filename`, the map goes out once on `topic`
+(default /map) with transient-local, reliable QoS, so subscribers that start later still get it.
+A missing or malformed map file stops start-up: the constructor raises ValueError naming the
+path (and the field), and `main` logs it and exits with status 1.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import rclpy
+import yaml
+from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+
+from orca_nav.core.grid import OccupancyGrid
+from orca_nav.ros.convert import grid_to_msg, latched_qos
+from orca_nav.ros.params import ParamSpec, declare_parameters
+
+NODE_SPECS = [
+    ParamSpec('yaml_filename', '', 'Path of the map_server map YAML (image, resolution, origin, '
+              'thresholds)', read_only=True),
+    ParamSpec('frame_id', 'map', 'Frame of the published map', read_only=True),
+    ParamSpec('topic', '/map', 'Topic the map is published on (transient local)', read_only=True),
+]
+
+
+def load_map(path: str) -> OccupancyGrid:
+    """The 2-D grid of a map_server YAML; ValueError naming the path (and field) if unusable."""
+    if not path:
+        raise ValueError('yaml_filename: no map file given (set the parameter yaml_filename)')
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ValueError(f'yaml_filename: map file {str(file)!r} does not exist')
+    try:
+        grid = OccupancyGrid.from_map_yaml(file)
+    except ValueError as err:
+        raise ValueError(f'yaml_filename: cannot load map {str(file)!r}: {err}') from err
+    except yaml.YAMLError as err:
+        raise ValueError(f'yaml_filename: map file {str(file)!r} is not valid YAML: {err}') \
+            from err
+    except (OSError, KeyError, TypeError) as err:    # unreadable image, odd YAML contents
+        raise ValueError(f'yaml_filename: cannot load map {str(file)!r}: '
+                         f'{type(err).__name__}: {err}') from err
+    return grid
+
+
+class MapPublisher(Node):
+    """Publishes the map of `yaml_filename` once, latched, on `topic`."""
+
+    def __init__(self, **kwargs):
+        super().__init__('map_publisher', **kwargs)
+        params = declare_parameters(self, NODE_SPECS)
+        self.grid = load_map(params['yaml_filename'])
+        self.publisher = self.create_publisher(OccupancyGridMsg, params['topic'], latched_qos())
+        self.msg = grid_to_msg(self.grid, params['frame_id'], self.get_clock().now().to_msg())
+        self.publisher.publish(self.msg)
+        ny, nx = self.grid.shape
+        self.get_logger().info(f'published {params["yaml_filename"]} ({nx} x {ny} cells at '
+                               f'{self.grid.resolution} m) on {params["topic"]} in frame '
+                               f'{params["frame_id"]}')
+
+
+def main(args=None) -> None:
+    rclpy.init(args=args)
+    try:
+        node = MapPublisher()
+    except ValueError as err:
+        rclpy.logging.get_logger('map_publisher').error(f'cannot start: {err}')
+        rclpy.try_shutdown()
+        sys.exit(1)
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    main()

@@ -60,8 +60,8 @@ NODE_SPECS = [
               'robot (s)', min=0.0, max=120.0),
     ParamSpec('planner_threads', 2, 'Worker threads running planning queries', min=1, max=64,
               read_only=True),
-    ParamSpec('allow_reverse', True, 'Car-like robots may reverse (Reeds-Shepp rather than '
-              'Dubins)'),
+    ParamSpec('allow_reverse', True, 'Car and diff-drive robots may reverse (Reeds-Shepp rather '
+              'than Dubins)'),
     ParamSpec('safety_margin', 0.05, 'Clearance added to each robot radius when planning (m)',
               min=0.0, max=10.0),
     ParamSpec('sample_period', 0.1, 'Time between samples of kinodynamic trajectories (s)',
@@ -133,13 +133,11 @@ def build_planner(request: PlanRequest):
                                    max_time=s['plan_time_budget'])
         return KinodynamicAStar(request.grid, params)
     from orca_nav.core.hybrid_astar import HybridAStar, HybridParams
-    diff_drive = r['kinematics'] == 'diff_drive'
-    params = HybridParams(wheelbase=r['wheelbase'],
-                          min_turning_radius=r['min_turning_radius'],
-                          allow_reverse=True if diff_drive else s['allow_reverse'],
-                          turn_in_place=diff_drive,
-                          robot_radius=r['radius'] + s['safety_margin'],
-                          max_time=s['plan_time_budget'])
+    params = HybridParams(wheelbase=r['wheelbase'], min_turning_radius=r['min_turning_radius'],
+                          robot_radius=r['radius'], allow_reverse=s['allow_reverse'],
+                          model='diff_drive' if r['kinematics'] == 'diff_drive' else 'car',
+                          collision_margin=max(s['safety_margin'], 1e-3),
+                          timeout=s['plan_time_budget'])
     return HybridAStar(request.grid, params)
 
 

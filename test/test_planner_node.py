@@ -137,8 +137,10 @@ def nonempty(msgs):
     return [m for m in msgs if m.points or getattr(m, 'poses', None)]
 
 
-def test_goal_gives_path_and_trajectory_from_robot_pose_to_goal(harness_factory):
-    h = harness_factory({'robot0': HOLONOMIC, 'robot1': HOLONOMIC})
+@pytest.mark.parametrize('kinematics', ['holonomic', 'diff_drive', 'car'])
+def test_goal_gives_path_and_trajectory_from_robot_pose_to_goal(harness_factory, kinematics):
+    robot = {**HOLONOMIC, 'kinematics': kinematics, 'min_turning_radius': 1.0}
+    h = harness_factory({'robot0': robot, 'robot1': robot})
     h.publish_map(room(blocks=[(4.5, 0.0, 5.5, 6.0)]))
     h.set_pose('robot0', 2.0, 2.0, 0.3)
     h.set_pose('robot1', 2.0, 8.0, 0.0)
@@ -157,6 +159,9 @@ def test_goal_gives_path_and_trajectory_from_robot_pose_to_goal(harness_factory)
     ref, start, frame = msg_to_reference(traj)
     np.testing.assert_allclose(ref.positions[0], [2.0, 2.0], atol=0.05)
     np.testing.assert_allclose(ref.positions[-1], [8.0, 2.0], atol=0.1)
+    if kinematics != 'holonomic':   # hybrid A* reaches the goal heading too
+        assert abs(math.remainder(ref.yaw[-1] - 1.0, 2 * math.pi)) < 0.06
+        assert abs(math.remainder(ref.yaw[0] - 0.3, 2 * math.pi)) < 0.06
     assert np.linalg.norm(ref.velocities, axis=1).max() <= 1.0 + 1e-6
     point = traj.points[len(traj.points) // 2]
     assert point.velocities and point.accelerations and point.time_from_start.sec >= 0

@@ -183,7 +183,8 @@ class DeadlockBreaker:
         fresh = progressed | np.isnan(self._reference_time)
         self._reference_distance[fresh] = distance[fresh]
         self._reference_time[fresh] = now
-        stalled = ~arrived & ~fresh & (now - self._reference_time >= p.stall_time)
+        stalled = (~arrived & ~fresh & (now - self._reference_time >= p.stall_time)
+                   & (self._recover_until <= now))  # a running recovery is not re-judged
         if np.any(stalled):
             self._reference_time[stalled] = now  # judge the recovery by the next window
             self._reference_distance[stalled] = distance[stalled]

@@ -20,21 +20,22 @@ import numpy as np
 RVO_EPSILON = 1e-5  # RVO2's RVO_EPSILON: (almost) parallel lines in linearProgram1/3
 
 
-def _pair_terms(px, py, dx, dy, pair_mask, radius):
-    """linearProgram1's pieces for every line i bounded by every line j (masked by pair_mask).
+def _pair_terms(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
+    """linearProgram1's pieces for candidate lines c (K, C) bounded by lines j (K, L).
 
-    Returns disc (K, L), the circle interval (t_left0, t_right0), parallel_fail (K, L, L),
-    and per-pair interval limits (K, L, L) (-inf / +inf where j does not bound i).
+    pair_mask (K, C, L) says which j bound which c. Returns disc (K, C), the circle
+    interval (t_left0, t_right0), parallel_fail (K, C, L) and per-pair interval limits
+    (K, C, L) (-inf / +inf where j does not bound c).
     """
-    dot = px * dx + py * dy
-    disc = dot * dot + (radius * radius)[:, None] - (px * px + py * py)
+    dot = cpx * cdx + cpy * cdy
+    disc = dot * dot + (radius * radius)[:, None] - (cpx * cpx + cpy * cpy)
     root = np.sqrt(np.maximum(disc, 0.0))
     t_left0 = -dot - root
     t_right0 = -dot + root
-    dxi, dyi = dx[:, :, None], dy[:, :, None]
+    dxi, dyi = cdx[:, :, None], cdy[:, :, None]
     dxj, dyj = dx[:, None, :], dy[:, None, :]
     denominator = dxi * dyj - dyi * dxj
-    numerator = dxj * (py[:, :, None] - py[:, None, :]) - dyj * (px[:, :, None] - px[:, None, :])
+    numerator = dxj * (cpy[:, :, None] - py[:, None, :]) - dyj * (cpx[:, :, None] - px[:, None, :])
     parallel = np.abs(denominator) <= RVO_EPSILON
     parallel_fail = pair_mask & parallel & (numerator < 0.0)
     bounding = pair_mask & ~parallel
@@ -43,6 +44,41 @@ def _pair_terms(px, py, dx, dy, pair_mask, radius):
     right_limits = np.where(bounding & (denominator >= 0.0), t, np.inf)
     left_limits = np.where(bounding & (denominator < 0.0), t, -np.inf)
     return disc, t_left0, t_right0, parallel_fail, left_limits, right_limits
+
+
+def _best_on_violated_lines(px, py, dx, dy, valid, radius, violated, opt_x, opt_y, direction):
+    """Solve linearProgram1 on every violated line against all other lines and keep, per
+    agent, the best usable point (closest to opt, or furthest along opt if `direction`).
+
+    The optimum always lies on a line that the unconstrained optimum violates, so only
+    those lines are candidates; they are processed as a flat list of (agent, line) pairs
+    against all lines of their agent, (P, L). Every agent must have a violated line.
+    Returns (vx, vy, ok); ok False means no point exists (the program is infeasible).
+    """
+    agent, line = np.nonzero(violated)
+    cpx, cpy, cdx, cdy = (a[agent, line][:, None] for a in (px, py, dx, dy))
+    pair_mask = (valid[agent] & (np.arange(px.shape[1])[None, :] != line[:, None]))[:, None, :]
+    disc, t_left0, t_right0, parallel_fail, left_limits, right_limits = _pair_terms(
+        cpx, cpy, cdx, cdy, px[agent], py[agent], dx[agent], dy[agent], pair_mask, radius[agent])
+    cpx, cpy, cdx, cdy = cpx[:, 0], cpy[:, 0], cdx[:, 0], cdy[:, 0]
+    t_left = np.maximum(t_left0[:, 0], left_limits[:, 0].max(axis=1))
+    t_right = np.minimum(t_right0[:, 0], right_limits[:, 0].min(axis=1))
+    usable = (disc[:, 0] >= 0.0) & ~parallel_fail[:, 0].any(axis=1) & (t_left <= t_right)
+    ox, oy = opt_x[agent], opt_y[agent]
+    if direction:
+        t = np.where(ox * cdx + oy * cdy > 0.0, t_right, t_left)
+    else:
+        t = np.minimum(np.maximum(cdx * (ox - cpx) + cdy * (oy - cpy), t_left), t_right)
+    cand_x = cpx + t * cdx
+    cand_y = cpy + t * cdy
+    if direction:
+        score = -(cand_x * ox + cand_y * oy)
+    else:
+        score = (cand_x - ox) ** 2 + (cand_y - oy) ** 2
+    score = np.where(usable, score, np.inf)
+    order = np.lexsort((score, agent))
+    first = order[np.flatnonzero(np.r_[True, np.diff(agent[order]) != 0])]
+    return cand_x[first], cand_y[first], usable[first]
 
 
 def _other_lines_mask(valid):
@@ -65,7 +101,7 @@ def clamp_to_speed(opt_x, opt_y, radius):
     return opt_x * scale, opt_y * scale
 
 
-def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y):
+def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y, try_fast=True):
     """linearProgram2 (closest point to opt) for K agents whose start violates some line.
 
     Returns (vx, vy, line_fail): line_fail is -1 where feasible, otherwise RVO2's failing
@@ -73,41 +109,75 @@ def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y):
     """
     count = px.shape[0]
     start_x, start_y = clamp_to_speed(opt_x, opt_y, radius)
-    pair_mask = _other_lines_mask(valid)
-    disc, t_left0, t_right0, parallel_fail, left_limits, right_limits = _pair_terms(
-        px, py, dx, dy, pair_mask, radius)
-    t_left = np.maximum(t_left0, left_limits.max(axis=2))
-    t_right = np.minimum(t_right0, right_limits.min(axis=2))
-    usable = valid & (disc >= 0.0) & ~parallel_fail.any(axis=2) & (t_left <= t_right)
-    t_opt = dx * (opt_x[:, None] - px) + dy * (opt_y[:, None] - py)
-    t = np.minimum(np.maximum(t_opt, t_left), t_right)
-    cand_x = px + t * dx
-    cand_y = py + t * dy
-    dist_sq = np.where(usable, (cand_x - opt_x[:, None]) ** 2 + (cand_y - opt_y[:, None]) ** 2, np.inf)
-    best = dist_sq.argmin(axis=1)
-    rows = np.arange(count)
-    vx = cand_x[rows, best]
-    vy = cand_y[rows, best]
-    feasible = usable[rows, best]
+    if try_fast:
+        fast_x, fast_y, settled = _growing_active_set(px, py, dx, dy, valid, radius,
+                                                      opt_x, opt_y, start_x, start_y)
+        line_fail = np.full(count, -1, dtype=np.intp)
+        if not settled.all():
+            rest = np.flatnonzero(~settled)
+            fast_x[rest], fast_y[rest], line_fail[rest] = closest_point(
+                px[rest], py[rest], dx[rest], dy[rest], valid[rest], radius[rest],
+                opt_x[rest], opt_y[rest], try_fast=False)
+        return fast_x, fast_y, line_fail
+    violated = (violation(px, py, dx, dy, start_x, start_y) > 0.0) & valid
+    vx, vy, feasible = _best_on_violated_lines(px, py, dx, dy, valid, radius, violated,
+                                               opt_x, opt_y, direction=False)
     line_fail = np.full(count, -1, dtype=np.intp)
     if not feasible.all():
-        bad = ~feasible
-        line_fail[bad] = _first_infeasible_prefix(
-            valid[bad], disc[bad], t_left0[bad], t_right0[bad], parallel_fail[bad],
-            left_limits[bad], right_limits[bad],
-            violation(px[bad], py[bad], dx[bad], dy[bad], start_x[bad], start_y[bad]) > 0.0)
+        bad = np.flatnonzero(~feasible)
+        line_fail[bad] = _first_infeasible_prefix(px[bad], py[bad], dx[bad], dy[bad], valid[bad],
+                                                  radius[bad], violated[bad])
         vx[bad] = start_x[bad]
         vy[bad] = start_y[bad]
     return vx, vy, line_fail
 
 
-def _first_infeasible_prefix(valid, disc, t_left0, t_right0, parallel_fail, left_limits,
-                             right_limits, start_violates):
+def _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y,
+                        max_lines=3):
+    """Cheap exact path for most agents: solve the program on a small subset of lines
+    (first the line the start violates most, then, round by round, the line the current
+    answer violates most). Once the subset's optimum satisfies every line it is the
+    optimum of the whole program. Returns (vx, vy, settled); unsettled agents need the
+    full solve.
+    """
+    count, width = px.shape
+    rows = np.arange(count)
+    start_violation = np.where(valid, violation(px, py, dx, dy, start_x, start_y), -np.inf)
+    chosen = start_violation.argmax(axis=1)[:, None]
+    vx, vy = start_x.copy(), start_y.copy()
+    settled = np.zeros(count, dtype=bool)
+    open_rows = rows
+    for size in range(1, min(max_lines, width) + 1):
+        take = lambda a: np.take_along_axis(a[open_rows], chosen, axis=1)  # noqa: E731
+        spx, spy, sdx, sdy = take(px), take(py), take(dx), take(dy)
+        violated_by_start = take(start_violation) > 0.0
+        cx, cy, ok = _best_on_violated_lines(
+            spx, spy, sdx, sdy, np.ones_like(violated_by_start), radius[open_rows],
+            violated_by_start, opt_x[open_rows], opt_y[open_rows], direction=False)
+        remaining = np.where(valid[open_rows], violation(px[open_rows], py[open_rows], dx[open_rows],
+                                                          dy[open_rows], cx, cy), -np.inf)
+        np.put_along_axis(remaining, chosen, -np.inf, axis=1)
+        worst = remaining.argmax(axis=1)
+        done = ok & ~(remaining[np.arange(len(open_rows)), worst] > 0.0)
+        vx[open_rows[done]] = cx[done]
+        vy[open_rows[done]] = cy[done]
+        settled[open_rows[done]] = True
+        keep_going = ok & ~done  # infeasible subsets go straight to the full solve
+        open_rows = open_rows[keep_going]
+        if open_rows.size == 0:
+            break
+        chosen = np.concatenate([chosen[keep_going], worst[keep_going, None]], axis=1)
+    return vx, vy, settled
+
+
+def _first_infeasible_prefix(px, py, dx, dy, valid, radius, start_violates):
     """Smallest i such that lines 0..i (with the speed circle) have no common point.
 
     Lines 0..i are feasible when the start point satisfies all of them, or when some line
     m <= i keeps a non-empty interval against the other lines of the prefix.
     """
+    disc, t_left0, t_right0, parallel_fail, left_limits, right_limits = _pair_terms(
+        px, py, dx, dy, px, py, dx, dy, _other_lines_mask(valid), radius)
     count = valid.shape[1]
     lines = np.arange(count)
     broken = np.logical_or.accumulate(parallel_fail, axis=2)
@@ -134,21 +204,9 @@ def _best_direction(px, py, dx, dy, valid, radius, dir_x, dir_y):
     if need.any():
         sub = np.flatnonzero(need)
         spx, spy, sdx, sdy, svalid = px[sub], py[sub], dx[sub], dy[sub], valid[sub]
-        disc, t_left0, t_right0, parallel_fail, left_limits, right_limits = _pair_terms(
-            spx, spy, sdx, sdy, _other_lines_mask(svalid), radius[sub])
-        t_left = np.maximum(t_left0, left_limits.max(axis=2))
-        t_right = np.minimum(t_right0, right_limits.min(axis=2))
-        usable = svalid & (disc >= 0.0) & ~parallel_fail.any(axis=2) & (t_left <= t_right)
-        along = dir_x[sub, None] * sdx + dir_y[sub, None] * sdy
-        t = np.where(along > 0.0, t_right, t_left)
-        cand_x = spx + t * sdx
-        cand_y = spy + t * sdy
-        score = np.where(usable, cand_x * dir_x[sub, None] + cand_y * dir_y[sub, None], -np.inf)
-        best = score.argmax(axis=1)
-        rows = np.arange(len(sub))
-        vx[sub] = cand_x[rows, best]
-        vy[sub] = cand_y[rows, best]
-        ok[sub] = usable[rows, best]
+        violated = (violation(spx, spy, sdx, sdy, start_x[sub], start_y[sub]) > 0.0) & svalid
+        vx[sub], vy[sub], ok[sub] = _best_on_violated_lines(
+            spx, spy, sdx, sdy, svalid, radius[sub], violated, dir_x[sub], dir_y[sub], direction=True)
     return vx, vy, ok
 
 
@@ -180,8 +238,8 @@ def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx,
         same_direction = parallel & (ix * jx + iy * jy > 0.0)
         with np.errstate(divide='ignore', invalid='ignore'):
             along = (jx * (ipy - jpy) - jy * (ipx - jpx)) / determinant
-        bis_px = np.where(parallel, 0.5 * (ipx + jpx), ipx + along * ix)
-        bis_py = np.where(parallel, 0.5 * (ipy + jpy), ipy + along * iy)
+            bis_px = np.where(parallel, 0.5 * (ipx + jpx), ipx + along * ix)
+            bis_py = np.where(parallel, 0.5 * (ipy + jpy), ipy + along * iy)
         bis_dx, bis_dy = jx - ix, jy - iy
         norm = np.sqrt(bis_dx * bis_dx + bis_dy * bis_dy)
         with np.errstate(divide='ignore', invalid='ignore'):

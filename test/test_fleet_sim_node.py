@@ -126,7 +126,7 @@ def test_integrates_cmd_vel_and_reports_body_frame_twist(ros):
     assert 1.0 + 0.3 < state.position[1] < 1.0 + 1.5
 
 
-def test_stale_cmd_vel_stops_the_robot_and_nan_is_ignored(ros):
+def test_stale_cmd_vel_stops_the_robot_and_nan_is_ignored(ros, capfd):
     odom = ros.collect(Odometry, '/robot0/odom')
     node = ros.sim(['robot0'], extra=[Parameter('cmd_timeout', value=0.3)], max_accel=[50.0])
     pub = ros.probe.create_publisher(Twist, '/robot0/cmd_vel', 10)
@@ -145,6 +145,12 @@ def test_stale_cmd_vel_stops_the_robot_and_nan_is_ignored(ros):
     time.sleep(0.3)
     assert odom[-1].pose.pose.position.x == x
     assert np.all(np.isfinite(node.sim.poses))
+    # Four bad commands, warnings throttled to one per 2 s naming the robot.
+    for _ in range(3):
+        pub.publish(bad)
+    time.sleep(0.5)
+    err = capfd.readouterr().err
+    assert 1 <= err.count('robot0: ignoring cmd_vel with non-finite values') <= 2, err
 
 
 def test_collision_reported_once_on_topic_and_in_diagnostics(ros):

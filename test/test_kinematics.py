@@ -179,3 +179,19 @@ def test_bad_inputs_name_the_field():
         planar_velocity_to_unicycle([[np.inf, 0.0]], [0.0], 1.0, 1.0)
     with pytest.raises(ValueError, match='dt'):
         limit_twist([[0.0, 0.0, 0.0]], [[0.0, 0.0, 0.0]], lim, 0.0)
+
+
+def test_car_tracking_error_within_its_documented_bound():
+    rng = np.random.default_rng(5)
+    n, period, fraction = 400, 0.1, 0.5
+    v_des = rng.uniform(-1, 1, size=(n, 2))
+    yaw = rng.uniform(-np.pi, np.pi, size=n)
+    speed = np.linalg.norm(v_des, axis=1)
+    for reverse, factor in ((True, np.sqrt(1 + fraction ** 2)), (False, 1 + fraction)):
+        v, w = planar_velocity_to_car(v_des, yaw, min_turning_radius=1.0, max_speed=2.0,
+                                      heading_time=period, allow_reverse=reverse,
+                                      min_speed_fraction=fraction)
+        pose = integrate_pose(np.column_stack([np.zeros((n, 2)), yaw]),
+                              np.column_stack([v, np.zeros(n), w]), period)
+        deviation = np.linalg.norm(pose[:, :2] - v_des * period, axis=1)
+        assert np.all(deviation <= factor * speed * period + 1e-12)

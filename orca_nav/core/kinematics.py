@@ -236,6 +236,9 @@ def planar_velocity_to_car(v_des, yaw, min_turning_radius, max_speed, max_yaw_ra
     turn, and it turns at the tightest curvature the steering allows. With `allow_reverse`
     a car whose desired direction is behind it (|alpha| > pi/2) reverses toward it.
     Returns (v (N,), omega (N,)); omega = curvature * v with |curvature| <= 1/min_turning_radius.
+    Keeping speed while turning costs tracking accuracy: over a cycle of length T the car
+    deviates from v_des * T by at most |v_des| T sqrt(1 + f^2) with reversing, |v_des| T (1 + f)
+    without (f = min_speed_fraction), against |v_des| T for `tracking_error_bound`'s unicycle.
     """
     speed, alpha, backwards = _desired_heading(v_des, yaw, max_speed, allow_reverse)
     n = speed.size

@@ -152,3 +152,66 @@ def test_three_dimensional_grid_is_rejected():
     grid = OccupancyGrid(np.zeros((2, 3, 4), dtype=bool), 0.1, (0.0, 0.0, 0.0))
     with pytest.raises(ValueError, match='grid'):
         grid_to_polygons(grid)
+
+
+def room_with_pillar_run(polygons, steps=150):
+    """Five agents driven into the walls of an 8 x 6 m room through OrcaSimulator."""
+    from orca_nav.core.orca import OrcaParams, OrcaSimulator
+    params = OrcaParams(time_step=0.1, neighbor_dist=3.0, max_neighbors=10, time_horizon=2.0,
+                        time_horizon_obst=2.0, radius=0.2, max_speed=1.0)
+    sim = OrcaSimulator(params)
+    sim.set_obstacles(polygons)
+    starts = np.array([[0.5, 3.0], [7.5, 3.0], [4.0, 0.5], [1.0, 1.0], [2.0, 3.7]])
+    goals = np.array([[-5.0, 3.0], [15.0, 3.0], [4.0, -5.0], [-3.0, -3.0], [6.0, 3.7]])
+    for start in starts:
+        sim.add_agent(start)
+    track = []
+    for _ in range(steps):
+        offset = goals - sim.positions
+        sim.set_pref_velocities(offset / np.maximum(np.linalg.norm(offset, axis=1, keepdims=True), 1.0))
+        sim.step()
+        track.append(sim.positions)
+    return np.array(track), params
+
+
+def test_agents_inside_a_walled_room_stay_inside_and_pass_the_pillar():
+    occ = np.zeros((60, 80), dtype=bool)
+    occ[25:35, 35:45] = True  # pillar between x, y = (3.5, 2.5) and (4.5, 3.5)
+    grid = OccupancyGrid(occ, 0.1, (0.0, 0.0))
+    polygons = grid_to_polygons(grid)  # map border = wall
+    track, params = room_with_pillar_run(polygons)
+    # Pushed against the border by their goals, never through it (ORCA's slack: 1 cm).
+    assert track[..., 0].min() >= params.radius - 0.01 and track[..., 1].min() >= params.radius - 0.01
+    assert track[..., 0].max() <= 8.0 - params.radius + 0.01
+    assert track[..., 1].max() <= 6.0 - params.radius + 0.01
+    # Agent 4 skimmed past the pillar (its path clears it by exactly the radius) to x = 6.
+    assert track[-1, 4, 0] > 5.5
+    pillar_gap = np.maximum(np.abs(track[:, 4] - [4.0, 3.0]) - 0.5, 0.0)
+    assert np.linalg.norm(pillar_gap, axis=1).min() >= params.radius - 0.01
+
+
+def test_room_polygons_give_rvo2_the_same_velocities():
+    pyrvo = pytest.importorskip('pyrvo')
+    from orca_nav.core.orca import OrcaParams, compute_velocities
+    occ = np.zeros((60, 80), dtype=bool)
+    occ[25:35, 35:45] = True
+    polygons = grid_to_polygons(OccupancyGrid(occ, 0.1, (0.0, 0.0)))
+    params = OrcaParams(time_step=0.1, neighbor_dist=3.0, max_neighbors=10, time_horizon=2.0,
+                        time_horizon_obst=2.0, radius=0.2, max_speed=1.0)
+    sim = pyrvo.RVOSimulator()
+    sim.set_time_step(params.time_step)
+    sim.set_agent_defaults(3.0, 10, 2.0, 2.0, 0.2, 1.0)
+    for polygon in polygons:
+        sim.add_obstacle([tuple(map(float, v)) for v in polygon])
+    sim.process_obstacles()
+    track, _ = room_with_pillar_run(polygons, steps=40)
+    positions, velocities = track[-1], (track[-1] - track[-2]) / params.time_step
+    pref = np.array([[1.0, 0.0], [0.0, -1.0], [-1.0, 0.3], [0.2, 1.0], [-0.7, -0.7]])
+    for i, (p, v, w) in enumerate(zip(positions, velocities, pref)):
+        sim.add_agent((float(p[0]), float(p[1])))
+        sim.set_agent_velocity(i, (float(v[0]), float(v[1])))
+        sim.set_agent_pref_velocity(i, (float(w[0]), float(w[1])))
+    sim.do_step()
+    expected = np.array([sim.get_agent_velocity(i).to_tuple() for i in range(len(positions))])
+    ours = compute_velocities(positions, velocities, pref, params, polygons)
+    np.testing.assert_allclose(ours, expected, atol=1e-5)

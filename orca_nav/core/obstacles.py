@@ -1,7 +1,8 @@
 """Static polygon obstacles with RVO2 2.0.3 conventions, prepared once for ORCA.
 
 A polygon is an (M, 2) array of vertices in counter-clockwise order (the inside is solid);
-a 2-vertex polygon is a segment (an obstacle line usable from both sides). Every vertex
+as in RVO2, a clockwise polygon is an enclosure (solid outside: walls around a room or the map
+border, see `map_polygons`); a 2-vertex polygon is a segment (an obstacle line usable from both sides). Every vertex
 starts a directed edge to the next vertex; RVO2 calls that vertex record an "obstacle".
 
 `ObstacleSet(polygons)` validates the polygons and reproduces what RVO2's
@@ -39,7 +40,7 @@ def validate_polygons(polygons, argument='obstacles'):
 
     Raises ValueError naming `argument[k]` (and the vertex index) for: not (M, 2), fewer than
     2 vertices, non-finite values, repeated consecutive vertices (zero-length edge), and
-    clockwise or zero-area winding for 3+ vertices.
+    zero-area winding for 3+ vertices (clockwise polygons are enclosures, as in RVO2).
     """
     if isinstance(polygons, np.ndarray) and polygons.ndim == 2:
         raise ValueError(f'{argument} must be a list of (M, 2) vertex arrays, not one array')
@@ -64,10 +65,10 @@ def validate_polygons(polygons, argument='obstacles'):
         if len(vertices) >= 3:
             x, y = vertices[:, 0], vertices[:, 1]
             twice_area = float(np.dot(x, np.roll(y, -1)) - np.dot(np.roll(x, -1), y))
-            if not twice_area > 0.0:
+            if not twice_area != 0.0:
                 raise ValueError(
-                    f'{name}: vertices must be counter-clockwise (signed area '
-                    f'{0.5 * twice_area:.6g}); reverse the vertex order')
+                    f'{name}: polygon has zero area (signed area {0.5 * twice_area:.6g}); '
+                    'give counter-clockwise vertices for a solid obstacle')
         checked.append(vertices)
     return checked
 

@@ -110,8 +110,12 @@ def test_distance_table_close_to_exact(kind, exact):
         assert np.all(np.abs(got[inside] - ref[inside]) < tol)
     else:   # Dubins jumps where the best word changes; most entries still agree closely
         assert np.mean(np.abs(got[inside] - ref[inside]) < tol) > 0.95
-    far = np.hypot(poses[:, 0] - goal[0], poses[:, 1] - goal[1]) > 15.0 * math.sqrt(2)
-    assert np.all(got[far] <= ref[far] + 1e-9)                 # outside the table: a lower bound
+    # Far away: straight line plus a detour taken from the table's rim; close to exact.
+    far = np.hypot(poses[:, 0] - goal[0], poses[:, 1] - goal[1]) > 16.0
+    if kind == 'reeds_shepp':
+        assert np.all(np.abs(got[far] - ref[far]) < 0.1 * ref[far] + tol)
+    else:
+        assert np.mean(np.abs(got[far] - ref[far]) < 0.1 * ref[far] + tol) > 0.95
 
 
 def test_bad_input_names_the_field():

@@ -341,11 +341,16 @@ class CurvePath:
 
     def segment_starts(self) -> np.ndarray:
         """(k + 1, 3) pose at the start of every segment, and the end pose last."""
+        turn = self.curvatures * self.lengths
+        yaw_after = self.start[2] + np.cumsum(turn + self.spins)
+        # Each arc moves along its chord, at the mean of its start and end heading (spins come last).
+        heading = yaw_after - self.spins - 0.5 * turn
+        chord = self.lengths * np.sinc(0.5 * turn / math.pi)
         poses = np.empty((len(self.lengths) + 1, 3))
         poses[0] = self.start
-        for k in range(len(self.lengths)):  # a handful of segments: a plain loop is clearer
-            poses[k + 1] = _advance(poses[k:k + 1], self.lengths[k:k + 1], self.curvatures[k:k + 1],
-                                    self.spins[k:k + 1])[0]
+        poses[1:, 0] = self.start[0] + np.cumsum(chord * np.cos(heading))
+        poses[1:, 1] = self.start[1] + np.cumsum(chord * np.sin(heading))
+        poses[1:, 2] = yaw_after
         return poses
 
     def end(self) -> np.ndarray:
@@ -426,11 +431,14 @@ def dubins_path(start, goal, radius: float) -> CurvePath:
 class DistanceTable:
     """Tabulated Reeds-Shepp or Dubins distance for goal-relative poses, for search heuristics.
 
-    The table holds the unit-radius distance from a start (dx, dy, dyaw) in the *goal* frame to
-    the goal, on a grid of ``spacing`` radii over ``|dx|, |dy| <= extent`` radii and ``yaw_bins``
-    headings; beyond it the straight-line distance (a lower bound) is used. Lookups take the
-    nearest entry, so the value can be off by about one cell (``spacing * radius`` plus the
-    heading step times the radius) from the exact distance.
+    Near the goal (within ``extent`` radii) the table holds the unit-radius distance from a start
+    (dx, dy, dyaw) in the *goal* frame to the goal, on a grid of ``spacing`` radii and
+    ``yaw_bins`` headings. Farther away the distance is the straight-line distance plus a detour
+    term that depends only on the bearing of the start seen from the goal and the start heading,
+    tabulated on the circle of radius ``extent`` (so both parts agree there). Lookups take the
+    nearest entry: the value can be off by about one cell (``spacing * radius`` plus the heading
+    step times the radius) from the exact distance near the goal, and by the change of the detour
+    term with distance far from it.
     """
 
     def __init__(self, kind: str, radius: float, extent: float = 3.0, spacing: float = 0.1,
@@ -443,7 +451,7 @@ class DistanceTable:
         self.spacing = float(spacing)
         self.yaw_bins = int(yaw_bins)
         self._n = int(round(self.extent / self.spacing))
-        self._table = _unit_table(kind, self._n, self.spacing, self.yaw_bins)
+        self._table, self._detour = _unit_tables(kind, self._n, self.spacing, self.yaw_bins)
 
     def __call__(self, poses, goal) -> np.ndarray:
         """(N,) distance in metres from each pose (N, 3) to ``goal`` (3,). No input validation:
@@ -455,36 +463,50 @@ class DistanceTable:
         lx = (c * dx + s * dy) / self.radius
         ly = (-s * dx + c * dy) / self.radius
         dyaw = poses[:, 2] - gyaw
-        # Mirror symmetry (y, yaw) -> (-y, -yaw) halves the table.
+        # Mirror symmetry (y, yaw) -> (-y, -yaw) halves the tables.
         mirror = ly < 0.0
         ly = np.abs(ly)
         dyaw = np.where(mirror, -dyaw, dyaw)
-        ix = np.rint(lx / self.spacing).astype(np.int64) + self._n
-        iy = np.rint(ly / self.spacing).astype(np.int64)
-        iyaw = np.rint(dyaw * (self.yaw_bins / TWO_PI)).astype(np.int64) % self.yaw_bins
-        inside = (ix >= 0) & (ix <= 2 * self._n) & (iy <= self._n)
-        out = np.hypot(lx, ly)
-        out[inside] = self._table[ix[inside], iy[inside], iyaw[inside]]
+        scale = self.yaw_bins / TWO_PI
+        iyaw = np.rint(dyaw * scale).astype(np.int64) % self.yaw_bins
+        rho = np.hypot(lx, ly)
+        near = rho < self.extent
+        # Far: straight line plus the detour for this bearing (0..pi) and heading.
+        ibear = np.rint(np.arctan2(ly, lx) * scale).astype(np.int64)
+        out = rho + self._detour[ibear, iyaw]
+        ix = np.rint(lx[near] / self.spacing).astype(np.int64) + self._n
+        iy = np.rint(ly[near] / self.spacing).astype(np.int64)
+        out[near] = self._table[ix, iy, iyaw[near]]
         return out * self.radius
 
 
 @lru_cache(maxsize=8)
-def _unit_table(kind, n, spacing, yaw_bins):
-    """Unit-radius distances from starts on the (x, y>=0, yaw) lattice to the origin pose."""
+def _unit_tables(kind, n, spacing, yaw_bins):
+    """Unit-radius distances to the origin pose: from the (x, y>=0, yaw) lattice, and the detour
+    (distance minus straight line) from the half circle of radius n * spacing, per bearing and yaw."""
+    def distances(starts):
+        out = np.empty(starts.shape[0])
+        chunk = 20000
+        for i in range(0, starts.shape[0], chunk):  # chunks bound the (N, 48) working memory
+            part = starts[i:i + chunk]
+            x, y, phi = _local_goal(part, np.zeros_like(part), 1.0)
+            if kind == 'reeds_shepp':
+                out[i:i + chunk] = _rs_all(x, y, phi, need_segments=False)[0].min(axis=1)
+            else:
+                out[i:i + chunk] = np.nanmin(_dubins_all(x, y, phi).sum(axis=2), axis=1)
+        return out
+
+    step = TWO_PI / yaw_bins
+    yaws = np.arange(yaw_bins) * step
     xs = np.arange(-n, n + 1) * spacing
     ys = np.arange(0, n + 1) * spacing
-    yaws = np.arange(yaw_bins) * (TWO_PI / yaw_bins)
     gx, gy, gyaw = np.meshgrid(xs, ys, yaws, indexing='ij')
-    starts = np.stack([gx.ravel(), gy.ravel(), gyaw.ravel()], axis=1)
-    out = np.empty(starts.shape[0])
-    chunk = 20000
-    for i in range(0, starts.shape[0], chunk):  # chunks bound the (N, 48) working memory
-        s = starts[i:i + chunk]
-        x, y, phi = _local_goal(s, np.zeros_like(s), 1.0)
-        if kind == 'reeds_shepp':
-            out[i:i + chunk] = _rs_all(x, y, phi, need_segments=False)[0].min(axis=1)
-        else:
-            out[i:i + chunk] = np.nanmin(_dubins_all(x, y, phi).sum(axis=2), axis=1)
-    table = out.reshape(gx.shape)
+    table = distances(np.stack([gx.ravel(), gy.ravel(), gyaw.ravel()], axis=1)).reshape(gx.shape)
+    rho = n * spacing
+    bearings = np.arange(yaw_bins // 2 + 1) * step
+    bb, yy = np.meshgrid(bearings, yaws, indexing='ij')
+    ring = np.stack([rho * np.cos(bb.ravel()), rho * np.sin(bb.ravel()), yy.ravel()], axis=1)
+    detour = distances(ring).reshape(bb.shape) - rho
     table.flags.writeable = False
-    return table
+    detour.flags.writeable = False
+    return table, detour

@@ -1,0 +1,595 @@
+"""Hybrid A* for car-like and differential-drive robots on a 2-D OccupancyGrid.
+
+Search:
+
+* State ``(x, y, yaw)`` of the reference point (rear-axle centre), hashed into cells of
+  ``xy_resolution`` metres and ``yaw_bins`` headings. Closed set and best cost per cell live in
+  flat arrays over all cells.
+* Motion primitives: arcs of length ``step_length`` (long enough to leave a cell) at
+  ``2 * steering_samples + 1`` curvatures from -1/R to +1/R, forward and, when ``allow_reverse``,
+  backward; the ``diff_drive`` model also turns in place by +-45 and +-90 degrees. The
+  primitives are precomputed as pose offsets; expanding a node transforms all of them at once and
+  collision-checks every sample of every primitive in one call.
+* Cost: arc length (times ``reverse_penalty`` when reversing) plus ``switch_penalty`` per change
+  of direction, ``steer_change_penalty`` per unit change of normalised curvature,
+  ``non_straight_penalty`` per metre of turning arc and ``turn_in_place_penalty`` per radian of
+  in-place rotation.
+* Heuristic: ``heuristic_weight`` times the maximum of (a) the Reeds-Shepp distance ignoring
+  obstacles (Dubins when reverse is off; Euclidean for ``diff_drive``), read from a table built
+  once per turning radius, and (b) an obstacle-aware distance-to-goal field: Dijkstra
+  (``scipy.sparse.csgraph``) over a 16-connected graph of ``heuristic_resolution`` blocks, where a
+  block is passable if some cell in it has clearance for the footprint's inscribed disc around
+  the reference point. The graph is built once per map; the field once per goal (plan time).
+* Analytic expansion: the shortest Reeds-Shepp (Dubins) path from the popped node to the goal,
+  tried every expansion near the goal and less often farther away; it ends the search if its
+  footprint samples are free.
+* Smoothing: shortcuts between path poses by Reeds-Shepp (Dubins) paths, kept only when cheaper
+  and collision-free; every piece of the result is an arc of curvature <= 1/R, a straight line
+  or an in-place turn, so the curvature limit holds by construction.
+
+Collision checks use :class:`orca_nav.core.footprint.FootprintChecker` with the footprint grown by
+``collision_margin``; poses are sampled densely enough (from the margin, the footprint's reach
+and the curvature) that the footprint between two samples stays inside the grown footprint at
+one of them, so the whole continuous path is free, not just its samples.
+
+Statuses: start/goal footprint overlapping an occupied cell -> ``START_IN_COLLISION`` /
+``GOAL_IN_COLLISION``; footprint sticking out of the map (reference point inside) ->
+``OUT_OF_MAP``; search exhausted -> ``NO_PATH``; ``timeout`` or ``max_expansions`` spent ->
+``TIMEOUT``. Non-finite input, a reference point outside the map and bad parameters raise
+``ValueError`` naming the field. Yaw is accepted in any range and wrapped.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse import csgraph
+
+from .footprint import Footprint, FootprintChecker
+from .grid import OccupancyGrid
+from .planning import PlanResult, PlanStats, PlanStatus
+from .reeds_shepp import (CurvePath, DistanceTable, dubins_paths, reeds_shepp_paths, wrap_angle)
+
+_MODELS = ('car', 'diff_drive')
+_SPIN_ANGLES = (math.pi / 4, -math.pi / 4, math.pi / 2, -math.pi / 2)
+
+
+@dataclass
+class HybridParams:
+    wheelbase: float
+    min_turning_radius: float
+    footprint_length: Optional[float] = None
+    footprint_width: Optional[float] = None
+    rear_overhang: Optional[float] = None
+    robot_radius: Optional[float] = None        # disc footprint, used when no rectangle is given
+    allow_reverse: bool = True
+    model: str = 'car'                          # 'car' | 'diff_drive' (also turns in place)
+    xy_resolution: float = 0.5                  # search cell (m)
+    yaw_bins: int = 72                          # search heading cells
+    steering_samples: int = 2                   # curvatures per side (plus straight)
+    step_length: Optional[float] = None         # primitive arc length (m); None: 1.5 cells
+    reverse_penalty: float = 1.2                # multiplier on reverse arc length
+    switch_penalty: float = 2.0                 # per direction change (m)
+    steer_change_penalty: float = 0.3           # per unit change of curvature / max curvature (m)
+    non_straight_penalty: float = 0.03          # per metre driven on a curve (m)
+    turn_in_place_penalty: float = 1.0          # per radian turned in place (m)
+    heuristic_resolution: float = 0.5           # block size of the 2-D distance field (m)
+    heuristic_weight: float = 1.0
+    analytic_distance: float = 10.0             # try the analytic path every expansion within this
+    analytic_interval: int = 10                 # ... and every this many expansions farther away
+    analytic_batch: int = 4                     # near-goal nodes connected per vectorised attempt
+    collision_margin: float = 0.05              # footprint growth in the search (m), > 0
+    smoothing: bool = True
+    path_resolution: float = 0.1                # output pose spacing (m)
+    timeout: float = 5.0                        # wall-clock seconds
+    max_expansions: int = 200000
+
+    def __post_init__(self):
+        for name in ('wheelbase', 'min_turning_radius', 'xy_resolution', 'reverse_penalty',
+                     'heuristic_resolution', 'heuristic_weight', 'analytic_distance',
+                     'collision_margin', 'path_resolution', 'timeout'):
+            _require(name, getattr(self, name), positive=True)
+        for name in ('switch_penalty', 'steer_change_penalty', 'non_straight_penalty',
+                     'turn_in_place_penalty'):
+            _require(name, getattr(self, name), positive=False)
+        if self.step_length is not None:
+            _require('step_length', self.step_length, positive=True)
+        for name in ('yaw_bins', 'steering_samples', 'analytic_interval', 'analytic_batch', 'max_expansions'):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f'{name} must be an integer >= 1, got {value!r}')
+        if self.model not in _MODELS:
+            raise ValueError(f'model must be one of {_MODELS}, got {self.model!r}')
+        if self.reverse_penalty < 1.0:
+            raise ValueError(f'reverse_penalty must be >= 1 (a multiplier), got {self.reverse_penalty}')
+        if not isinstance(self.allow_reverse, (bool, np.bool_)):
+            raise ValueError(f'allow_reverse must be a bool, got {self.allow_reverse!r}')
+        self.footprint()    # validates the footprint fields
+
+    def footprint(self) -> Footprint:
+        rect = (self.footprint_length, self.footprint_width, self.rear_overhang)
+        if all(v is None for v in rect):
+            if self.robot_radius is None:
+                raise ValueError('footprint: give footprint_length/footprint_width/rear_overhang '
+                                 'or robot_radius')
+            return Footprint(radius=_require('robot_radius', self.robot_radius, positive=True))
+        if self.robot_radius is not None:
+            raise ValueError('robot_radius must be None when a rectangular footprint is given')
+        for name, value in zip(('footprint_length', 'footprint_width', 'rear_overhang'), rect):
+            if value is None:
+                raise ValueError(f'{name} is missing (the rectangle needs length, width and rear_overhang)')
+            _require(name, value, positive=name != 'rear_overhang')
+        return Footprint(float(self.footprint_length), float(self.footprint_width), float(self.rear_overhang))
+
+    @property
+    def max_curvature(self) -> float:
+        return 1.0 / self.min_turning_radius
+
+    @property
+    def max_steering_angle(self) -> float:
+        """Steering limit of the bicycle model: atan(wheelbase / min_turning_radius)."""
+        return math.atan(self.wheelbase / self.min_turning_radius)
+
+
+def _require(name, value, positive):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(value):
+        raise ValueError(f'{name} must be a finite number, got {value!r}')
+    if positive and value <= 0.0:
+        raise ValueError(f'{name} must be > 0, got {value}')
+    if not positive and value < 0.0:
+        raise ValueError(f'{name} must be >= 0, got {value}')
+    return float(value)
+
+
+@dataclass
+class HybridPath:
+    """Planned path: poses every ``path_resolution`` metres with their driving direction."""
+    x: np.ndarray
+    y: np.ndarray
+    yaw: np.ndarray               # wrapped to [-pi, pi)
+    direction: np.ndarray         # +1 forward, -1 reverse (in-place turns: +1)
+    length: float                 # metres driven by the reference point
+    curve: CurvePath              # the exact geometry (arcs, lines, in-place turns)
+    direction_switches: int = 0
+
+    def sample(self, step: float):
+        """Poses (M, 3) and directions (M,) of the exact path, at most ``step`` apart."""
+        poses, direction = self.curve.sample(step)
+        poses[:, 2] = wrap_angle(poses[:, 2])
+        return poses, direction
+
+
+@dataclass
+class _Primitives:
+    offsets: np.ndarray           # (K, S, 3) sample poses relative to the node, last = end pose
+    curvature: np.ndarray         # (K,)
+    length: np.ndarray            # (K,) signed arc length (0 for in-place turns)
+    spin: np.ndarray              # (K,) in-place yaw change
+    direction: np.ndarray         # (K,) +1 / -1 (in-place: 0, keeps the parent's)
+    cost: np.ndarray              # (K,) cost without the parent-dependent penalties
+
+
+@dataclass
+class _Search:
+    """Node storage of one plan() call (grown geometrically)."""
+    x: list = field(default_factory=list)
+    y: list = field(default_factory=list)
+    yaw: list = field(default_factory=list)
+    g: list = field(default_factory=list)
+    parent: list = field(default_factory=list)
+    prim: list = field(default_factory=list)
+    direction: list = field(default_factory=list)
+    curvature: list = field(default_factory=list)
+
+
+class HybridAStar:
+    """Hybrid A* planner over one map; reuse the instance for many queries on that map."""
+
+    def __init__(self, grid: OccupancyGrid, params: HybridParams):
+        if not isinstance(grid, OccupancyGrid):
+            raise ValueError(f'grid must be an OccupancyGrid, got {type(grid).__name__}')
+        if grid.ndim != 2:
+            raise ValueError(f'grid must be 2-D, got {grid.ndim}-D')
+        if not isinstance(params, HybridParams):
+            raise ValueError(f'params must be HybridParams, got {type(params).__name__}')
+        t0 = time.perf_counter()
+        self.grid = grid
+        self.params = params
+        self.footprint = params.footprint()
+        self.checker = FootprintChecker(grid, self.footprint, params.collision_margin)
+        self.exact_checker = FootprintChecker(grid, self.footprint, 0.0)
+        p = params
+        kmax = p.max_curvature
+        # Sample spacing so that no footprint point moves more than 2 * margin between samples.
+        self._ds = 2.0 * p.collision_margin / (1.0 + self.footprint.reach * kmax)
+        self._dspin = 2.0 * p.collision_margin / self.footprint.reach
+        self._step = p.step_length if p.step_length is not None else 1.5 * p.xy_resolution * math.sqrt(2.0)
+        self._primitives = self._make_primitives()
+        lo, hi = grid.extent
+        self._lo = np.asarray(lo, dtype=float)
+        self._hi = np.asarray(hi, dtype=float)
+        self._nx = int(math.ceil((self._hi[0] - self._lo[0]) / p.xy_resolution))
+        self._ny = int(math.ceil((self._hi[1] - self._lo[1]) / p.xy_resolution))
+        self._bin = 2.0 * math.pi / p.yaw_bins
+        if p.model == 'diff_drive':
+            self._curve_table = None
+        else:
+            self._curve_table = DistanceTable('reeds_shepp' if p.allow_reverse else 'dubins', p.min_turning_radius)
+        self._build_heuristic_graph()
+        self.precompute_time = time.perf_counter() - t0   # per map and params, not per plan
+
+    # ------------------------------------------------------------------ setup
+    def _make_primitives(self) -> _Primitives:
+        p = self.params
+        kmax = p.max_curvature
+        n = p.steering_samples
+        curvatures = kmax * np.arange(-n, n + 1) / n
+        directions = [1.0, -1.0] if p.allow_reverse else [1.0]
+        count = max(2, int(math.ceil(self._step / self._ds)))
+        frac = np.arange(1, count + 1) / count
+        offsets, curv, length, spin, direc = [], [], [], [], []
+        for d in directions:
+            for k in curvatures:
+                s = d * self._step * frac
+                offsets.append(_arc_offsets(s, k))
+                curv.append(k)
+                length.append(d * self._step)
+                spin.append(0.0)
+                direc.append(d)
+        if p.model == 'diff_drive':
+            for angle in _SPIN_ANGLES:
+                m = int(math.ceil(abs(angle) / self._dspin))
+                yaw = angle * np.arange(1, m + 1) / m
+                # Pad to the common sample count by repeating the end pose.
+                yaw = np.concatenate([yaw, np.full(max(0, count - m), angle)])[-max(count, m):]
+                offsets.append(np.column_stack([np.zeros_like(yaw), np.zeros_like(yaw), yaw]))
+                curv.append(0.0)
+                length.append(0.0)
+                spin.append(angle)
+                direc.append(0.0)
+        width = max(o.shape[0] for o in offsets)
+        offsets = np.stack([np.vstack([o, np.repeat(o[-1:], width - o.shape[0], axis=0)]) for o in offsets])
+        curv, length, spin, direc = map(np.array, (curv, length, spin, direc))
+        return _Primitives(offsets, curv, length, spin, direc, self._segment_costs(length, curv, spin))
+
+    def _build_heuristic_graph(self):
+        """Passable blocks and their 16-connected graph, for the per-goal distance field."""
+        p = self.params
+        res = self.grid.resolution
+        block = max(1, int(round(p.heuristic_resolution / res)))
+        self._hblock = block * res
+        clear = self.grid.clearance()
+        ny, nx = clear.shape
+        by, bx = -(-ny // block), -(-nx // block)
+        padded = np.zeros((by * block, bx * block), dtype=np.float32)
+        padded[:ny, :nx] = clear
+        best = padded.reshape(by, block, bx, block).max(axis=(1, 3))
+        # A valid pose's reference point is at least the inscribed radius from occupied squares;
+        # its cell's centre-to-centre clearance is then at least that minus one cell.
+        passable = best >= self.footprint.inscribed_radius - res
+        self._hpassable = passable
+        self._hshape = (by, bx)
+        idx = np.arange(by * bx).reshape(by, bx)
+        rows, cols, weights = [], [], []
+        moves = [(0, 1), (1, 0), (1, 1), (1, -1), (1, 2), (2, 1), (1, -2), (2, -1)]
+        for dy, dx in moves:
+            a = passable[max(0, -dy):by - max(0, dy), max(0, -dx):bx - max(0, dx)]
+            ys, xs = np.nonzero(a)
+            ys, xs = ys + max(0, -dy), xs + max(0, -dx)
+            ok = passable[ys + dy, xs + dx]
+            if abs(dx) + abs(dy) == 3:
+                # Knight moves must not jump over a blocked block: both cells they cross are free.
+                sx, sy = (np.sign(dx), 0) if abs(dx) == 2 else (0, np.sign(dy))
+                ok &= passable[ys + sy, xs + sx] & passable[ys + dy - sy, xs + dx - sx]
+            elif abs(dx) + abs(dy) == 2:
+                ok &= passable[ys + dy, xs] | passable[ys, xs + dx]
+            ys, xs = ys[ok], xs[ok]
+            rows.append(idx[ys, xs])
+            cols.append(idx[ys + dy, xs + dx])
+            weights.append(np.full(ys.size, math.hypot(dx, dy) * self._hblock))
+        rows, cols, weights = map(np.concatenate, (rows, cols, weights))
+        self._hgraph = sparse.csr_matrix((weights, (rows, cols)), shape=(by * bx, by * bx))
+
+    def _distance_field(self, goal) -> np.ndarray:
+        by, bx = self._hshape
+        gx = int((goal[0] - self._lo[0]) // self._hblock)
+        gy = int((goal[1] - self._lo[1]) // self._hblock)
+        dist = csgraph.dijkstra(self._hgraph, directed=False, indices=gy * bx + gx)
+        # Block centres are up to half a block diagonal from the points they stand for.
+        return np.maximum(dist - self._hblock * math.sqrt(0.5), 0.0)
+
+    # ------------------------------------------------------------------ helpers
+    def _field_at(self, field_flat, x, y):
+        by, bx = self._hshape
+        ix = np.clip(((x - self._lo[0]) // self._hblock).astype(np.int64), 0, bx - 1)
+        iy = np.clip(((y - self._lo[1]) // self._hblock).astype(np.int64), 0, by - 1)
+        return field_flat[iy * bx + ix]
+
+    def _heuristic(self, field_flat, x, y, yaw, goal):
+        h = self._field_at(field_flat, x, y)
+        if self._curve_table is not None:
+            h = np.maximum(h, self._curve_table(np.column_stack([x, y, yaw]), goal))
+        else:
+            h = np.maximum(h, np.hypot(x - goal[0], y - goal[1]))
+        return self.params.heuristic_weight * h
+
+    def _cells(self, x, y, yaw):
+        ix = ((x - self._lo[0]) // self.params.xy_resolution).astype(np.int64)
+        iy = ((y - self._lo[1]) // self.params.xy_resolution).astype(np.int64)
+        iyaw = ((yaw % (2.0 * math.pi)) // self._bin).astype(np.int64) % self.params.yaw_bins
+        return (iyaw * self._ny + iy) * self._nx + ix
+
+    def _connect(self, starts, goal):
+        """Shortest obstacle-free curves from many poses to the goal (Reeds-Shepp or Dubins)."""
+        fn = reeds_shepp_paths if self.params.allow_reverse else dubins_paths
+        return fn(starts, goal, self.params.min_turning_radius)
+
+    def _segment_costs(self, lengths, curvatures, spins):
+        """Cost of each segment, without direction-switch penalties."""
+        p = self.params
+        cost = np.abs(lengths) * np.where(lengths < 0, p.reverse_penalty, 1.0)
+        cost += p.non_straight_penalty * np.abs(lengths) * (curvatures != 0)
+        return cost + p.turn_in_place_penalty * np.abs(spins)
+
+    def _curve_cost(self, curve: CurvePath) -> float:
+        segs = self._segment_costs(curve.lengths, curve.curvatures, curve.spins)
+        return float(segs.sum()) + self.params.switch_penalty * curve.direction_switches
+
+    def _curves_free(self, curves):
+        """(len(curves),) bool: every footprint sample along each curve is free."""
+        samples, owner = [], []
+        for i, curve in enumerate(curves):   # a few curves; their samples are checked in one call
+            poses, _ = curve.sample(min(self._ds, self._dspin))
+            samples.append(poses)
+            owner.append(np.full(poses.shape[0], i))
+        poses, owner = np.vstack(samples), np.concatenate(owner)
+        free = self.checker.free_xyyaw(poses[:, 0], poses[:, 1], poses[:, 2])
+        bad = np.zeros(len(curves), dtype=bool)
+        bad[owner[~free]] = True
+        return ~bad
+
+    def _endpoint_status(self, pose):
+        """'out_of_map', 'collision' or None for a start/goal pose (footprint without margin)."""
+        fp = self.footprint
+        if fp.is_rectangle:
+            c, s = math.cos(pose[2]), math.sin(pose[2])
+            lx = np.array([-fp.rear_overhang, fp.length - fp.rear_overhang])[[0, 0, 1, 1]]
+            ly = 0.5 * fp.width * np.array([-1.0, 1.0, -1.0, 1.0])
+            corners = np.column_stack([pose[0] + c * lx - s * ly, pose[1] + s * lx + c * ly])
+            outside = np.any((corners < self._lo) | (corners > self._hi))
+        else:
+            outside = np.any((pose[:2] - fp.radius < self._lo) | (pose[:2] + fp.radius > self._hi))
+        if outside:
+            return 'out_of_map'
+        if not self.exact_checker.free_xyyaw(pose[0:1], pose[1:2], pose[2:3])[0]:
+            return 'collision'
+        return None
+
+    def _pose(self, name, value):
+        arr = np.asarray(value, dtype=float).reshape(-1) if np.ndim(value) else None
+        if arr is None or arr.size != 3:
+            raise ValueError(f'{name} must be (x, y, yaw), got {value!r}')
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f'{name} must be finite, got {arr.tolist()}')
+        if not self.grid.in_bounds(arr[:2])[0]:
+            raise ValueError(f'{name} {arr[:2].tolist()} is outside the map '
+                             f'[{self._lo.tolist()}, {self._hi.tolist()})')
+        arr[2] = float(wrap_angle(arr[2]))
+        return arr
+
+    # ------------------------------------------------------------------ planning
+    def plan(self, start, goal) -> PlanResult:
+        """Plan from ``start`` to ``goal``, both ``(x, y, yaw)`` of the reference point."""
+        t_begin = time.perf_counter()
+        p = self.params
+        start = self._pose('start', start)
+        goal = self._pose('goal', goal)
+        stats = PlanStats()
+
+        def finish(status, message, path=None):
+            stats.plan_time = time.perf_counter() - t_begin
+            return PlanResult(status, message, stats, path=path)
+
+        for name, pose, in_collision in (('start', start, PlanStatus.START_IN_COLLISION),
+                                         ('goal', goal, PlanStatus.GOAL_IN_COLLISION)):
+            kind = self._endpoint_status(pose)
+            if kind == 'out_of_map':
+                return finish(PlanStatus.OUT_OF_MAP, f'{name} footprint at {pose.tolist()} sticks out of the map')
+            if kind == 'collision':
+                return finish(in_collision, f'{name} footprint at {pose.tolist()} overlaps an occupied cell')
+
+        field_flat = self._distance_field(goal)
+        h_start = self._heuristic(field_flat, start[0:1], start[1:2], start[2:3], goal)[0]
+        if not math.isfinite(h_start):
+            return finish(PlanStatus.NO_PATH, 'the goal is not reachable from the start in the '
+                                              '2-D distance field (walled off)')
+
+        nodes, end_node, tail = self._search(start, goal, field_flat, stats, t_begin)
+        if end_node is None:
+            status, message = tail
+            return finish(status, message)
+        curve = self._assemble(start, nodes, end_node, tail)
+        if p.smoothing:
+            curve = self._shortcut(curve)
+        return finish(PlanStatus.SUCCESS, f'path of {curve.length:.2f} m, '
+                                          f'{curve.direction_switches} direction switches',
+                      self._output(curve))
+
+    def _search(self, start, goal, field_flat, stats, t_begin):
+        """A* over (x, y, yaw) cells. Returns (nodes, end node, analytic tail) or (nodes, None, (status, msg))."""
+        p = self.params
+        prims = self._primitives
+        n_cells = self._nx * self._ny * p.yaw_bins
+        best_g = np.full(n_cells, np.inf)
+        closed = np.zeros(n_cells, dtype=bool)
+        nodes = _Search()
+        nodes.x.append(start[0]); nodes.y.append(start[1]); nodes.yaw.append(start[2])
+        nodes.g.append(0.0); nodes.parent.append(-1); nodes.prim.append(-1)
+        nodes.direction.append(0.0); nodes.curvature.append(0.0)
+        start_cell = int(self._cells(start[0:1], start[1:2], start[2:3])[0])
+        best_g[start_cell] = 0.0
+        open_heap = [(0.0, 0, start_cell)]
+        kmax = p.max_curvature
+        ox, oy, oyaw = prims.offsets[..., 0], prims.offsets[..., 1], prims.offsets[..., 2]
+        n_prims, n_samples = ox.shape
+        countdown = 0
+        expansions = 0
+        pending = []
+        while open_heap:
+            _f, node, cell = heapq.heappop(open_heap)
+            if closed[cell] or nodes.g[node] > best_g[cell]:
+                continue
+            closed[cell] = True
+            expansions += 1
+            x, y, yaw = nodes.x[node], nodes.y[node], nodes.yaw[node]
+            # Analytic expansion: every popped node near the goal (in batches of analytic_batch
+            # nodes, one vectorised call each), every analytic_interval expansions elsewhere.
+            near = math.hypot(x - goal[0], y - goal[1]) < p.analytic_distance
+            countdown -= 1
+            if near or countdown <= 0:
+                pending.append(node)
+            if len(pending) >= (p.analytic_batch if near else 1):
+                countdown = p.analytic_interval
+                found = self._try_analytic(nodes, pending, goal, stats)
+                pending = []
+                if found is not None:
+                    stats.expanded_nodes = expansions
+                    return (nodes,) + found
+            if expansions >= p.max_expansions or time.perf_counter() - t_begin > p.timeout:
+                stats.expanded_nodes = expansions
+                return nodes, None, (PlanStatus.TIMEOUT, f'gave up after {expansions} expansions and '
+                                                  f'{time.perf_counter() - t_begin:.2f} s')
+            # All primitives and all their samples at once.
+            c, s = math.cos(yaw), math.sin(yaw)
+            px = x + c * ox - s * oy
+            py = y + s * ox + c * oy
+            pyaw = yaw + oyaw
+            free = self.checker.free_xyyaw(px.ravel(), py.ravel(), pyaw.ravel()).reshape(n_prims, n_samples)
+            ok = free.all(axis=1)
+            if not ok.any():
+                continue
+            ex, ey, eyaw = px[ok, -1], py[ok, -1], wrap_angle(pyaw[ok, -1])
+            cells = self._cells(ex, ey, eyaw)
+            parent_dir = nodes.direction[node]
+            direction = prims.direction[ok]
+            kept_dir = np.where(direction == 0.0, parent_dir, direction)
+            g = nodes.g[node] + prims.cost[ok]
+            g += p.switch_penalty * ((direction != 0.0) & (parent_dir != 0.0) & (direction != parent_dir))
+            g += p.steer_change_penalty * np.abs(prims.curvature[ok] - nodes.curvature[node]) / kmax
+            better = ~closed[cells] & (g < best_g[cells]) & (cells != cell)
+            if not better.any():
+                continue
+            ex, ey, eyaw, cells, g = ex[better], ey[better], eyaw[better], cells[better], g[better]
+            h = self._heuristic(field_flat, ex, ey, eyaw, goal)
+            reach = np.isfinite(h)
+            if not reach.any():
+                continue
+            prim_idx = np.flatnonzero(ok)[better][reach]
+            ex, ey, eyaw, cells, g, h = ex[reach], ey[reach], eyaw[reach], cells[reach], g[reach], h[reach]
+            # Two children can land in the same cell: keep the cheaper (the order of minimum.at).
+            np.minimum.at(best_g, cells, g)
+            first = len(nodes.x)
+            nodes.x.extend(ex.tolist()); nodes.y.extend(ey.tolist()); nodes.yaw.extend(eyaw.tolist())
+            nodes.g.extend(g.tolist()); nodes.parent.extend([node] * g.size)
+            nodes.prim.extend(prim_idx.tolist())
+            nodes.direction.extend(kept_dir[better][reach].tolist())
+            nodes.curvature.extend(prims.curvature[prim_idx].tolist())
+            for item in zip((g + h).tolist(), range(first, first + g.size), cells.tolist()):
+                heapq.heappush(open_heap, item)
+        stats.expanded_nodes = expansions
+        found = self._try_analytic(nodes, pending, goal, stats) if pending else None
+        if found is not None:
+            return (nodes,) + found
+        return nodes, None, (PlanStatus.NO_PATH, f'no path: search space exhausted after {expansions} expansions')
+
+    def _try_analytic(self, nodes: _Search, ids, goal, stats):
+        """Cheapest collision-free analytic connection from the nodes ``ids``: (node, curve) or None."""
+        stats.analytic_attempts += len(ids)
+        starts = np.array([[nodes.x[i], nodes.y[i], nodes.yaw[i]] for i in ids])
+        curves = self._connect(starts, goal)
+        free = self._curves_free(curves)
+        if not free.any():
+            return None
+        total = [nodes.g[i] + self._curve_cost(c) if ok else math.inf for i, c, ok in zip(ids, curves, free)]
+        best = int(np.argmin(total))
+        stats.analytic_success = True
+        return ids[best], curves[best]
+
+    # ------------------------------------------------------------------ path assembly
+    def _assemble(self, start, nodes: _Search, end_node: int, tail: CurvePath) -> CurvePath:
+        """The searched primitives from the start to ``end_node``, then the analytic tail."""
+        chain = []
+        node = end_node
+        while nodes.parent[node] >= 0:
+            chain.append(nodes.prim[node])
+            node = nodes.parent[node]
+        prims = self._primitives
+        idx = np.array(chain[::-1], dtype=np.int64)
+        return _join(start, [CurvePath(start, prims.length[idx], prims.curvature[idx], prims.spin[idx]), tail])
+
+    def _shortcut(self, curve: CurvePath) -> CurvePath:
+        """Greedy shortcutting: from each junction, jump to the farthest later junction whose
+        Reeds-Shepp (Dubins) connection is cheaper than the path it replaces and collision-free."""
+        waypoints = curve.segment_starts()
+        n = len(curve.lengths)
+        seg_cost = self._segment_costs(curve.lengths, curve.curvatures, curve.spins)
+        moving = curve.lengths != 0.0
+        sign = np.sign(curve.lengths)
+        # Switch penalty charged to the segment where the direction changes.
+        last = np.maximum.accumulate(np.where(moving, np.arange(n), -1))
+        prev_moving = np.concatenate(([-1], last[:-1]))
+        prev_sign = np.where(prev_moving >= 0, sign[np.maximum(prev_moving, 0)], 0.0)
+        switch = moving & (prev_sign != 0) & (sign != prev_sign)
+        cum = np.concatenate(([0.0], np.cumsum(seg_cost + self.params.switch_penalty * switch)))
+        pieces = []
+        i = 0
+        batch = 8
+        while i < n:
+            js = np.arange(n, i + 1, -1)
+            jump = None
+            if js.size:
+                candidates = self._connect(waypoints[i], waypoints[js])
+                costs = np.array([self._curve_cost(c) for c in candidates])
+                gain = (cum[js] - cum[i]) - costs
+                order = np.flatnonzero(gain > 1e-6)          # already farthest first
+                for b in range(0, order.size, batch):
+                    chosen = order[b:b + batch]
+                    free = self._curves_free([candidates[k] for k in chosen])
+                    if free.any():
+                        jump = chosen[np.argmax(free)]
+                        break
+            if jump is None:
+                pieces.append(CurvePath(waypoints[i], curve.lengths[i:i + 1], curve.curvatures[i:i + 1],
+                                        curve.spins[i:i + 1]))
+                i += 1
+            else:
+                pieces.append(candidates[jump])
+                i = int(js[jump])
+        return _join(curve.start, pieces)
+
+    def _output(self, curve: CurvePath) -> HybridPath:
+        poses, direction = curve.sample(self.params.path_resolution)
+        return HybridPath(poses[:, 0], poses[:, 1], wrap_angle(poses[:, 2]), direction, curve.length,
+                          curve, curve.direction_switches)
+
+
+def _join(start, pieces) -> CurvePath:
+    """One CurvePath from consecutive pieces (each starting where the previous one ends)."""
+    return CurvePath(np.asarray(start, dtype=float),
+                     np.concatenate([c.lengths for c in pieces]),
+                     np.concatenate([c.curvatures for c in pieces]),
+                     np.concatenate([c.spins for c in pieces]),
+                     ''.join(c.word for c in pieces))
+
+
+def _arc_offsets(s, kappa):
+    """(len(s), 3) poses after signed arc lengths ``s`` at curvature ``kappa`` from the origin."""
+    half = 0.5 * kappa * s
+    chord = s * np.sinc(half / math.pi)
+    return np.column_stack([chord * np.cos(half), chord * np.sin(half), kappa * s])

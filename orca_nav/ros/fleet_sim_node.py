@@ -15,22 +15,20 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from typing import Dict, List
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from std_msgs.msg import String
 
 from orca_nav.core.fleet_sim import ROBOT_ROBOT, CollisionEvent, FleetSim
 from orca_nav.core.kinematics import RobotLimits
 from orca_nav.ros.convert import latched_qos, msg_to_grid, robot_topic, state_to_odom
+from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import (ParamSpec, declare_parameters, declare_robot_parameters,
                                  on_parameters_changed)
 
@@ -249,20 +247,7 @@ class FleetSimNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    try:
-        node = FleetSimNode()
-    except ValueError as err:
-        rclpy.logging.get_logger('fleet_sim').error(f'cannot start: {err}')
-        rclpy.try_shutdown()
-        sys.exit(1)
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(FleetSimNode, 'fleet_sim', args)
 
 
 if __name__ == '__main__':

@@ -7,17 +7,15 @@ path (and the field), and `main` logs it and exits with status 1.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import rclpy
 import yaml
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.ros.convert import grid_to_msg, latched_qos
+from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import ParamSpec, declare_parameters
 
 NODE_SPECS = [
@@ -65,20 +63,7 @@ class MapPublisher(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    try:
-        node = MapPublisher()
-    except ValueError as err:
-        rclpy.logging.get_logger('map_publisher').error(f'cannot start: {err}')
-        rclpy.try_shutdown()
-        sys.exit(1)
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(MapPublisher, 'map_publisher', args)
 
 
 if __name__ == '__main__':

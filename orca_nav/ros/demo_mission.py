@@ -1,13 +1,15 @@
 """The demo's mission layer: sends each robot its goals in turn and records the run.
 
 It publishes `/<robot>/goal_pose` (the next goal once the previous one is reached), records
-every robot's odometry (time, x, y), the simulator's collision reports and any planned path on
-`/<robot>/plan`. Times are odometry stamps, in seconds since `start()`.
+every robot's odometry (time, x, y), the simulator's collision reports (`/fleet_sim/collisions`,
+std_msgs/String holding one JSON object per new contact, with the robots' names under `robots`)
+and any planned path on `/<robot>/plan`. Times are odometry stamps, in seconds since `start()`.
 All recorded state is guarded by one lock: callbacks run on the graph's executor threads while
 the CLI reads progress from the main thread.
 """
 from __future__ import annotations
 
+import json
 import math
 import threading
 from dataclasses import dataclass, field
@@ -18,10 +20,13 @@ from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry, Path
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
+from std_msgs.msg import String
 
 from orca_nav.core.fleet_config import FleetConfig, RobotConfig
 from orca_nav.core.report import RobotTrack
 from orca_nav.ros.convert import robot_topic, stamp_to_seconds, yaw_to_quaternion
+
+COLLISIONS_TOPIC = '/fleet_sim/collisions'
 
 
 @dataclass
@@ -58,6 +63,8 @@ class DemoMission(Node):
                                      qos_profile_sensor_data)
             self.create_subscription(Path, robot_topic(name, 'plan'),
                                      lambda msg, n=name: self._on_plan(n, msg), QoSProfile(depth=10))
+        self.create_subscription(String, COLLISIONS_TOPIC, self._on_collision,
+                                 QoSProfile(depth=100))
 
     # ---- state for the CLI -------------------------------------------------------------------
 
@@ -97,13 +104,6 @@ class DemoMission(Node):
         progress = self.progress()
         return progress['at_goal'] == progress['robots']
 
-    def record_collision(self, robot_names: List[str]) -> None:
-        """One collision event involving `robot_names` (one name for robot-map contacts)."""
-        with self._lock:
-            self._collision_events += 1
-            for name in robot_names:
-                if name in self._logs:
-                    self._logs[name].collisions += 1
 
     def tracks(self) -> List[RobotTrack]:
         with self._lock:
@@ -146,6 +146,18 @@ class DemoMission(Node):
                     log.goal_times[log.goal_index] = t
                     log.goal_index += 1
                     self._send_goal(log)
+
+    def _on_collision(self, msg: String) -> None:
+        try:
+            names = json.loads(msg.data)['robots']
+        except (ValueError, KeyError, TypeError):
+            self.get_logger().warn(f'{COLLISIONS_TOPIC}: unreadable report {msg.data!r}')
+            names = []
+        with self._lock:
+            self._collision_events += 1
+            for name in names if isinstance(names, list) else []:
+                if name in self._logs:
+                    self._logs[name].collisions += 1
 
     def _on_plan(self, name: str, msg: Path) -> None:
         points = np.array([(p.pose.position.x, p.pose.position.y) for p in msg.poses],

@@ -94,6 +94,11 @@ def run_graph(specs: Sequence[NodeSpec], num_threads: int = 4) -> Iterator[Runni
         executor.shutdown(timeout_sec=5.0)
         if spinner is not None:
             spinner.join(timeout=5.0)
+        # rclpy 7's MultiThreadedExecutor.shutdown leaves its worker pool running; callbacks
+        # still in flight would touch destroyed nodes, so wait for them first.
+        pool = getattr(executor, '_executor', None)
+        if pool is not None:
+            pool.shutdown(wait=True)
         for node in list(graph.nodes.values()) + graph._extra:
             node.destroy_node()
         context.try_shutdown()

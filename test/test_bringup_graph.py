@@ -1,0 +1,127 @@
+"""The in-process runner starts the described graph over real DDS and it publishes the
+documented topics with sane contents."""
+import math
+import threading
+import time
+
+import pytest
+
+pytest.importorskip('rclpy')
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import Twist  # noqa: E402
+from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.qos import qos_profile_sensor_data  # noqa: E402
+from visualization_msgs.msg import MarkerArray  # noqa: E402
+
+from orca_nav.bringup import NodeSpec, describe_graph  # noqa: E402
+from orca_nav.ros.convert import latched_qos  # noqa: E402
+from orca_nav.ros.runner import node_class, run_graph  # noqa: E402
+from orca_nav.scenarios import corridor  # noqa: E402
+
+pytestmark = pytest.mark.ros
+
+
+class Probe:
+    """Subscribes to topics inside the running graph and keeps the first/last messages."""
+
+    def __init__(self, graph):
+        self.node = graph.add_node(Node('probe', context=graph.context))
+        self.messages = {}
+        self._lock = threading.Lock()
+
+    def listen(self, msg_type, topic, qos=10):
+        def keep(msg):
+            with self._lock:
+                self.messages.setdefault(topic, []).append(msg)
+        self.node.create_subscription(msg_type, topic, keep, qos)
+
+    def wait_for(self, topics, timeout=15.0, count=1):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if all(len(self.messages.get(t, [])) >= count for t in topics):
+                    return {t: list(self.messages[t]) for t in topics}
+            time.sleep(0.05)
+        missing = [t for t in topics if len(self.messages.get(t, [])) < count]
+        raise AssertionError(f'no messages on {missing} within {timeout} s')
+
+
+def test_sim_and_map_nodes_publish_odometry_and_the_map():
+    cfg = corridor(2)
+    specs = [s for s in describe_graph(cfg) if s.executable in ('map_publisher', 'fleet_sim_node')]
+    with run_graph(specs) as graph:
+        assert sorted(graph.nodes) == ['/fleet_sim', '/map_publisher']
+        assert graph.nodes['/fleet_sim'].get_parameter('robot1.radius').value == 0.25
+        assert list(graph.nodes['/fleet_sim'].get_parameter('robot0.start').value) == \
+            list(cfg.robots[0].start)
+        probe = Probe(graph)
+        probe.listen(Odometry, '/robot0/odom', qos_profile_sensor_data)
+        probe.listen(Odometry, '/robot1/odom', qos_profile_sensor_data)
+        probe.listen(OccupancyGridMsg, '/map', latched_qos())
+        probe.listen(DiagnosticArray, '/diagnostics')
+        got = probe.wait_for(['/robot0/odom', '/robot1/odom', '/map', '/diagnostics'])
+        grid = got['/map'][0]
+        assert (grid.header.frame_id, grid.info.width, grid.info.height) == ('map', 280, 101)
+        for robot in cfg.robots:
+            odom = got[f'/{robot.name}/odom'][-1]
+            assert odom.header.frame_id == 'map'
+            assert odom.child_frame_id == f'{robot.name}/base_link'
+            assert math.hypot(odom.pose.pose.position.x - robot.start[0],
+                              odom.pose.pose.position.y - robot.start[1]) < 1e-6
+        names = {(n, ns) for n, ns in probe.node.get_node_names_and_namespaces()}
+        assert {('fleet_sim', '/'), ('map_publisher', '/')} <= names
+
+
+def test_full_graph_drives_robots_with_cmd_vel_and_markers():
+    """map publisher + simulator + ORCA: cmd_vel flows and the robots move toward their goals."""
+    cfg = corridor(2)
+    specs = describe_graph(cfg)
+    assert [s.executable for s in specs] == ['map_publisher', 'fleet_sim_node', 'orca_node']
+    with run_graph(specs) as graph:
+        probe = Probe(graph)
+        probe.listen(Twist, '/robot0/cmd_vel')
+        probe.listen(MarkerArray, '/orca_nav/markers')
+        probe.listen(Odometry, '/robot0/odom', qos_profile_sensor_data)
+        probe.wait_for(['/robot0/cmd_vel', '/orca_nav/markers'], count=5)
+        time.sleep(1.0)
+        odom = probe.wait_for(['/robot0/odom'])['/robot0/odom'][-1]
+        # robot0 starts at x = -5.5 heading for x = +5.5
+        assert odom.pose.pose.position.x > cfg.robots[0].start[0] + 0.2
+
+
+def test_per_robot_mode_runs_one_namespaced_orca_node_per_robot():
+    cfg = corridor(2)
+    specs = describe_graph(cfg, mode='per_robot', use_sim=False)
+    with run_graph(specs) as graph:
+        assert sorted(graph.nodes) == ['/map_publisher', '/robot0/orca_node', '/robot1/orca_node']
+        probe = Probe(graph)
+        names = set()
+        deadline = time.monotonic() + 10.0
+        while not {('orca_node', '/robot0'), ('orca_node', '/robot1')} <= names \
+                and time.monotonic() < deadline:
+            names = set(probe.node.get_node_names_and_namespaces())
+            time.sleep(0.1)
+        assert {('orca_node', '/robot0'), ('orca_node', '/robot1')} <= names
+
+
+def test_a_node_that_fails_to_start_stops_the_graph():
+    cfg = corridor(2)
+    (sim,) = [s for s in describe_graph(cfg) if s.executable == 'fleet_sim_node']
+    bad = NodeSpec('fleet_sim_node', 'fleet_sim',
+                   parameters=[{**sim.parameters[0], 'robot0.radius': -1.0}])
+    with pytest.raises(ValueError, match='robot0.radius'):
+        with run_graph([bad]):
+            pass
+
+
+def test_only_orca_nav_nodes_run_in_process():
+    with pytest.raises(ValueError, match='rviz2/rviz2 must be started as its own process'):
+        with run_graph([NodeSpec('rviz2', 'rviz2', package='rviz2')]):
+            pass
+    with pytest.raises(ValueError, match="executable 'teleop' has no in-process node class"):
+        node_class('teleop')
+    for executable in ('fleet_sim_node', 'map_publisher', 'orca_node', 'planner_node'):
+        assert issubclass(node_class(executable), Node)

@@ -201,3 +201,16 @@ def test_unknown_scenario_and_bad_sizes():
     assert scenario_names()[:4] == ['circle', 'crossing', 'corridor', 'blocks']
     with pytest.raises(ValueError, match="robots: scenario 'blocks' takes 4..100 robots"):
         scenario_config('blocks', 101)
+
+
+def test_fixed_scenarios_come_from_fleet_files(tmp_path, monkeypatch):
+    """A scenario without a generator is config/fleets/<name>.yaml (e.g. warehouse)."""
+    import orca_nav.scenarios as scenarios
+    monkeypatch.setattr(scenarios, 'fleets_dir', lambda: tmp_path)
+    (tmp_path / 'yard.yaml').write_text(
+        'robots:\n  - {name: r0, start: [0, 0], goals: [[1, 0], [1, 1]]}\n')
+    cfg = scenarios.scenario_config('yard')
+    assert cfg.name == 'yard' and cfg.robots[0].goals == ((1.0, 0.0, 0.0), (1.0, 1.0, 0.0))
+    assert 'yard' in scenarios.scenario_names()
+    with pytest.raises(ValueError, match="robots: scenario 'yard' is the fixed fleet"):
+        scenarios.scenario_config('yard', robots=3)

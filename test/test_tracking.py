@@ -211,7 +211,7 @@ def drive(kinematics, ref, steps=1500, dt=0.05, **limit_kw):
     from orca_nav.core.tracking import tracking_twist
     limits = RobotLimits.create([kinematics], max_speed=1.0, max_accel=2.0, max_yaw_rate=2.0,
                                 **limit_kw)
-    tracker = FleetTracker([True])
+    tracker = FleetTracker([True], steered=[kinematics == 'car'])
     tracker.set_reference(0, ref, 0.0)
     pose = np.array([[*ref.positions[0], ref.yaw[0]]])
     twist = np.zeros((1, 3))
@@ -238,7 +238,7 @@ def test_car_drives_reversing_segment_backward_and_reaches_goal():
                     max_yaw_rate=2.0)
     pose, log, reached = drive('car', ref, min_turning_radius=2.5)
     assert reached
-    assert np.linalg.norm(pose[:2] - ref.positions[-1]) <= 0.15
+    assert np.linalg.norm(pose[:2] - ref.positions[-1]) <= TrackingParams().car_lateral_tolerance
     assert abs(wrap_angle(pose[2] - ref.yaw[-1])) <= 0.2
     reversing = [tw for direction, tw in log if direction < 0]
     forward = [tw for direction, tw in log if direction > 0]
@@ -259,3 +259,23 @@ def test_diff_drive_turns_in_place_and_aligns_final_yaw():
     np.testing.assert_allclose(pose[:2], [2.0, 2.0], atol=0.15)
     assert abs(wrap_angle(pose[2] - np.pi / 2)) <= 0.2
     assert any(abs(tw[0]) < 1e-6 and abs(tw[2]) > 0.3 for _, tw in log)   # turned on the spot
+
+
+def test_car_at_the_end_closes_only_the_error_along_its_heading():
+    """A car that stopped 0.3 m beside and 0.3 m short of its goal creeps forward along its
+    heading, never steers around to fix the sideways error, and counts as arrived."""
+    ref = time_path([0.0, 5.0], [0.0, 0.0], [0.0, 0.0], [1, 1], max_speed=1.0, max_accel=1.0)
+    tracker = FleetTracker([True], steered=[True])
+    tracker.set_reference(0, ref, start_time=-100.0)    # long past the end
+    pos, yaw = np.array([[4.7, 0.3]]), np.zeros(1)
+    for k in range(200):
+        cmd = tracker.update(0.05 * k, pos, yaw, max_speed=1.0)
+        assert abs(cmd.pref_velocity[0, 1]) < 1e-12 and cmd.direction[0] == 1
+        pos = pos + 0.05 * cmd.pref_velocity
+        if cmd.reached[0]:
+            break
+    assert cmd.reached[0]
+    assert abs(pos[0, 0] - 5.0) <= TrackingParams().position_tolerance and pos[0, 1] == 0.3
+    # Overshot: it backs up (direction -1) along its heading.
+    cmd = tracker.update(20.0, np.array([[5.6, 0.3]]), yaw, max_speed=1.0)
+    assert cmd.direction[0] == -1 and cmd.pref_velocity[0, 0] < 0.0

@@ -11,12 +11,15 @@ vectorised step (references are packed into padded ``(N, K_max)`` arrays):
 searched forward from the last progress point), so a robot that was held up by others follows a
 carrot ``lookahead_time`` ahead of where it is on the path instead of chasing a stale, far-away
 time point and cutting corners. The clock never passes the end of the current driving-direction
-segment before the robot reaches the cusp (within ``cusp_tolerance``): a car stops at the cusp and
-only then drives the next segment backward (``direction`` = -1).
+segment before the robot reaches the cusp (within ``cusp_tolerance``, or past it): a car stops at
+the cusp and only then drives the next segment backward (``direction`` = -1).
 
 A robot has reached its goal when its clock is at the end of the reference, it is within
 ``position_tolerance`` of the last position and, for yaw-aware robots (car, diff-drive), within
-``yaw_tolerance`` of the last yaw. ``yaw_rate`` gives yaw-aware robots a heading command
+``yaw_tolerance`` of the last yaw. A car (``steered``) cannot correct a sideways error without a
+manoeuvre, so at the end of its reference it only closes the error along its heading and accepts
+a sideways error up to ``car_lateral_tolerance`` (a larger one is the planner's to fix by
+replanning). ``yaw_rate`` gives yaw-aware robots a heading command
 (reference yaw rate + feedback on the yaw error) that diff-drive robots use to turn in place.
 
 numpy only; no ROS.
@@ -135,10 +138,12 @@ class TrackingParams:
     position_tolerance: float = 0.15  # m: goal reached
     yaw_tolerance: float = 0.2        # rad: goal reached (yaw-aware robots)
     cusp_tolerance: float = 0.25      # m: a cusp counts as reached
+    car_lateral_tolerance: float = 0.4   # m: sideways goal error a car accepts (it cannot fix it in place)
 
     def __post_init__(self):
         for name in ('position_gain', 'yaw_gain', 'lookahead_time', 'progress_window',
-                     'yaw_distance_scale', 'position_tolerance', 'yaw_tolerance', 'cusp_tolerance'):
+                     'yaw_distance_scale', 'position_tolerance', 'yaw_tolerance', 'cusp_tolerance',
+                     'car_lateral_tolerance'):
             value = getattr(self, name)
             if not np.isfinite(value) or value <= 0.0:
                 raise ValueError(f'{name} must be finite and > 0, got {value}')
@@ -159,8 +164,15 @@ class TrackingCommand:
 class FleetTracker:
     """Tracks one :class:`Reference` per robot for N robots, vectorised over robots."""
 
-    def __init__(self, yaw_aware, dim: int = 2, params: Optional[TrackingParams] = None):
+    def __init__(self, yaw_aware, dim: int = 2, params: Optional[TrackingParams] = None,
+                 steered=None):
+        """``yaw_aware`` (N,) bool: the goal yaw counts (car, diff-drive); ``steered`` (N,) bool:
+        car-like, cannot turn in place (default: none)."""
         self.yaw_aware = np.asarray(yaw_aware, dtype=bool).reshape(-1)
+        self.steered = np.zeros(self.yaw_aware.size, dtype=bool) if steered is None else \
+            np.asarray(steered, dtype=bool).reshape(-1)
+        if self.steered.size != self.yaw_aware.size:
+            raise ValueError(f'steered must have {self.yaw_aware.size} values, got {self.steered.size}')
         if dim not in (2, 3):
             raise ValueError(f'dim must be 2 or 3, got {dim}')
         self.dim = dim
@@ -250,14 +262,17 @@ class FleetTracker:
         seg_end = self._seg_end[rows, prog]
         t_prog = self._t[rows, prog]
         k = np.arange(self._t.shape[1])
-        window = (k >= prog[:, None]) & (k <= seg_end[:, None]) & \
-                 (self._t <= (t_prog + prm.progress_window)[:, None])
+        # The first step after set_reference searches the whole first segment.
+        horizon = np.where(first, np.inf, t_prog + prm.progress_window)
+        window = (k >= prog[:, None]) & (k <= seg_end[:, None]) & (self._t <= horizon[:, None])
         dist2 = np.sum((self._p - p[:, None, :]) ** 2, axis=2)
         yaw_err2 = wrap_angle(self._yaw - yaw[:, None]) ** 2
         match = dist2 + np.where(self.yaw_aware, prm.yaw_distance_scale ** 2, 0.0)[:, None] * yaw_err2
         prog = np.argmin(np.where(window, match, np.inf), axis=1)
-        # A cusp (end of a segment that is not the last) is passed once the robot is close to it.
-        cusp_reached = (seg_end < last) & (dist2[rows, seg_end] <= prm.cusp_tolerance ** 2)
+        # A cusp (end of a segment that is not the last) is passed once the robot is close to it,
+        # or past it: its nearest sample is the segment's last (a car overshooting sideways).
+        cusp_reached = (seg_end < last) & ((dist2[rows, seg_end] <= prm.cusp_tolerance ** 2) |
+                                           (prog == seg_end))
         prog = np.where(cusp_reached, seg_end + 1, prog)
         seg_end = self._seg_end[rows, prog]
         t_prog = self._t[rows, prog]
@@ -281,9 +296,23 @@ class FleetTracker:
         pref = pref * scale[:, None]
 
         at_end = (seg_end == last) & (tau >= self._t[rows, last])
-        goal_err = np.linalg.norm(self._p[rows, last] - p, axis=1)
+        goal_vec = self._p[rows, last] - p
+        goal_err = np.linalg.norm(goal_vec, axis=1)
         yaw_err = wrap_angle(self._yaw[rows, last] - yaw)
-        in_position = at_end & (goal_err <= prm.position_tolerance)
+        # Cars at the end: close the error along the heading only.
+        car_end = at_end & self.steered
+        if car_end.any():
+            heading = np.zeros_like(p)
+            heading[:, 0], heading[:, 1] = np.cos(yaw), np.sin(yaw)
+            along = np.sum(goal_vec * heading, axis=1)
+            pref[car_end] = (prm.position_gain * along[:, None] * heading)[car_end]
+            pref = pref * np.minimum(1.0, vmax / np.maximum(np.linalg.norm(pref, axis=1), 1e-12))[:, None]
+            car_in = (np.abs(along) <= prm.position_tolerance) & \
+                (goal_err <= prm.car_lateral_tolerance)
+            direction = np.where(car_end, np.where(along >= 0.0, 1, -1), direction)
+        else:
+            car_in = np.zeros(self.n, dtype=bool)
+        in_position = at_end & np.where(self.steered, car_in, goal_err <= prm.position_tolerance)
         reached = has & in_position & (~self.yaw_aware | (np.abs(yaw_err) <= prm.yaw_tolerance))
         pref[in_position | ~has] = 0.0
 

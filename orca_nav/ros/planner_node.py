@@ -128,7 +128,8 @@ def build_planner(request: PlanRequest):
     if r['kinematics'] in ('holonomic', 'quadrotor'):
         from orca_nav.core.kinodynamic_astar import KinodynamicAStar, KinodynamicParams
         params = KinodynamicParams(max_vel=r['max_speed'], max_acc=r['max_accel'],
-                                   max_speed=r['max_speed'], robot_radius=r['radius'],
+                                   max_speed=r['max_speed'], max_acc_norm=r['max_accel'],
+                                   robot_radius=r['radius'],
                                    safety_margin=s['safety_margin'],
                                    max_time=s['plan_time_budget'])
         return KinodynamicAStar(request.grid, params)

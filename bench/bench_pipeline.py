@@ -1,0 +1,247 @@
+"""Pipeline benchmark: goals -> planner_node -> orca_node tracking -> fleet_sim, over real DDS.
+
+1. Plan latency per kinematics: wall time from publishing a goal on /<robot>/goal_pose to the
+   first non-zero /<robot>/cmd_vel, with the planner (planner_node -> trajectory -> tracking)
+   against the same graph without the planner (orca_node heads straight for the goal): the
+   peer is the pipeline's own no-planning path, so the ratio is the price of planning.
+2. Fleet makespan on the `warehouse` and `parking` scenarios (`orca-nav demo`: planner + ORCA),
+   against a baseline of the same robots driving the same planner's paths with ORCA off: the
+   core tracker and kinematics in a lock-step simulation (core.fleet_sim) where every robot
+   ignores the others. The baseline's collisions are what ORCA prevents.
+
+`python -m bench.bench_pipeline [--quick]`; writes bench/results/pipeline.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / 'results' / 'pipeline.json'
+
+# One robot per kinematics, on the map of its scenario: (scenario, start, goals).
+LATENCY_CASES = {
+    'holonomic': ('forest', (2.0, 20.0, 0.0), [(12.0, 20.0, 0.0), (2.0, 20.0, 0.0)]),
+    'quadrotor': ('forest', (2.0, 2.0, 0.0), [(12.0, 12.0, 0.0), (2.0, 2.0, 0.0)]),
+    'diff_drive': ('warehouse', (2.0, 5.0, 0.0), [(10.0, 5.0, 0.0), (2.0, 8.0, 0.0)]),
+    'car': ('parking', (4.0, 6.0, 0.0), [(22.0, 7.0, 0.0), (4.0, 15.0, 1.571)]),
+}
+
+
+# ------------------------------------------------------------------ baseline: ORCA off
+def baseline_run(cfg, dt: float = 0.05):
+    """The fleet drives its planned paths with ORCA off (core simulation, no ROS).
+
+    Same planner and settings as planner_node, same tracker and velocity mapping as orca_node,
+    goals visited in turn (next goal planned from the pose where the previous was reached).
+    Returns a dict: makespan (None unless every goal was reached), per-robot finish times,
+    robot-robot and robot-map collision events.
+    """
+    from orca_nav.core.fleet_sim import FleetSim
+    from orca_nav.core.grid import OccupancyGrid
+    from orca_nav.core.kinematics import RobotLimits
+    from orca_nav.core.tracking import FleetTracker, tracking_twist
+    from orca_nav.ros.planner_node import NODE_SPECS, PlanRequest, build_planner, plan_reference
+
+    grid = OccupancyGrid.from_map_yaml(cfg.map_path)
+    robots = cfg.robots
+    n = len(robots)
+    limits = RobotLimits.create([r.kinematics for r in robots], [r.max_speed for r in robots],
+                                [r.max_accel for r in robots], [r.max_yaw_rate for r in robots],
+                                [r.min_turning_radius for r in robots])
+    starts = np.array([r.start for r in robots], dtype=float)
+    sim = FleetSim(limits, [r.radius for r in robots], starts, grid=grid)
+    tracker = FleetTracker([r.kinematics in ('diff_drive', 'car') for r in robots],
+                           steered=[r.kinematics == 'car' for r in robots])
+    settings = {s.name: s.default for s in NODE_SPECS}
+    settings.update(cfg.node_parameters['planner_node'])
+    fields = ('kinematics', 'radius', 'max_speed', 'max_accel', 'max_yaw_rate', 'wheelbase',
+              'min_turning_radius')
+    goal_index = np.zeros(n, dtype=int)
+    finish = [None] * n
+    planners = [None] * n
+    failures = 0
+
+    def plan_next(i, pose, t):
+        nonlocal failures
+        goal = np.array(robots[i].goals[goal_index[i]], dtype=float)
+        request = PlanRequest(0, grid, 0, pose.copy(), np.zeros(2), goal,
+                              {f: getattr(robots[i], f) for f in fields}, settings)
+        if planners[i] is None:
+            planners[i] = build_planner(request)
+        result, reference = plan_reference(planners[i], request)
+        if reference is None:
+            failures += 1
+            print(f'baseline {cfg.name}: {robots[i].name} goal {goal_index[i]}: '
+                  f'{result.status.value}: {result.message}', file=sys.stderr)
+        tracker.set_reference(i, reference, t)
+
+    for i in range(n):
+        plan_next(i, starts[i], 0.0)
+    robot_events = map_events = 0
+    t = 0.0
+    tol = cfg.demo.goal_tolerance
+    while t < cfg.demo.duration and any(f is None for f in finish):
+        poses = sim.poses
+        cmd = tracker.update(t, poses[:, :2], poses[:, 2], limits.max_speed, limits.max_yaw_rate)
+        for i in range(n):        # mission bookkeeping: a handful of robots, once per step
+            if finish[i] is not None:
+                continue
+            if np.hypot(*(poses[i, :2] - robots[i].goals[goal_index[i]][:2])) <= tol:
+                goal_index[i] += 1
+                if goal_index[i] == len(robots[i].goals):
+                    finish[i] = t       # the tracker keeps it at its last goal
+                else:
+                    plan_next(i, poses[i], t)
+        twist = tracking_twist(cmd.pref_velocity, poses[:, 2], limits, cmd)
+        for event in sim.step(dt, twist):
+            if event.kind == 'robot_robot':
+                robot_events += 1
+            else:
+                map_events += 1
+        t += dt
+    done = all(f is not None for f in finish)
+    return {'makespan': max(finish) if done else None, 'finish_times': finish,
+            'robot_collisions': robot_events, 'map_collisions': map_events,
+            'plan_failures': failures}
+
+
+# ------------------------------------------------------------------ ROS pipeline runs
+def pipeline_run(cfg):
+    """`orca-nav demo` on cfg (planner + ORCA over DDS); returns the fleet part of report.json."""
+    from orca_nav.cli import run_demo
+
+    class Quiet:
+        def update(self, *args):
+            pass
+
+        def close(self):
+            pass
+
+    with tempfile.TemporaryDirectory() as folder:
+        report = run_demo(cfg, Path(folder), progress=Quiet())
+    fleet = report['fleet']
+    return {'makespan': fleet['makespan'], 'all_reached': fleet['all_reached'],
+            'collisions': fleet['collisions'], 'wall_time': report['meta']['wall_time']}
+
+
+def latency_run(kinematics: str, planner: bool, repeats: int):
+    """Goal -> first non-zero cmd_vel wall time (s) for one robot of `kinematics`."""
+    import rclpy
+    from geometry_msgs.msg import PoseStamped, Twist, TwistStamped
+    from orca_nav.bringup import describe_graph
+    from orca_nav.core.fleet_config import load_fleet_config
+    from orca_nav.ros.convert import yaw_to_quaternion
+    from orca_nav.ros.runner import run_graph
+    from orca_nav.scenarios import scenario_config
+
+    scenario, start, goals = LATENCY_CASES[kinematics]
+    base = scenario_config(scenario)
+    raw = base.to_dict()
+    template = dict(raw['robots'][0])
+    template.pop('goals', None)
+    template.pop('goal', None)
+    raw['robots'] = [{**template, 'name': 'robot0', 'kinematics': kinematics,
+                      'start': list(start)}]
+    raw['planner'] = {**raw.get('planner', {}), 'enabled': planner,
+                      'plan_configured_goals': False} if planner else {'enabled': False}
+    raw.pop('planner_node', None)
+    raw['map'] = str(base.map_path)
+    cfg = load_fleet_config(raw)
+    latencies = []
+    with run_graph(describe_graph(cfg)) as graph:
+        node = graph.add_node(rclpy.create_node('latency_probe', context=graph.context))
+        first = {'t': None}
+        lock = threading.Lock()
+
+        def on_cmd(msg):
+            twist = msg.twist if isinstance(msg, TwistStamped) else msg
+            moving = abs(twist.linear.x) + abs(twist.linear.y) + abs(twist.angular.z) > 1e-6
+            with lock:
+                if moving and first['t'] is None:
+                    first['t'] = time.monotonic()
+
+        node.create_subscription(Twist, '/robot0/cmd_vel', on_cmd, 10)
+        goal_pub = node.create_publisher(PoseStamped, '/robot0/goal_pose', 10)
+        deadline = time.monotonic() + 30.0
+        while goal_pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)        # map latched in, odometry flowing
+        for k in range(repeats):
+            goal = goals[k % len(goals)]
+            # Stop first: publish the robot's own pose as goal and wait until cmd_vel is idle.
+            with lock:
+                first['t'] = None
+            msg = PoseStamped()
+            msg.header.frame_id = 'map'
+            msg.header.stamp = node.get_clock().now().to_msg()
+            msg.pose.position.x, msg.pose.position.y = goal[0], goal[1]
+            msg.pose.orientation = yaw_to_quaternion(goal[2])
+            sent = time.monotonic()
+            goal_pub.publish(msg)
+            deadline = sent + 15.0
+            while time.monotonic() < deadline:
+                with lock:
+                    if first['t'] is not None and first['t'] >= sent:
+                        break
+                time.sleep(0.002)
+            with lock:
+                if first['t'] is not None and first['t'] >= sent:
+                    latencies.append(first['t'] - sent)
+            time.sleep(2.5)     # let it drive a bit before the next goal reverses it
+    return latencies
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='python -m bench.bench_pipeline',
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument('--quick', action='store_true', help='fewer repeats, warehouse only')
+    args = parser.parse_args(argv)
+    from orca_nav.scenarios import scenario_config
+
+    results = {'latency': {}, 'makespan': {}}
+    repeats = 2 if args.quick else 4
+    print('\nplan latency: goal -> first non-zero cmd_vel (median of '
+          f'{repeats}, wall-clock ms)')
+    print(f'{"kinematics":<12} {"planner":>9} {"direct":>9} {"ratio":>7}')
+    kinds = ('diff_drive', 'holonomic') if args.quick else tuple(LATENCY_CASES)
+    for kind in kinds:
+        with_plan = latency_run(kind, True, repeats)
+        direct = latency_run(kind, False, repeats)
+        row = {'planner_s': with_plan, 'direct_s': direct}
+        results['latency'][kind] = row
+        p = statistics.median(with_plan) if with_plan else float('nan')
+        d = statistics.median(direct) if direct else float('nan')
+        print(f'{kind:<12} {p * 1e3:>9.0f} {d * 1e3:>9.0f} {p / d if d > 0 else float("nan"):>7.1f}',
+              flush=True)
+
+    print('\nfleet makespan: planner + ORCA over DDS vs the same planned paths with ORCA off')
+    print(f'{"scenario":<10} {"robots":>6} {"ORCA s":>8} {"coll.":>6} {"no-ORCA s":>10} '
+          f'{"coll.":>6} {"ratio":>6}')
+    for name in ('warehouse',) if args.quick else ('warehouse', 'parking'):
+        cfg = scenario_config(name)
+        ours = pipeline_run(cfg)
+        base = baseline_run(cfg)
+        results['makespan'][name] = {'robots': len(cfg.robots), 'orca': ours, 'no_orca': base}
+        base_coll = base['robot_collisions'] + base['map_collisions']
+        ratio = (ours['makespan'] / base['makespan']) if ours['makespan'] and base['makespan'] \
+            else float('nan')
+        fmt = (lambda v: f'{v:.1f}' if v is not None else 'n/a')
+        print(f'{name:<10} {len(cfg.robots):>6} {fmt(ours["makespan"]):>8} '
+              f'{ours["collisions"]:>6} {fmt(base["makespan"]):>10} {base_coll:>6} {ratio:>6.2f}',
+              flush=True)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + '\n')
+    print(f'wrote {RESULTS}', file=sys.stderr)
+    return results
+
+
+if __name__ == '__main__':
+    main()

@@ -53,7 +53,7 @@ from scipy.sparse import csgraph
 from .footprint import Footprint, FootprintChecker
 from .grid import OccupancyGrid
 from .planning import PlanResult, PlanStats, PlanStatus
-from .reeds_shepp import (CurvePath, DistanceTable, dubins_paths, reeds_shepp_paths, wrap_angle)
+from .reeds_shepp import CurvePath, DistanceTable, dubins_candidates, reeds_shepp_candidates, wrap_angle
 
 _MODELS = ('car', 'diff_drive')
 _SPIN_ANGLES = (math.pi / 4, -math.pi / 4, math.pi / 2, -math.pi / 2)
@@ -69,8 +69,8 @@ class HybridParams:
     robot_radius: Optional[float] = None        # disc footprint, used when no rectangle is given
     allow_reverse: bool = True
     model: str = 'car'                          # 'car' | 'diff_drive' (also turns in place)
-    xy_resolution: float = 0.5                  # search cell (m)
-    yaw_bins: int = 72                          # search heading cells
+    xy_resolution: float = 1.0                  # search cell (m)
+    yaw_bins: int = 36                          # search heading cells
     steering_samples: int = 2                   # curvatures per side (plus straight)
     step_length: Optional[float] = None         # primitive arc length (m); None: 1.5 cells
     reverse_penalty: float = 1.2                # multiplier on reverse arc length
@@ -79,11 +79,13 @@ class HybridParams:
     non_straight_penalty: float = 0.03          # per metre driven on a curve (m)
     turn_in_place_penalty: float = 1.0          # per radian turned in place (m)
     heuristic_resolution: float = 0.5           # block size of the 2-D distance field (m)
-    heuristic_weight: float = 1.0
+    heuristic_weight: float = 2.0               # > 1: greedier, far fewer expansions; smoothing
+                                                # recovers most of the length
     analytic_distance: float = 10.0             # try the analytic path every expansion within this
     analytic_interval: int = 10                 # ... and every this many expansions farther away
     analytic_batch: int = 4                     # near-goal nodes connected per vectorised attempt
-    collision_margin: float = 0.05              # footprint growth in the search (m), > 0
+    analytic_candidates: int = 3                # shortest curves tried per node (fallbacks)
+    collision_margin: float = 0.1               # footprint growth in the search (m), > 0
     smoothing: bool = True
     path_resolution: float = 0.1                # output pose spacing (m)
     timeout: float = 5.0                        # wall-clock seconds
@@ -99,7 +101,7 @@ class HybridParams:
             _require(name, getattr(self, name), positive=False)
         if self.step_length is not None:
             _require('step_length', self.step_length, positive=True)
-        for name in ('yaw_bins', 'steering_samples', 'analytic_interval', 'analytic_batch', 'max_expansions'):
+        for name in ('yaw_bins', 'steering_samples', 'analytic_interval', 'analytic_batch', 'analytic_candidates', 'max_expansions'):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f'{name} must be an integer >= 1, got {value!r}')
@@ -325,10 +327,11 @@ class HybridAStar:
         iyaw = ((yaw % (2.0 * math.pi)) // self._bin).astype(np.int64) % self.params.yaw_bins
         return (iyaw * self._ny + iy) * self._nx + ix
 
-    def _connect(self, starts, goal):
-        """Shortest obstacle-free curves from many poses to the goal (Reeds-Shepp or Dubins)."""
-        fn = reeds_shepp_paths if self.params.allow_reverse else dubins_paths
-        return fn(starts, goal, self.params.min_turning_radius)
+    def _connect(self, starts, goal, count=1):
+        """The ``count`` shortest obstacle-blind curves from each pose to ``goal`` (Reeds-Shepp, or
+        Dubins without reverse): a list per start."""
+        fn = reeds_shepp_candidates if self.params.allow_reverse else dubins_candidates
+        return fn(starts, goal, self.params.min_turning_radius, count)
 
     def _segment_costs(self, lengths, curvatures, spins):
         """Cost of each segment, without direction-switch penalties."""
@@ -349,9 +352,21 @@ class HybridAStar:
             samples.append(poses)
             owner.append(np.full(poses.shape[0], i))
         poses, owner = np.vstack(samples), np.concatenate(owner)
-        free = self.checker.free_xyyaw(poses[:, 0], poses[:, 1], poses[:, 2])
-        bad = np.zeros(len(curves), dtype=bool)
-        bad[owner[~free]] = True
+        return self._groups_free(poses[:, 0], poses[:, 1], poses[:, 2], owner, len(curves))
+
+    def _groups_free(self, x, y, yaw, owner, n_groups, stride=4):
+        """(n_groups,) bool: every pose of the group ``owner`` is free. Every ``stride``-th pose is
+        checked first, so groups that collide somewhere rarely get their other poses checked."""
+        bad = np.zeros(n_groups, dtype=bool)
+        coarse = np.zeros(x.size, dtype=bool)
+        coarse[::stride] = True
+        for idx in (np.flatnonzero(coarse), None):
+            if idx is None:
+                idx = np.flatnonzero(~coarse & ~bad[owner])
+                if idx.size == 0:
+                    break
+            free = self.checker.free_xyyaw(x[idx], y[idx], yaw[idx])
+            bad[owner[idx[~free]]] = True
         return ~bad
 
     def _endpoint_status(self, pose):
@@ -438,6 +453,7 @@ class HybridAStar:
         kmax = p.max_curvature
         ox, oy, oyaw = prims.offsets[..., 0], prims.offsets[..., 1], prims.offsets[..., 2]
         n_prims, n_samples = ox.shape
+        prim_owner = np.repeat(np.arange(n_prims), n_samples)
         countdown = 0
         expansions = 0
         pending = []
@@ -470,8 +486,7 @@ class HybridAStar:
             px = x + c * ox - s * oy
             py = y + s * ox + c * oy
             pyaw = yaw + oyaw
-            free = self.checker.free_xyyaw(px.ravel(), py.ravel(), pyaw.ravel()).reshape(n_prims, n_samples)
-            ok = free.all(axis=1)
+            ok = self._groups_free(px.ravel(), py.ravel(), pyaw.ravel(), prim_owner, n_prims)
             if not ok.any():
                 continue
             ex, ey, eyaw = px[ok, -1], py[ok, -1], wrap_angle(pyaw[ok, -1])
@@ -512,14 +527,17 @@ class HybridAStar:
         """Cheapest collision-free analytic connection from the nodes ``ids``: (node, curve) or None."""
         stats.analytic_attempts += len(ids)
         starts = np.array([[nodes.x[i], nodes.y[i], nodes.yaw[i]] for i in ids])
-        curves = self._connect(starts, goal)
+        owners, curves = [], []
+        for i, options in zip(ids, self._connect(starts, goal, self.params.analytic_candidates)):
+            owners += [i] * len(options)
+            curves += options
         free = self._curves_free(curves)
         if not free.any():
             return None
-        total = [nodes.g[i] + self._curve_cost(c) if ok else math.inf for i, c, ok in zip(ids, curves, free)]
+        total = [nodes.g[i] + self._curve_cost(c) if ok else math.inf for i, c, ok in zip(owners, curves, free)]
         best = int(np.argmin(total))
         stats.analytic_success = True
-        return ids[best], curves[best]
+        return owners[best], curves[best]
 
     # ------------------------------------------------------------------ path assembly
     def _assemble(self, start, nodes: _Search, end_node: int, tail: CurvePath) -> CurvePath:
@@ -554,7 +572,7 @@ class HybridAStar:
             js = np.arange(n, i + 1, -1)
             jump = None
             if js.size:
-                candidates = self._connect(waypoints[i], waypoints[js])
+                candidates = [c[0] for c in self._connect(waypoints[i], waypoints[js])]
                 costs = np.array([self._curve_cost(c) for c in candidates])
                 gain = (cum[js] - cum[i]) - costs
                 order = np.flatnonzero(gain > 1e-6)          # already farthest first

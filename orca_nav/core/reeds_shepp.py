@@ -402,22 +402,45 @@ def _word_path(start, word, unit_lengths, radius):
                      ''.join(c for c, kp in zip(word, keep) if kp))
 
 
-def reeds_shepp_paths(starts, goals, radius: float) -> list:
-    """Shortest Reeds-Shepp :class:`CurvePath` for every pose pair (vectorised over the pairs)."""
+def _ranked(start, words, totals, segs, radius, count):
+    """Up to ``count`` valid candidates of one pair, shortest first, duplicates (same length) dropped."""
+    out, seen = [], set()
+    for k in np.argsort(totals, kind='stable'):
+        if not np.isfinite(totals[k]) or len(out) == count:
+            break
+        key = round(float(totals[k]), 9)
+        if key not in seen:
+            seen.add(key)
+            out.append(_word_path(start, words[k], segs[k], radius))
+    return out
+
+
+def reeds_shepp_candidates(starts, goals, radius: float, count: int) -> list:
+    """For every pose pair, the ``count`` shortest distinct Reeds-Shepp paths (list of lists of
+    :class:`CurvePath`, shortest first): fallbacks when the shortest one hits an obstacle."""
     r = _check_radius(radius)
     a, b = _pairs(starts, goals)
     totals, segs = _rs_all(*_local_goal(a, b, r), need_segments=True)
-    best = np.argmin(totals, axis=1)
-    return [_word_path(a[i], _RS_WORDS[best[i]], segs[i, best[i]], r) for i in range(a.shape[0])]
+    return [_ranked(a[i], _RS_WORDS, totals[i], segs[i], r, count) for i in range(a.shape[0])]
+
+
+def dubins_candidates(starts, goals, radius: float, count: int) -> list:
+    """For every pose pair, the ``count`` shortest distinct Dubins paths (see reeds_shepp_candidates)."""
+    r = _check_radius(radius)
+    a, b = _pairs(starts, goals)
+    segs = _dubins_all(*_local_goal(a, b, r))
+    totals = np.where(np.isnan(segs).any(axis=2), np.inf, segs.sum(axis=2))
+    return [_ranked(a[i], _DUBINS_WORDS, totals[i], segs[i], r, count) for i in range(a.shape[0])]
+
+
+def reeds_shepp_paths(starts, goals, radius: float) -> list:
+    """Shortest Reeds-Shepp :class:`CurvePath` for every pose pair (vectorised over the pairs)."""
+    return [c[0] for c in reeds_shepp_candidates(starts, goals, radius, 1)]
 
 
 def dubins_paths(starts, goals, radius: float) -> list:
     """Shortest Dubins :class:`CurvePath` for every pose pair (vectorised over the pairs)."""
-    r = _check_radius(radius)
-    a, b = _pairs(starts, goals)
-    segs = _dubins_all(*_local_goal(a, b, r))
-    best = np.nanargmin(segs.sum(axis=2), axis=1)
-    return [_word_path(a[i], _DUBINS_WORDS[best[i]], segs[i, best[i]], r) for i in range(a.shape[0])]
+    return [c[0] for c in dubins_candidates(starts, goals, radius, 1)]
 
 
 def reeds_shepp_path(start, goal, radius: float) -> CurvePath:

@@ -1,8 +1,10 @@
 """Static polygon obstacles with RVO2 2.0.3 conventions, prepared once for ORCA.
 
 A polygon is an (M, 2) array of vertices in counter-clockwise order (the inside is solid);
-as in RVO2, a clockwise polygon is an enclosure (solid outside: walls around a room or the map
-border, see `map_polygons`); a 2-vertex polygon is a segment (an obstacle line usable from both sides). Every vertex
+a 2-vertex polygon is a segment (an obstacle line usable from both sides). Clockwise polygons
+are rejected by default; with `allow_enclosures=True` (the default of `prepare_obstacles`)
+they are accepted as RVO2 treats them: an enclosure, solid outside (walls around a room or
+the map border, as `map_polygons` emits them). Every vertex
 starts a directed edge to the next vertex; RVO2 calls that vertex record an "obstacle".
 
 `ObstacleSet(polygons)` validates the polygons and reproduces what RVO2's
@@ -35,12 +37,13 @@ _BRUTE_FORCE_PAIRS = 2_000_000  # above this many agent-edge pairs, prefilter wi
 _ROW_CHUNK = 512
 
 
-def validate_polygons(polygons, argument='obstacles'):
+def validate_polygons(polygons, argument='obstacles', allow_enclosures=False):
     """Check a list of polygons and return them as float64 (M, 2) arrays.
 
     Raises ValueError naming `argument[k]` (and the vertex index) for: not (M, 2), fewer than
-    2 vertices, non-finite values, repeated consecutive vertices (zero-length edge), and
-    zero-area winding for 3+ vertices (clockwise polygons are enclosures, as in RVO2).
+    2 vertices, non-finite values, repeated consecutive vertices (zero-length edge), zero
+    area, and clockwise winding for 3+ vertices unless `allow_enclosures` (RVO2 then treats
+    the polygon as an enclosure: solid outside).
     """
     if isinstance(polygons, np.ndarray) and polygons.ndim == 2:
         raise ValueError(f'{argument} must be a list of (M, 2) vertex arrays, not one array')
@@ -65,10 +68,11 @@ def validate_polygons(polygons, argument='obstacles'):
         if len(vertices) >= 3:
             x, y = vertices[:, 0], vertices[:, 1]
             twice_area = float(np.dot(x, np.roll(y, -1)) - np.dot(np.roll(x, -1), y))
-            if not twice_area != 0.0:
+            if twice_area == 0.0 or (twice_area < 0.0 and not allow_enclosures):
                 raise ValueError(
-                    f'{name}: polygon has zero area (signed area {0.5 * twice_area:.6g}); '
-                    'give counter-clockwise vertices for a solid obstacle')
+                    f'{name}: vertices must be counter-clockwise (signed area '
+                    f'{0.5 * twice_area:.6g}); reverse the vertex order (clockwise polygons '
+                    'are enclosures only where allow_enclosures=True)')
         checked.append(vertices)
     return checked
 
@@ -93,8 +97,8 @@ class ObstacleSet:
     points[v] -> points[next_vertex[v]].
     """
 
-    def __init__(self, polygons=(), argument='obstacles'):
-        self.polygons = validate_polygons(polygons, argument)
+    def __init__(self, polygons=(), argument='obstacles', allow_enclosures=False):
+        self.polygons = validate_polygons(polygons, argument, allow_enclosures)
         points, unit_dir, convex, next_vertex, prev_vertex = [], [], [], [], []
         for vertices in self.polygons:
             first = len(points)

@@ -44,7 +44,7 @@ from scipy.spatial import cKDTree
 
 from .linear_program import (RVO_EPSILON, clamp_to_speed, closest_point, min_max_penetration,
                              violation)
-from .obstacles import ObstacleSet, as_obstacle_set
+from .obstacles import ObstacleSet, as_obstacle_set, validate_polygons
 
 __all__ = ['OrcaParams', 'compute_velocities', 'OrcaSimulator', 'ObstacleSet',
            'prepare_obstacles']
@@ -54,9 +54,14 @@ PER_AGENT_FIELDS = ('neighbor_dist', 'max_neighbors', 'time_horizon', 'time_hori
                     'radius', 'max_speed')
 
 
-def prepare_obstacles(polygons):
-    """Validate counter-clockwise polygons and build RVO2's obstacle structure once."""
-    return ObstacleSet(polygons)
+def prepare_obstacles(polygons, allow_enclosures=True):
+    """Validate polygons and build RVO2's obstacle structure once (an ObstacleSet).
+
+    Counter-clockwise polygons are solid inside; clockwise ones are accepted here as RVO2
+    enclosures (solid outside, e.g. room walls from `map_polygons`) unless
+    allow_enclosures=False. A plain list passed as `obstacles` must be counter-clockwise.
+    """
+    return ObstacleSet(polygons, allow_enclosures=allow_enclosures)
 
 
 @dataclass
@@ -100,6 +105,11 @@ class OrcaParams:
                 raise ValueError(f'{label}[{bad[0]}] must be {relation}, got {value[bad[0]]}')
             arrays[name] = value
         return arrays, time_step
+
+
+def _signed_area(polygon):
+    x, y = polygon[:, 0], polygon[:, 1]
+    return 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(np.roll(x, -1), y))
 
 
 def _check_scalar(label, value, positive=False):
@@ -160,21 +170,23 @@ def _agent_neighbors(positions, neighbor_dist, max_neighbors):
         return np.zeros((count, 0), dtype=np.intp), np.zeros((count, 0), dtype=bool)
     tree = cKDTree(positions, balanced_tree=False, compact_nodes=False)
     reach = float(neighbor_dist.max()) * (1.0 + 1e-9) + 1e-12
-    _, found = tree.query(positions, k=k + 1, distance_upper_bound=reach)
-    found = found.astype(np.intp, copy=False)
-    # Drop the agent itself (normally column 0; coincident agents may come before it).
-    is_self = found == np.arange(count)[:, None]
-    self_col = np.where(is_self.any(axis=1), is_self.argmax(axis=1), k + 1)
-    cols = np.arange(k)
-    cols = cols[None, :] + (cols[None, :] >= self_col[:, None])
-    neighbors = np.take_along_axis(found, cols, axis=1)
-    present = neighbors < count
-    neighbors[~present] = 0
-    offset = positions[neighbors] - positions[:, None, :]
-    dist_sq = offset[..., 0] ** 2 + offset[..., 1] ** 2
-    keep = present & (dist_sq < (neighbor_dist ** 2)[:, None]) & (cols < max_neighbors[:, None] + 1)
-    keep &= np.arange(k)[None, :] < max_neighbors[:, None]
-    keep = np.logical_and.accumulate(keep, axis=1)
+    dist, found = tree.query(positions, k=k + 1, distance_upper_bound=reach)
+    own = np.arange(count)
+    if (found[:, 0] == own).all():
+        neighbors, dist = found[:, 1:], dist[:, 1:]
+    else:
+        # Coincident agents may come before the agent itself: drop the agent's own column.
+        is_self = found == own[:, None]
+        self_col = np.where(is_self.any(axis=1), is_self.argmax(axis=1), k + 1)
+        cols = np.arange(k)[None, :]
+        cols = cols + (cols >= self_col[:, None])
+        neighbors = np.take_along_axis(found, cols, axis=1)
+        dist = np.take_along_axis(dist, cols, axis=1)
+    # Strictly inside neighbor_dist (missing neighbours have dist = inf), nearest first.
+    keep = dist < neighbor_dist[:, None]
+    if max_neighbors.min() < k:
+        keep &= np.arange(k)[None, :] < max_neighbors[:, None]
+    neighbors = np.where(keep, neighbors, own[:, None])
     return neighbors, keep
 
 
@@ -182,92 +194,105 @@ def _agent_neighbors(positions, neighbor_dist, max_neighbors):
 # ORCA lines
 
 def _agent_lines(positions, velocities, radius, time_horizon, time_step, neighbors, keep):
-    """Agent-agent ORCA lines (N, k): point (px, py) and direction (dx, dy).
+    """Agent-agent ORCA lines as (N, k) float64 arrays: point (px, py), direction (dx, dy).
 
+    Only kept neighbour pairs are computed; unused slots get point 0, direction (1, 0).
     Computed in float32 with RVO2's operation order: near contact the legs come from
     sqrt(dist^2 - r^2), which is ill-conditioned, so the reference's own rounding decides
     the line; matching it keeps parity in crowds. (Vector division is by reciprocal, as in
     RVO2's Vector2.)
     """
+    count, width = keep.shape
+    flat = np.flatnonzero(keep)
+    me = flat // width if width else flat
+    other = neighbors.ravel()[flat]
     f32 = np.float32
     pos = positions.astype(f32)
     vel = velocities.astype(f32)
     rad = radius.astype(f32)
-    rel_x = pos[neighbors, 0] - pos[:, None, 0]
-    rel_y = pos[neighbors, 1] - pos[:, None, 1]
-    rv_x = vel[:, None, 0] - vel[neighbors, 0]
-    rv_y = vel[:, None, 1] - vel[neighbors, 1]
+    pos_x, pos_y, vel_x, vel_y = pos[:, 0], pos[:, 1], vel[:, 0], vel[:, 1]
+    rel_x = pos_x[other] - pos_x[me]
+    rel_y = pos_y[other] - pos_y[me]
+    own_vx, own_vy = vel_x[me], vel_y[me]
+    rv_x = own_vx - vel_x[other]
+    rv_y = own_vy - vel_y[other]
     dist_sq = rel_x * rel_x + rel_y * rel_y
-    combined = rad[:, None] + rad[neighbors]
+    combined = rad[me] + rad[other]
     combined_sq = combined * combined
-    inv_horizon = (f32(1.0) / time_horizon.astype(f32))[:, None]
-    inv_step = f32(1.0) / f32(time_step)
+    inv_horizon = (f32(1.0) / time_horizon.astype(f32))[me]
 
     # No collision: w from the cut-off centre to the relative velocity.
     w_x = rv_x - inv_horizon * rel_x
     w_y = rv_y - inv_horizon * rel_y
-    w_len_sq = w_x * w_x + w_y * w_y
     dot1 = w_x * rel_x + w_y * rel_y
-    on_circle = (dot1 < 0.0) & (dot1 * dot1 > combined_sq * w_len_sq)
     colliding = ~(dist_sq > combined_sq)
+    on_circle = (dot1 < 0.0) & (dot1 * dot1 > combined_sq * (w_x * w_x + w_y * w_y))
+    legs = ~(on_circle | colliding)
 
-    with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
-        # Legs: left (rx*leg - ry*cr, rx*cr + ry*leg) / d2, right -(rx*leg + ry*cr, -rx*cr + ry*leg) / d2.
-        leg = np.sqrt(np.maximum(dist_sq - combined_sq, f32(0.0)))
-        left = rel_x * w_y - rel_y * w_x > 0.0
-        sign = np.where(left, f32(1.0), f32(-1.0))
-        cr = combined * sign
-        inv_dist_sq = f32(1.0) / dist_sq
-        d_x = sign * ((rel_x * leg - rel_y * cr) * inv_dist_sq)
-        d_y = sign * ((rel_x * cr + rel_y * leg) * inv_dist_sq)
-        dot2 = rv_x * d_x + rv_y * d_y
-        u_x = dot2 * d_x - rv_x
-        u_y = dot2 * d_y - rv_y
+    d_x = np.empty_like(rel_x)
+    d_y = np.empty_like(rel_x)
+    u_x = np.empty_like(rel_x)
+    u_y = np.empty_like(rel_x)
+    # Legs: left (rx*leg - ry*cr, rx*cr + ry*leg) / d2, right -(rx*leg + ry*cr, -rx*cr + ry*leg) / d2.
+    sel = np.flatnonzero(legs)
+    rx, ry, wx, wy = rel_x[sel], rel_y[sel], w_x[sel], w_y[sel]
+    d2 = dist_sq[sel]
+    leg = np.sqrt(d2 - combined_sq[sel])
+    sign = np.where(rx * wy - ry * wx > 0.0, f32(1.0), f32(-1.0))
+    cr = combined[sel] * sign
+    inv_d2 = f32(1.0) / d2
+    lx = sign * ((rx * leg - ry * cr) * inv_d2)
+    ly = sign * ((rx * cr + ry * leg) * inv_d2)
+    vx, vy = rv_x[sel], rv_y[sel]
+    dot2 = vx * lx + vy * ly
+    d_x[sel], d_y[sel] = lx, ly
+    u_x[sel], u_y[sel] = dot2 * lx - vx, dot2 * ly - vy
 
-        # Cut-off circle (time horizon) or, when colliding, the circle of one time step.
-        special = on_circle | colliding
-        inv_time = np.where(colliding, inv_step, inv_horizon)
-        cw_x = np.where(colliding, rv_x - inv_step * rel_x, w_x)
-        cw_y = np.where(colliding, rv_y - inv_step * rel_y, w_y)
+    # Cut-off circle of the time horizon or, when already colliding, of one time step.
+    sel = np.flatnonzero(~legs)
+    if sel.size:
+        hit = colliding[sel]
+        inv_step = f32(1.0) / f32(time_step)
+        inv_time = np.where(hit, inv_step, inv_horizon[sel])
+        cw_x = np.where(hit, rv_x[sel] - inv_step * rel_x[sel], w_x[sel])
+        cw_y = np.where(hit, rv_y[sel] - inv_step * rel_y[sel], w_y[sel])
         cw_len = np.sqrt(cw_x * cw_x + cw_y * cw_y)
-        inv_len = f32(1.0) / cw_len
-        unit_x = cw_x * inv_len
-        unit_y = cw_y * inv_len
-    degenerate = special & ~(cw_len > 0.0)
-    if degenerate.any():
-        unit_x, unit_y = _separating_fallback(unit_x, unit_y, rel_x, rel_y, neighbors, degenerate)
-    circle_u = combined * inv_time - cw_len
-    d_x = np.where(special, unit_y, d_x)
-    d_y = np.where(special, -unit_x, d_y)
-    u_x = np.where(special, circle_u * unit_x, u_x)
-    u_y = np.where(special, circle_u * unit_y, u_y)
-    p_x = vel[:, None, 0] + f32(0.5) * u_x
-    p_y = vel[:, None, 1] + f32(0.5) * u_y
-    return _masked_lines(p_x, p_y, d_x, d_y, keep)
+        with np.errstate(divide='ignore', invalid='ignore'):
+            inv_len = f32(1.0) / cw_len
+            unit_x = cw_x * inv_len
+            unit_y = cw_y * inv_len
+        degenerate = ~(cw_len > 0.0)
+        if degenerate.any():
+            unit_x, unit_y = _separating_fallback(unit_x, unit_y, rel_x[sel], rel_y[sel],
+                                                  me[sel], other[sel], degenerate)
+        circle_u = combined[sel] * inv_time - cw_len
+        d_x[sel], d_y[sel] = unit_y, -unit_x
+        u_x[sel], u_y[sel] = circle_u * unit_x, circle_u * unit_y
+
+    p_x = np.zeros(count * width)
+    p_y = np.zeros(count * width)
+    dir_x = np.ones(count * width)
+    dir_y = np.zeros(count * width)
+    p_x[flat] = own_vx + f32(0.5) * u_x
+    p_y[flat] = own_vy + f32(0.5) * u_y
+    dir_x[flat] = d_x
+    dir_y[flat] = d_y
+    shape = (count, width)
+    return p_x.reshape(shape), p_y.reshape(shape), dir_x.reshape(shape), dir_y.reshape(shape)
 
 
-def _separating_fallback(unit_x, unit_y, rel_x, rel_y, neighbors, degenerate):
+def _separating_fallback(unit_x, unit_y, rel_x, rel_y, me, other, degenerate):
     """RVO2 divides by zero when the relative velocity equals relative position / time
     step (e.g. coincident agents at rest); push straight away from the other agent (or
-    along +-x by index for coincident agents) instead of producing NaN."""
+    along -x / +x by index for coincident agents) instead of producing NaN."""
     unit_x, unit_y = unit_x.copy(), unit_y.copy()
-    dist = np.hypot(rel_x, rel_y)
-    own = np.arange(len(neighbors))[:, None]
-    away_x = np.where(dist > 0.0, -rel_x / np.where(dist > 0.0, dist, 1.0),
-                      np.where(own < neighbors, -1.0, 1.0))
-    away_y = np.where(dist > 0.0, -rel_y / np.where(dist > 0.0, dist, 1.0), 0.0)
-    unit_x[degenerate] = away_x[degenerate]
-    unit_y[degenerate] = away_y[degenerate]
+    rx, ry = rel_x[degenerate].astype(np.float64), rel_y[degenerate].astype(np.float64)
+    dist = np.hypot(rx, ry)
+    apart = dist > 0.0
+    safe = np.where(apart, dist, 1.0)
+    unit_x[degenerate] = np.where(apart, -rx / safe, np.where(me[degenerate] < other[degenerate], -1.0, 1.0))
+    unit_y[degenerate] = np.where(apart, -ry / safe, 0.0)
     return unit_x, unit_y
-
-
-def _masked_lines(p_x, p_y, d_x, d_y, valid):
-    """Put harmless values in unused slots so no NaN travels into the linear programs."""
-    p_x = np.where(valid, p_x, 0.0).astype(np.float64)
-    p_y = np.where(valid, p_y, 0.0).astype(np.float64)
-    d_x = np.where(valid, d_x, 1.0).astype(np.float64)
-    d_y = np.where(valid, d_y, 0.0).astype(np.float64)
-    return p_x, p_y, d_x, d_y
 
 
 def _normalize(x, y):
@@ -521,6 +546,7 @@ class OrcaSimulator:
                                               else np.float64) for name in PER_AGENT_FIELDS}
         self._pending = []
         self._polygons = []
+        self._enclosures_allowed = False
         self._obstacle_set = ObstacleSet(())
 
     # -- agents --
@@ -578,27 +604,28 @@ class OrcaSimulator:
 
     # -- obstacles --
     def add_obstacle(self, vertices):
-        """Add a counter-clockwise polygon (or a 2-vertex segment); processed on the next step."""
-        index = len(self._polygons)
-        polygon = ObstacleSet([vertices], argument='vertices').polygons[0] if index >= 0 else None
+        """Add a counter-clockwise polygon (or a 2-vertex segment); processed on the next step.
+        Returns the polygon's index."""
+        polygon = validate_polygons([vertices], argument='vertices')[0]
         self._polygons.append(polygon)
         self._obstacle_set = None
-        return index
+        return len(self._polygons) - 1
 
     def set_obstacles(self, polygons):
-        """Replace all obstacles (list of (M, 2) counter-clockwise arrays, or an ObstacleSet)."""
+        """Replace all obstacles: a list of (M, 2) counter-clockwise arrays, or an ObstacleSet
+        (from prepare_obstacles, which may include clockwise enclosures)."""
         if isinstance(polygons, ObstacleSet):
-            self._polygons = list(polygons.polygons)
             self._obstacle_set = polygons
         else:
             self._obstacle_set = ObstacleSet(polygons, argument='polygons')
-            self._polygons = list(self._obstacle_set.polygons)
+        self._polygons = list(self._obstacle_set.polygons)
+        self._enclosures_allowed = any(_signed_area(p) < 0.0 for p in self._polygons)
 
     @property
     def obstacles(self):
         """The processed ObstacleSet (RVO2's processObstacles runs lazily)."""
         if self._obstacle_set is None:
-            self._obstacle_set = ObstacleSet(self._polygons)
+            self._obstacle_set = ObstacleSet(self._polygons, allow_enclosures=self._enclosures_allowed)
         return self._obstacle_set
 
     # -- state --

@@ -1,0 +1,297 @@
+"""ORCA core: API, simulator operations, bad input, overlap handling and properties."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from orca_nav.core.orca import (ObstacleSet, OrcaParams, OrcaSimulator, compute_velocities,
+                                prepare_obstacles)
+
+PARAMS = OrcaParams(time_step=0.25, neighbor_dist=15.0, max_neighbors=10, time_horizon=10.0,
+                    time_horizon_obst=10.0, radius=1.5, max_speed=2.0)
+SQUARE = np.array([[0.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.0, 2.0]])
+
+
+def test_head_on_pair_swerves_and_keeps_speed_limit():
+    # Slightly off-centre: an exactly symmetric head-on pair only slows down (RVO2's stall).
+    positions = np.array([[-6.0, -0.05], [6.0, 0.05]])
+    velocities = np.array([[2.0, 0.0], [-2.0, 0.0]])
+    new_v = compute_velocities(positions, velocities, velocities, PARAMS)
+    assert new_v.shape == (2, 2)
+    assert np.all(np.hypot(*new_v.T) <= 2.0 + 1e-9)
+    assert abs(new_v[0, 1]) > 1e-3 and abs(new_v[1, 1]) > 1e-3  # both sidestep
+    np.testing.assert_allclose(new_v[0], -new_v[1], atol=1e-6)  # reciprocal: equal shares
+
+
+def test_per_agent_radius_and_speed_arrays():
+    params = OrcaParams(0.1, 5.0, 4, 2.0, 2.0, radius=np.array([0.3, 0.6, 0.4]),
+                        max_speed=np.array([1.0, 0.5, 2.0]))
+    positions = np.array([[0.0, 0.0], [20.0, 0.0], [40.0, 0.0]])
+    pref = np.array([[3.0, 0.0], [0.0, 3.0], [1.0, 1.0]])
+    new_v = compute_velocities(positions, np.zeros((3, 2)), pref, params)
+    np.testing.assert_allclose(np.hypot(*new_v.T), [1.0, 0.5, np.sqrt(2.0)])
+
+
+def test_prepared_obstacles_give_the_same_answer():
+    rng = np.random.default_rng(0)
+    positions = rng.uniform(-4, 6, (12, 2))
+    positions = positions[~((positions > -1.5) & (positions < 3.5)).all(axis=1)]
+    pref = rng.uniform(-2, 2, positions.shape)
+    plain = compute_velocities(positions, np.zeros_like(pref), pref, PARAMS, obstacles=[SQUARE])
+    prepared = compute_velocities(positions, np.zeros_like(pref), pref, PARAMS,
+                                  obstacles=prepare_obstacles([SQUARE]))
+    np.testing.assert_array_equal(plain, prepared)
+
+
+def test_obstacle_blocks_straight_motion():
+    wall = np.array([[5.0, -10.0], [6.0, -10.0], [6.0, 10.0], [5.0, 10.0]])
+    new_v = compute_velocities([[3.0, 0.0]], [[0.0, 0.0]], [[2.0, 0.0]], PARAMS, obstacles=[wall])
+    # The agent (radius 1.5) is 0.5 m from the wall: it may close at most that gap within
+    # time_horizon_obst (10 s).
+    assert new_v[0, 0] <= 0.05 + 1e-9
+
+
+def test_segment_obstacle_blocks_both_sides():
+    segment = np.array([[5.0, -10.0], [5.0, 10.0]])
+    left = compute_velocities([[3.0, 0.0]], [[0.0, 0.0]], [[2.0, 0.0]], PARAMS, obstacles=[segment])
+    right = compute_velocities([[7.0, 0.0]], [[0.0, 0.0]], [[-2.0, 0.0]], PARAMS, obstacles=[segment])
+    assert left[0, 0] <= 0.05 + 1e-9 and right[0, 0] >= -0.05 - 1e-9
+
+
+def test_simulator_add_remove_and_ids():
+    sim = OrcaSimulator(PARAMS)
+    a = sim.add_agent((0.0, 0.0))
+    b = sim.add_agent((50.0, 0.0), velocity=(1.0, 0.0), radius=0.5, max_speed=1.0)
+    c = sim.add_agent((100.0, 0.0))
+    assert (a, b, c) == (0, 1, 2)
+    np.testing.assert_array_equal(sim.velocities[1], [1.0, 0.0])
+    sim.remove_agent(b)
+    np.testing.assert_array_equal(sim.agent_ids, [a, c])
+    np.testing.assert_array_equal(sim.positions, [[0.0, 0.0], [100.0, 0.0]])
+    sim.set_pref_velocities([[1.0, 0.0], [0.0, -1.0]])
+    sim.step()
+    sim.step()
+    np.testing.assert_allclose(sim.positions, [[0.5, 0.0], [100.0, -0.5]])
+    assert sim.global_time == pytest.approx(0.5)
+    d = sim.add_agent((-50.0, 0.0))
+    assert d == 3 and sim.num_agents == 3
+    with pytest.raises(ValueError, match='agent_id 1'):
+        sim.remove_agent(b)
+    with pytest.raises(ValueError, match='unknown parameter'):
+        sim.add_agent((0.0, 5.0), speed=3.0)
+
+
+def test_simulator_overrides_apply_per_agent():
+    sim = OrcaSimulator(PARAMS)
+    sim.add_agent((0.0, 0.0), max_speed=0.5)
+    sim.add_agent((100.0, 0.0))
+    sim.set_pref_velocities([[2.0, 0.0], [2.0, 0.0]])
+    sim.step()
+    np.testing.assert_allclose(sim.velocities, [[0.5, 0.0], [2.0, 0.0]])
+
+
+def test_simulator_step_equals_compute_velocities():
+    rng = np.random.default_rng(5)
+    sim = OrcaSimulator(PARAMS)
+    for p in rng.uniform(-10, 10, (15, 2)):
+        sim.add_agent(p)
+    sim.add_obstacle(SQUARE + 20.0)
+    pref = rng.uniform(-2, 2, (15, 2))
+    sim.set_pref_velocities(pref)
+    before_pos, before_vel = sim.positions, sim.velocities
+    sim.step()
+    expected = compute_velocities(before_pos, before_vel, pref, PARAMS, obstacles=[SQUARE + 20.0])
+    np.testing.assert_array_equal(sim.velocities, expected)
+    np.testing.assert_allclose(sim.positions, before_pos + 0.25 * expected)
+
+
+def test_simulator_replaces_obstacles_at_run_time():
+    sim = OrcaSimulator(PARAMS)
+    sim.add_agent((3.0, 0.0))
+    wall = np.array([[5.0, -10.0], [6.0, -10.0], [6.0, 10.0], [5.0, 10.0]])
+    sim.add_obstacle(wall)
+    sim.set_pref_velocities([[2.0, 0.0]])
+    sim.step()
+    assert sim.velocities[0, 0] <= 0.05 + 1e-9
+    sim.set_obstacles([])
+    sim.step()
+    np.testing.assert_allclose(sim.velocities, [[2.0, 0.0]])
+    sim.set_obstacles(prepare_obstacles([wall + [3.0, 0.0]]))
+    assert len(sim.obstacles) == 4
+
+
+def test_enclosures_only_through_prepare_obstacles():
+    room = np.array([[-5.0, -5.0], [5.0, -5.0], [5.0, 5.0], [-5.0, 5.0]])[::-1]  # clockwise
+    with pytest.raises(ValueError, match=r'obstacles\[0\]: vertices must be counter-clockwise'):
+        compute_velocities([[4.0, 0.0]], [[0.0, 0.0]], [[2.0, 0.0]], PARAMS, obstacles=[room])
+    with pytest.raises(ValueError, match='counter-clockwise'):
+        prepare_obstacles([room], allow_enclosures=False)
+    # As an enclosure the walls are solid outside: the agent inside may not leave.
+    new_v = compute_velocities([[3.0, 0.0]], [[0.0, 0.0]], [[2.0, 0.0]], PARAMS,
+                               obstacles=prepare_obstacles([room]))
+    assert new_v[0, 0] <= 0.05 + 1e-9
+
+
+# ---------------------------------------------------------------------------------------
+# Bad input
+
+def good_state(count=3):
+    positions = np.array([[0.0, 0.0], [5.0, 0.0], [0.0, 5.0]])[:count]
+    return positions, np.zeros((count, 2)), np.ones((count, 2))
+
+
+@pytest.mark.parametrize('argument, index', [(0, 'positions'), (1, 'velocities'), (2, 'pref_velocities')])
+@pytest.mark.parametrize('bad', [np.nan, np.inf, -np.inf])
+def test_non_finite_state_names_argument_and_index(argument, index, bad):
+    state = list(good_state())
+    state[argument] = state[argument].copy()
+    state[argument][2, 1] = bad
+    with pytest.raises(ValueError, match=rf'{index}\[2\]'):
+        compute_velocities(*state, PARAMS)
+
+
+@pytest.mark.parametrize('field, value, message', [
+    ('radius', np.array([0.5, -0.1, 0.5]), r'params\.radius\[1\]'),
+    ('max_speed', np.array([1.0, 1.0, -2.0]), r'params\.max_speed\[2\]'),
+    ('max_speed', np.array([1.0, np.nan, 1.0]), r'params\.max_speed\[1\]'),
+    ('radius', -1.0, r'params\.radius\[0\]'),
+    ('max_neighbors', -1, r'params\.max_neighbors\[0\]'),
+    ('max_neighbors', 2.5, r'params\.max_neighbors\[0\]'),
+    ('time_horizon', 0.0, r'params\.time_horizon\[0\]'),
+    ('neighbor_dist', np.inf, r'params\.neighbor_dist\[0\]'),
+    ('radius', np.array([1.0, 1.0]), r'params\.radius: expected'),
+    ('time_step', 0.0, r'params\.time_step'),
+])
+def test_bad_params_name_field_and_index(field, value, message):
+    settings_ = dict(PARAMS.__dict__)
+    settings_[field] = value
+    with pytest.raises(ValueError, match=message):
+        compute_velocities(*good_state(), OrcaParams(**settings_))
+
+
+def test_mismatched_shapes():
+    positions, velocities, pref = good_state()
+    with pytest.raises(ValueError, match=r'velocities: expected shape \(3, 2\)'):
+        compute_velocities(positions, velocities[:2], pref, PARAMS)
+    with pytest.raises(ValueError, match=r'pref_velocities: expected shape \(3, 2\)'):
+        compute_velocities(positions, velocities, pref[:, :1], PARAMS)
+    with pytest.raises(ValueError, match=r'positions: expected shape'):
+        compute_velocities(positions.ravel(), velocities, pref, PARAMS)
+
+
+@pytest.mark.parametrize('polygons, message', [
+    ([SQUARE, np.array([[1.0, 1.0]])], r'obstacles\[1\]: needs at least 2 vertices'),
+    ([SQUARE, SQUARE[::-1] + 5.0], r'obstacles\[1\]: vertices must be counter-clockwise'),
+    ([SQUARE, SQUARE + 5, np.array([[0.0, 0.0], [np.nan, 1.0], [1.0, 1.0]])], r'obstacles\[2\]: vertex 1'),
+    ([np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])], r'obstacles\[0\]: vertex 1 repeats'),
+    ([np.zeros((3, 3))], r'obstacles\[0\]: expected shape'),
+])
+def test_bad_obstacles_name_polygon_and_vertex(polygons, message):
+    with pytest.raises(ValueError, match=message):
+        compute_velocities(*good_state(), PARAMS, obstacles=polygons)
+    with pytest.raises(ValueError, match=message):
+        prepare_obstacles(polygons, allow_enclosures=False)
+
+
+def test_simulator_rejects_bad_obstacle_and_agent():
+    sim = OrcaSimulator(PARAMS)
+    with pytest.raises(ValueError, match=r'counter-clockwise'):
+        sim.add_obstacle(SQUARE[::-1])
+    with pytest.raises(ValueError, match=r'params\.radius'):
+        sim.add_agent((0.0, 0.0), radius=-1.0)
+    with pytest.raises(ValueError, match=r'position\[0\]'):
+        sim.add_agent((np.nan, 0.0))
+    sim.add_agent((0.0, 0.0))
+    with pytest.raises(ValueError, match=r'pref: expected shape \(1, 2\)'):
+        sim.set_pref_velocities(np.zeros((2, 2)))
+
+
+# ---------------------------------------------------------------------------------------
+# Overlap: agents that start inside each other or an obstacle
+
+def test_overlapping_agents_separate():
+    sim = OrcaSimulator(OrcaParams(0.1, 5.0, 10, 2.0, 2.0, radius=0.5, max_speed=1.0))
+    rng = np.random.default_rng(11)
+    for p in rng.uniform(-0.6, 0.6, (8, 2)):
+        sim.add_agent(p)
+    sim.add_agent((0.2, 0.2))
+    sim.add_agent((0.2, 0.2))  # exactly coincident pair: RVO2 would divide by zero here
+    count = sim.num_agents
+    for _ in range(80):
+        sim.set_pref_velocities(np.zeros((count, 2)))
+        velocities = sim.step()
+        assert np.isfinite(velocities).all()
+    positions = sim.positions
+    gaps = np.hypot(*(positions[:, None] - positions[None]).transpose(2, 0, 1))
+    gaps[np.diag_indices(count)] = np.inf
+    assert gaps.min() >= 1.0 - 1e-3
+
+
+def test_agent_overlapping_obstacle_does_not_go_further_in():
+    wall = np.array([[5.0, -10.0], [6.0, -10.0], [6.0, 10.0], [5.0, 10.0]])
+    sim = OrcaSimulator(PARAMS)
+    sim.add_agent((4.0, 0.0))  # radius 1.5 reaches 0.5 m into the wall
+    sim.add_obstacle(wall)
+    for _ in range(20):
+        sim.set_pref_velocities([[2.0, 0.3]])
+        velocities = sim.step()
+        assert velocities[0, 0] <= 1e-9
+    assert sim.positions[0, 0] <= 4.0 + 1e-9
+
+
+# ---------------------------------------------------------------------------------------
+# Properties
+
+finite = st.floats(-20.0, 20.0, allow_nan=False, allow_infinity=False)
+vectors = st.lists(st.tuples(finite, finite), min_size=1, max_size=14)
+
+
+@settings(max_examples=60, deadline=None)
+@given(positions=vectors, data=st.data())
+def test_never_faster_than_max_speed(positions, data):
+    count = len(positions)
+    velocities = data.draw(st.lists(st.tuples(finite, finite), min_size=count, max_size=count))
+    pref = data.draw(st.lists(st.tuples(finite, finite), min_size=count, max_size=count))
+    max_speed = np.array(data.draw(st.lists(st.floats(0.0, 3.0), min_size=count, max_size=count)))
+    radius = np.array(data.draw(st.lists(st.floats(0.0, 2.0), min_size=count, max_size=count)))
+    with_obstacle = data.draw(st.booleans())
+    params = OrcaParams(0.25, 10.0, 6, 3.0, 3.0, radius=radius, max_speed=max_speed)
+    new_v = compute_velocities(np.array(positions), np.array(velocities), np.array(pref), params,
+                               obstacles=[SQUARE * 3.0] if with_obstacle else [])
+    assert np.isfinite(new_v).all()
+    assert np.all(np.hypot(*new_v.T) <= max_speed + 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(count=st.integers(1, 12), data=st.data())
+def test_unconstrained_agents_keep_preferred_velocity(count, data):
+    # Agents farther apart than neighbor_dist and no obstacles: nothing constrains them.
+    positions = np.stack([np.arange(count) * 16.0, np.zeros(count)], axis=1)
+    angles = np.array(data.draw(st.lists(st.floats(0, 2 * np.pi), min_size=count, max_size=count)))
+    speeds = np.array(data.draw(st.lists(st.floats(0.0, 2.0), min_size=count, max_size=count)))
+    pref = speeds[:, None] * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    velocities = np.array(data.draw(st.lists(st.tuples(finite, finite), min_size=count, max_size=count)))
+    new_v = compute_velocities(positions, velocities, pref, PARAMS)
+    np.testing.assert_array_equal(new_v, pref)
+
+
+@settings(max_examples=40, deadline=None)
+@given(offset=st.floats(-1.0, 1.0), speed=st.floats(0.3, 2.0), distance=st.floats(4.0, 30.0),
+       angle=st.floats(0.0, 2 * np.pi))
+def test_two_agents_on_collision_course_keep_apart(offset, speed, distance, angle):
+    direction = np.array([np.cos(angle), np.sin(angle)])
+    normal = np.array([-direction[1], direction[0]])
+    start_a = -0.5 * distance * direction
+    start_b = 0.5 * distance * direction + offset * normal
+    sim = OrcaSimulator(OrcaParams(0.1, 15.0, 10, 5.0, 5.0, radius=1.0, max_speed=2.0))
+    sim.add_agent(start_a)
+    sim.add_agent(start_b)
+    goals = np.array([start_b, start_a])
+    closest = np.inf
+    for _ in range(int(2 * distance / (0.1 * speed)) + 20):
+        offset_to_goal = goals - sim.positions
+        length = np.hypot(*offset_to_goal.T)[:, None]
+        sim.set_pref_velocities(offset_to_goal * np.minimum(1.0, speed / np.maximum(length, 1e-9)))
+        sim.step()
+        closest = min(closest, float(np.hypot(*(sim.positions[0] - sim.positions[1]))))
+    assert closest >= 2.0 - 1e-6

@@ -1,0 +1,337 @@
+"""orca_node over real rclpy / DDS: a probe node plays odometry and listens on cmd_vel.
+
+No timing asserts: waits are generous and only behaviour is checked.
+"""
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from geometry_msgs.msg import PoseStamped, Twist, TwistStamped  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rcl_interfaces.msg import ParameterType  # noqa: E402
+from rcl_interfaces.srv import GetParameters  # noqa: E402
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
+from visualization_msgs.msg import MarkerArray  # noqa: E402
+
+from orca_nav.core.grid import OccupancyGrid  # noqa: E402
+from orca_nav.ros.convert import grid_to_msg, latched_qos, state_to_odom  # noqa: E402
+from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
+
+pytestmark = pytest.mark.ros
+REPO = Path(__file__).resolve().parents[1]
+
+
+class Ros:
+    """A private rclpy context, a spinning executor and a probe node playing the robots."""
+
+    def __init__(self):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
+        self.probe = rclpy.create_node('probe', context=self.context)
+        self.executor.add_node(self.probe)
+        self._odom_pubs = {}
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self):
+        try:
+            self.executor.spin()
+        except Exception:  # the context shut down under us at teardown
+            pass
+
+    def orca(self, robots, **params):
+        overrides = [Parameter('robots', value=list(robots))]
+        overrides += [Parameter(name, value=value) for name, value in params.items()]
+        node = OrcaNode(context=self.context, parameter_overrides=overrides)
+        self.executor.add_node(node)
+        return node
+
+    def odom(self, robot, x, y, yaw=0.0, vx=0.0, vy=0.0, frame='map'):
+        if robot not in self._odom_pubs:
+            self._odom_pubs[robot] = self.probe.create_publisher(Odometry, f'/{robot}/odom', 10)
+        msg = state_to_odom((x, y), yaw, (vx, vy), 0.0, self.probe.get_clock().now().to_msg(),
+                            frame, f'{robot}/base_link')
+        self._odom_pubs[robot].publish(msg)
+        return msg
+
+    def collect(self, msg_type, topic, qos=10):
+        box = []
+        self.probe.create_subscription(msg_type, topic, box.append, qos)
+        return box
+
+    def goal(self, robot, x, y, frame='map'):
+        pub = self.probe.create_publisher(PoseStamped, f'/{robot}/goal_pose', 10)
+        wait_for(lambda: pub.get_subscription_count() > 0)
+        msg = PoseStamped()
+        msg.header.frame_id = frame
+        msg.pose.position.x, msg.pose.position.y = float(x), float(y)
+        msg.pose.orientation.w = 1.0
+        pub.publish(msg)
+
+    def shutdown(self):
+        self.executor.shutdown(timeout_sec=2.0)
+        for node in list(self.executor.get_nodes()):
+            node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+@pytest.fixture
+def ros():
+    env = Ros()
+    yield env
+    env.shutdown()
+
+
+def wait_for(predicate, timeout=15.0, period=0.02):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(period)
+    return predicate()
+
+
+def play(ros, poses, seconds, rate=20.0, **odom_kwargs):
+    """Publishes odometry for {robot: (x, y[, yaw])} at `rate` for `seconds`."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for robot, pose in poses.items():
+            ros.odom(robot, *pose, **odom_kwargs.get(robot, {}))
+        time.sleep(1.0 / rate)
+
+
+def test_cmd_vel_heads_for_the_goal_in_the_body_frame_and_markers_show_the_fleet(ros):
+    robots = ['robot0', 'robot1', 'robot2']
+    ros.orca(robots, **{'robot0.goal': [5.0, 0.0, 0.0], 'robot1.goal': [0.0, 5.0, 0.0],
+                        'robot2.kinematics': 'diff_drive', 'robot2.goal': [-3.0, -10.0, 0.0]})
+    cmds = {r: ros.collect(Twist, f'/{r}/cmd_vel') for r in robots}
+    markers = ros.collect(MarkerArray, '/orca_nav/markers')
+    diagnostics = ros.collect(DiagnosticArray, '/diagnostics')
+    # robot1 faces +y (yaw pi/2): its goal straight ahead is +x in its base_link (REP-103).
+    poses = {'robot0': (0.0, 0.0, 0.0), 'robot1': (0.0, 2.0, math.pi / 2),
+             'robot2': (-3.0, -2.0, 0.0)}
+    play(ros, poses, 1.5)
+    assert wait_for(lambda: all(len(cmds[r]) > 5 for r in robots))
+    last = {r: cmds[r][-1] for r in robots}
+    assert last['robot0'].linear.x > 0.1 and abs(last['robot0'].linear.y) < 0.05
+    assert last['robot1'].linear.x > 0.1 and abs(last['robot1'].linear.y) < 0.05
+    # Diff-drive robot facing +x with its goal at -y: turns right (clockwise), no sideways speed.
+    assert last['robot2'].angular.z < -0.1 and last['robot2'].linear.y == 0.0
+    assert wait_for(lambda: len(markers) > 0)
+    namespaces = {m.ns for m in markers[-1].markers}
+    assert namespaces == set(robots)
+    disc = next(m for m in markers[-1].markers if m.ns == 'robot0' and m.id == 0)
+    assert disc.header.frame_id == 'map' and disc.scale.x == pytest.approx(0.6)  # radius 0.3
+    assert wait_for(lambda: any(len(d.status) == 4 for d in diagnostics))
+    names = {s.name for s in diagnostics[-1].status}
+    assert {'orca_node: robot0', 'orca_node: control cycle'} <= names
+
+
+def test_accelerates_within_max_accel(ros):
+    ros.orca(['robot0'], control_rate=20.0, **{'robot0.goal': [50.0, 0.0, 0.0],
+                                               'robot0.max_accel': 0.5, 'robot0.max_speed': 2.0})
+    cmds = ros.collect(Twist, '/robot0/cmd_vel')
+    play(ros, {'robot0': (0.0, 0.0)}, 1.0)
+    assert wait_for(lambda: len(cmds) > 10)
+    speeds = np.array([c.linear.x for c in cmds])
+    # The robot does not move (odometry stays put), so the command ramps by <= a * dt per cycle
+    # (dt at most two control periods).
+    assert np.all(np.diff(speeds) <= 0.5 * 2 * 0.05 + 1e-9)
+    assert speeds[-1] < 2.0
+
+
+def test_two_robots_head_on_avoid_each_other(ros):
+    ros.orca(['a', 'b'], **{'a.goal': [4.0, 0.0, 0.0], 'b.goal': [-4.0, 0.0, 0.0]})
+    cmds = {r: ros.collect(Twist, f'/{r}/cmd_vel') for r in 'ab'}
+    # Close and approaching each other: ORCA slows them well below the 1 m/s they prefer.
+    play(ros, {'a': (-0.35, 0.0), 'b': (0.35, 0.0, math.pi)}, 1.5,
+         a={'vx': 0.5}, b={'vx': 0.5})
+    assert wait_for(lambda: len(cmds['a']) > 5 and len(cmds['b']) > 5)
+    assert cmds['a'][-1].linear.x < 0.5 and cmds['b'][-1].linear.x < 0.5
+
+
+def test_stale_odometry_stops_only_that_robot_within_two_timeouts(ros):
+    timeout = 0.5
+    ros.orca(['robot0', 'robot1'], odom_timeout=timeout,
+             **{'robot0.goal': [5.0, 0.0, 0.0], 'robot1.goal': [5.0, 5.0, 0.0]})
+    cmds = {r: ros.collect(Twist, f'/{r}/cmd_vel') for r in ('robot0', 'robot1')}
+    diagnostics = ros.collect(DiagnosticArray, '/diagnostics')
+    play(ros, {'robot0': (0.0, 0.0), 'robot1': (0.0, 5.0)}, 1.0)
+    assert wait_for(lambda: cmds['robot0'] and cmds['robot0'][-1].linear.x > 0.05)
+    stopped_at = time.monotonic()
+    count = len(cmds['robot0'])
+    # Only robot1 keeps reporting.
+    play(ros, {'robot1': (0.0, 5.0)}, 2 * timeout + 0.5)
+    zero_times = [i for i, c in enumerate(cmds['robot0'][count:]) if c.linear.x == 0.0]
+    assert zero_times, 'robot0 never got a zero cmd_vel'
+    assert cmds['robot0'][-1].linear.x == 0.0 and cmds['robot0'][-1].angular.z == 0.0
+    # Zero within 2 x timeout: count the commands sent before the first zero (20 Hz).
+    assert zero_times[0] <= 2 * timeout * 20 + 2
+    assert time.monotonic() - stopped_at >= 2 * timeout
+    assert cmds['robot1'][-1].linear.x > 0.05  # the other robot carries on
+
+    def stale_warning():
+        return any(s.name == 'orca_node: robot0' and s.level == DiagnosticStatus.WARN
+                   and 'stale' in s.message for d in diagnostics for s in d.status)
+    assert wait_for(stale_warning)
+
+
+def test_non_finite_and_wrong_frame_odometry_is_ignored(ros):
+    ros.orca(['robot0'], **{'robot0.goal': [5.0, 0.0, 0.0]})
+    cmds = ros.collect(Twist, '/robot0/cmd_vel')
+    play(ros, {'robot0': (0.0, 0.0)}, 0.8)
+    assert wait_for(lambda: len(cmds) > 3)
+    # NaN and foreign-frame odometry would move the robot past its goal: both must be ignored.
+    play(ros, {'robot0': (float('nan'), 0.0)}, 0.3)
+    play(ros, {'robot0': (9.0, 0.0)}, 0.3, robot0={'frame': 'odom'})
+    count = len(cmds)
+    play(ros, {'robot0': (0.0, 0.0)}, 0.2)
+    assert wait_for(lambda: len(cmds) > count + 2)
+    assert all(math.isfinite(c.linear.x) for c in cmds)
+    assert cmds[-1].linear.x > 0.05
+
+
+def test_goal_topic_wrong_frame_rejected_and_goal_in_obstacle_refused(ros):
+    node = ros.orca(['robot0'])
+    cmds = ros.collect(Twist, '/robot0/cmd_vel')
+    occ = np.zeros((40, 40), dtype=bool)
+    occ[10:20, 25:35] = True  # block over x in [2.5, 3.5], y in [1.0, 2.0]
+    map_pub = ros.probe.create_publisher(type(grid_to_msg(OccupancyGrid(occ, 0.1, (0, 0)), 'map',
+                                                          ros.probe.get_clock().now().to_msg())),
+                                         '/map', latched_qos())
+    map_pub.publish(grid_to_msg(OccupancyGrid(occ, 0.1, (0.0, 0.0)), 'map',
+                                ros.probe.get_clock().now().to_msg()))
+    assert wait_for(lambda: node._grid is not None)
+    play(ros, {'robot0': (0.5, 0.5)}, 0.5)
+    ros.goal('robot0', 3.0, 1.5)  # inside the block: refused
+    ros.goal('robot0', 1.5, 3.0, frame='odom')  # wrong frame: rejected
+    play(ros, {'robot0': (0.5, 0.5)}, 1.0)
+    assert np.isnan(node._goal[0]).all()
+    assert all(c.linear.x == 0.0 and c.linear.y == 0.0 for c in cmds[-5:])
+    ros.goal('robot0', 1.5, 3.0)  # free: accepted
+    play(ros, {'robot0': (0.5, 0.5)}, 1.0)
+    np.testing.assert_allclose(node._goal[0], [1.5, 3.0])
+    assert cmds[-1].linear.y > 0.05
+
+
+def test_obstacle_polygons_from_the_map_stop_a_robot_at_the_wall(ros):
+    node = ros.orca(['robot0'], time_horizon_obst=2.0, **{'robot0.goal': [3.5, 0.5, 0.0]})
+    occ = np.zeros((10, 40), dtype=bool)
+    occ[:, 20:22] = True  # wall at x in [2.0, 2.2]
+    msg = grid_to_msg(OccupancyGrid(occ, 0.1, (0.0, 0.0)), 'map', ros.probe.get_clock().now().to_msg())
+    ros.probe.create_publisher(type(msg), '/map', latched_qos()).publish(msg)
+    assert wait_for(lambda: node._grid is not None)
+    cmds = ros.collect(Twist, '/robot0/cmd_vel')
+    play(ros, {'robot0': (1.65, 0.5)}, 1.0)  # 0.05 m from touching the wall
+    assert wait_for(lambda: len(cmds) > 5)
+    assert cmds[-1].linear.x < 0.1
+
+
+def test_per_robot_mode_commands_only_its_robot(ros):
+    ros.orca(['robot0', 'robot1'], mode='per_robot', robot_name='robot1',
+             **{'robot0.goal': [5.0, 0.0, 0.0], 'robot1.goal': [0.0, 5.0, 0.0]})
+    cmds = {r: ros.collect(Twist, f'/{r}/cmd_vel') for r in ('robot0', 'robot1')}
+    play(ros, {'robot0': (0.0, 0.0), 'robot1': (3.0, 0.0)}, 1.0)
+    assert wait_for(lambda: len(cmds['robot1']) > 3)
+    assert cmds['robot0'] == []
+    assert cmds['robot1'][-1].linear.y > 0.05
+
+
+def test_cmd_vel_stamped(ros):
+    ros.orca(['robot0'], cmd_vel_stamped=True, **{'robot0.goal': [0.0, -5.0, 0.0]})
+    cmds = ros.collect(TwistStamped, '/robot0/cmd_vel')
+    play(ros, {'robot0': (0.0, 0.0)}, 0.8)
+    assert wait_for(lambda: len(cmds) > 2)
+    assert cmds[-1].header.frame_id == 'robot0/base_link'
+    assert cmds[-1].twist.linear.y < -0.05
+
+
+def test_bad_set_parameters_rejected_with_a_reason(ros):
+    node = ros.orca(['robot0'])
+    client = AsyncParameterClient(ros.probe, node.get_fully_qualified_name())
+    assert client.wait_for_services(timeout_sec=10.0)
+    for param, name in ((Parameter('time_horizon', value=-1.0), 'time_horizon'),
+                        (Parameter('mode', value='swarm'), 'mode'),
+                        (Parameter('robot0.radius', value=0.0), 'robot0.radius'),
+                        (Parameter('deadlock.detour_angle', value=3.0), 'deadlock.detour_angle')):
+        future = client.set_parameters([param])
+        assert wait_for(future.done)
+        result = future.result().results[0]
+        assert not result.successful
+        assert name in result.reason
+    future = client.set_parameters([Parameter('neighbor_dist', value=7.5)])
+    assert wait_for(future.done) and future.result().results[0].successful
+    assert wait_for(lambda: node._cfg['neighbor_dist'] == 7.5)
+
+
+@pytest.mark.parametrize('params, name', [
+    ({'robots': []}, 'robots'),
+    ({'mode': 'per_robot'}, 'robot_name'),
+    ({'mode': 'per_robot', 'robot_name': 'ghost'}, 'robot_name'),
+    ({'neighbor_dist': -1.0}, 'neighbor_dist'),
+])
+def test_bad_start_parameters_stop_start_up(ros, params, name):
+    robots = params.pop('robots', ['robot0'])
+    overrides = [Parameter('robots', value=robots, type_=Parameter.Type.STRING_ARRAY)]
+    overrides += [Parameter(k, value=v) for k, v in params.items()]
+    with pytest.raises(ValueError, match=name):
+        OrcaNode(context=ros.context, parameter_overrides=overrides)
+
+
+def test_params_file_start_loads_the_parameters(tmp_path):
+    """`python -m orca_nav.ros.orca_node --ros-args --params-file config/orca_node.yaml`."""
+    env = dict(os.environ)
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'orca_nav.ros.orca_node', '--ros-args', '--params-file',
+         str(REPO / 'config' / 'orca_node.yaml'), '-p', 'robots:=[robot0, robot1]'],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node('params_probe', context=context)
+    try:
+        client = node.create_client(GetParameters, '/orca_node/get_parameters')
+        names = ['time_horizon', 'neighbor_dist', 'max_neighbors', 'control_rate',
+                 'deadlock.stall_time', 'robots']
+        executor = SingleThreadedExecutor(context=context)
+        values = None
+        end = time.monotonic() + 40.0
+        # Retry: discovery may still list the in-process orca_nodes of earlier tests.
+        while values is None and time.monotonic() < end and proc.poll() is None:
+            if not client.wait_for_service(timeout_sec=1.0):
+                continue
+            future = client.call_async(GetParameters.Request(names=names))
+            rclpy.spin_until_future_complete(node, future, executor=executor, timeout_sec=3.0)
+            if future.done() and future.result() is not None:
+                values = future.result().values
+        assert values is not None, 'orca_node did not answer: ' + (
+            proc.stdout.read() if proc.poll() is not None else 'still running')
+        import yaml
+        expected = yaml.safe_load((REPO / 'config' / 'orca_node.yaml').read_text())
+        expected = expected['orca_node']['ros__parameters']
+        assert values[0].double_value == expected['time_horizon']
+        assert values[1].double_value == expected['neighbor_dist']
+        assert values[2].integer_value == expected['max_neighbors']
+        assert values[3].double_value == expected['control_rate']
+        assert values[4].double_value == expected['deadlock']['stall_time']
+        assert values[5].type == ParameterType.PARAMETER_STRING_ARRAY
+        assert list(values[5].string_array_value) == ['robot0', 'robot1']
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -43,7 +43,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import numpy as np
@@ -87,6 +87,7 @@ class HybridParams:
     analytic_candidates: int = 3                # shortest curves tried per node (fallbacks)
     collision_margin: float = 0.1               # footprint growth in the search (m), > 0
     smoothing: bool = True
+    refine_on_failure: bool = True              # search exhausted: retry on a lattice twice as fine
     path_resolution: float = 0.1                # output pose spacing (m)
     timeout: float = 5.0                        # wall-clock seconds
     max_expansions: int = 200000
@@ -109,8 +110,9 @@ class HybridParams:
             raise ValueError(f'model must be one of {_MODELS}, got {self.model!r}')
         if self.reverse_penalty < 1.0:
             raise ValueError(f'reverse_penalty must be >= 1 (a multiplier), got {self.reverse_penalty}')
-        if not isinstance(self.allow_reverse, (bool, np.bool_)):
-            raise ValueError(f'allow_reverse must be a bool, got {self.allow_reverse!r}')
+        for name in ('allow_reverse', 'smoothing', 'refine_on_failure'):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f'{name} must be a bool, got {getattr(self, name)!r}')
         self.footprint()    # validates the footprint fields
 
     def footprint(self) -> Footprint:
@@ -204,15 +206,12 @@ class HybridAStar:
         self.grid = grid
         self.params = params
         self.footprint = params.footprint()
-        self.checker = FootprintChecker(grid, self.footprint, params.collision_margin)
+        self._by_margin = {}
         self.exact_checker = FootprintChecker(grid, self.footprint, 0.0)
         p = params
         kmax = p.max_curvature
-        # Sample spacing so that no footprint point moves more than 2 * margin between samples.
-        self._ds = 2.0 * p.collision_margin / (1.0 + self.footprint.reach * kmax)
-        self._dspin = 2.0 * p.collision_margin / self.footprint.reach
         self._step = p.step_length if p.step_length is not None else 1.5 * p.xy_resolution * math.sqrt(2.0)
-        self._primitives = self._make_primitives()
+        self._use_margin(p.collision_margin)
         lo, hi = grid.extent
         self._lo = np.asarray(lo, dtype=float)
         self._hi = np.asarray(hi, dtype=float)
@@ -224,9 +223,38 @@ class HybridAStar:
         else:
             self._curve_table = DistanceTable('reeds_shepp' if p.allow_reverse else 'dubins', p.min_turning_radius)
         self._build_heuristic_graph()
+        self._fine = None
+        if p.refine_on_failure:
+            fine = replace(p, xy_resolution=0.5 * p.xy_resolution, yaw_bins=2 * p.yaw_bins,
+                           step_length=None if p.step_length is None else 0.5 * p.step_length,
+                           refine_on_failure=False)
+            self._fine = HybridAStar(grid, fine)
         self.precompute_time = time.perf_counter() - t0   # per map and params, not per plan
 
     # ------------------------------------------------------------------ setup
+    def _use_margin(self, margin):
+        """Switch the checker, sample spacing and primitives to footprint margin ``margin`` (cached)."""
+        if margin not in self._by_margin:
+            kmax = self.params.max_curvature
+            self.checker = FootprintChecker(self.grid, self.footprint, margin)
+            # Sample spacing so that no footprint point moves more than 2 * margin between samples.
+            self._ds = 2.0 * margin / (1.0 + self.footprint.reach * kmax)
+            self._dspin = 2.0 * margin / self.footprint.reach
+            self._primitives = self._make_primitives()
+            self._by_margin[margin] = (self.checker, self._ds, self._dspin, self._primitives)
+        self.checker, self._ds, self._dspin, self._primitives = self._by_margin[margin]
+
+    def _margin_for(self, start, goal):
+        """The configured margin, halved (up to 3 times) until start and goal are free with it:
+        a start or goal closer to an obstacle than the margin must still be usable."""
+        margin = self.params.collision_margin
+        poses = np.array([start, goal])
+        for _ in range(3):
+            if FootprintChecker(self.grid, self.footprint, margin).free(poses).all():
+                break
+            margin *= 0.5
+        return margin
+
     def _make_primitives(self) -> _Primitives:
         p = self.params
         kmax = p.max_curvature
@@ -425,11 +453,22 @@ class HybridAStar:
             return finish(PlanStatus.NO_PATH, 'the goal is not reachable from the start in the '
                                               '2-D distance field (walled off)')
 
+        planner = self
+        margin = self._margin_for(start, goal)
+        self._use_margin(margin)
+        if self._fine is not None:
+            self._fine._use_margin(margin)
         nodes, end_node, tail = self._search(start, goal, field_flat, stats, t_begin)
+        if end_node is None and tail[0] is PlanStatus.NO_PATH and self._fine is not None:
+            # The coarse lattice's long primitives can miss tight manoeuvres: search again finer.
+            planner = self._fine
+            coarse_expansions = stats.expanded_nodes
+            nodes, end_node, tail = planner._search(start, goal, field_flat, stats, t_begin)
+            stats.expanded_nodes += coarse_expansions
         if end_node is None:
             status, message = tail
             return finish(status, message)
-        curve = self._assemble(start, nodes, end_node, tail)
+        curve = planner._assemble(start, nodes, end_node, tail)
         if p.smoothing:
             curve = self._shortcut(curve)
         return finish(PlanStatus.SUCCESS, f'path of {curve.length:.2f} m, '

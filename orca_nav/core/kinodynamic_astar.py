@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+from scipy import ndimage
 
 from orca_nav.core.grid import CoarseGeodesic, OccupancyGrid
 from orca_nav.core.obvp import cubic_coefficients, obvp_min_cost
@@ -57,7 +58,7 @@ class KinodynamicParams:
     robot_radius: float = 0.0            # disc (2-D) / ball (3-D) radius, m
     max_speed: Optional[float] = None    # optional Euclidean |v| limit, m/s
     max_acc_norm: Optional[float] = None  # optional Euclidean |a| limit, m/s^2
-    tau: float = 0.5                     # input hold time, s
+    tau: Optional[float] = None          # input hold time, s (None: max(0.5 v/a, 0.5 m / v) in [0.1, 2])
     acc_resolution: float = 0.5          # lattice step as a fraction of max_acc (levels -1..1)
     rho: float = 10.0                    # time weight in the cost (|u|^2 + rho) * tau
     heuristic_weight: float = 5.0        # weighted A*: f = g + w * h
@@ -76,9 +77,9 @@ class KinodynamicParams:
     max_time: float = 1.0                # wall-time budget of plan(), s
 
     def __post_init__(self):
-        positive = ('max_vel', 'max_acc', 'tau', 'acc_resolution', 'rho', 'check_dt', 'max_time',
+        positive = ('max_vel', 'max_acc', 'acc_resolution', 'rho', 'check_dt', 'max_time',
                     'far_shot_slack')
-        optional_positive = ('max_speed', 'max_acc_norm', 'search_resolution', 'shot_distance',
+        optional_positive = ('tau', 'max_speed', 'max_acc_norm', 'search_resolution', 'shot_distance',
                          'heuristic_resolution')
         for name in positive + optional_positive + ('robot_radius', 'safety_margin',
                                                     'heuristic_weight', 'tie_breaker',
@@ -130,6 +131,12 @@ class KinodynamicAStar:
         self._radius = p.robot_radius + p.safety_margin
         # Inflated occupancy: one bool per cell, looked up for every swept sample.
         self.inflated_grid = grid.inflated(self._radius) if self._radius > 0 else grid
+        # Swept checks read a copy grown by one cell: samples are < one cell apart, so every
+        # point between two free samples lies in a cell next to one of them, and the whole
+        # continuous trajectory (not only the samples) stays out of the inflated map.
+        grown = ndimage.binary_dilation(self.inflated_grid.occupied,
+                                        structure=np.ones((3,) * ndim, dtype=bool))
+        self._sweep_grid = OccupancyGrid(grown, grid.resolution, grid.origin)
 
         # Acceleration lattice (levels k * step, |k * step| <= 1), filtered by the norm limit.
         n_levels = int(math.floor(1.0 / p.acc_resolution + 1e-9))
@@ -144,15 +151,22 @@ class KinodynamicAStar:
         if p.max_speed is not None:
             speed_bound = min(speed_bound, p.max_speed)
         self._speed_bound = speed_bound
-        self._check_dt = min(p.check_dt, 0.5 * grid.resolution / speed_bound)
-        n_checks = max(1, int(math.ceil(p.tau / self._check_dt)))
-        self._check_times = np.linspace(p.tau / n_checks, p.tau, n_checks)
+        self._check_dt = min(p.check_dt, 0.9 * grid.resolution / speed_bound)
+        # Hold time: long enough that a step covers >= 0.5 m (slow robots would otherwise need
+        # hundreds of steps per route), short enough to change speed in several steps.
+        if p.tau is not None:
+            tau = p.tau
+        else:
+            tau = min(max(0.5 * p.max_vel / p.max_acc, 0.5 / p.max_vel, 0.1), 2.0)
+        self.tau = tau
+        n_checks = max(1, int(math.ceil(tau / self._check_dt)))
+        self._check_times = np.linspace(tau / n_checks, tau, n_checks)
 
         self._search_res = (p.search_resolution if p.search_resolution is not None
-                            else max(grid.resolution, 0.5 * p.max_vel * p.tau))
+                            else max(grid.resolution, 0.5 * p.max_vel * tau))
         vel_res = p.velocity_resolution
         if vel_res is None:
-            vel_res = p.acc_resolution * p.max_acc * p.tau
+            vel_res = p.acc_resolution * p.max_acc * tau
         self._vel_res = vel_res
         lower, upper = grid.extent
         self._key_origin = lower
@@ -163,7 +177,7 @@ class KinodynamicAStar:
             vel_cells ** np.arange(ndim)]).astype(np.int64)
         self._vel_offset = vel_cells // 2
         self._shot_distance = (p.shot_distance if p.shot_distance is not None
-                               else p.max_vel ** 2 / p.max_acc + 2.0 * p.max_vel * p.tau)
+                               else p.max_vel ** 2 / p.max_acc + 2.0 * p.max_vel * tau)
         self._geodesic = None
         if p.geodesic_heuristic:
             block = (p.heuristic_resolution if p.heuristic_resolution is not None
@@ -223,7 +237,7 @@ class KinodynamicAStar:
         limit instead: the search can cruise at full speed in any direction, not only at the
         speeds the lattice happens to hit. Velocity is linear in time, so the end point bounds it."""
         p = self.params
-        du = inputs * p.tau                                   # velocity change, (M, d)
+        du = inputs * self.tau                                # velocity change, (M, d)
         v1 = v0 + du
         scale = np.ones(len(inputs))
         over = (np.abs(v1) > p.max_vel) & (du != 0.0)
@@ -241,12 +255,22 @@ class KinodynamicAStar:
                 scale[over] = np.minimum(scale[over], root)
         return inputs * np.clip(scale, 0.0, 1.0)[:, None]
 
-    def _blocked(self, points: np.ndarray) -> np.ndarray:
-        return self.inflated_grid.occupied_at(points.reshape(-1, self.ndim))
+    def _blocked(self, points: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """Swept check of (..., ndim) samples. Within one cell of the start or goal (``ends``,
+        (2, ndim)) the plain inflated map decides, so a robot that stopped close to a wall can
+        still leave, and arrive, there."""
+        pts = points.reshape(-1, self.ndim)
+        blocked = self._sweep_grid.occupied_at(pts)
+        if blocked.any():
+            near = (np.abs(pts[:, None, :] - ends[None]).max(axis=2) <= self.grid.resolution).any(axis=1)
+            near &= blocked
+            if near.any():
+                blocked[near] = self.inflated_grid.occupied_at(pts[near])
+        return blocked
 
     def _endpoint_status(self, point: np.ndarray):
         """None if the robot fits at ``point``; else the failure kind ('collision' / 'out_of_map')."""
-        if not self._blocked(point)[0]:
+        if not self.inflated_grid.occupied_at(point)[0]:
             return None
         if self.grid.occupied_at(point)[0]:
             return 'collision'
@@ -258,11 +282,15 @@ class KinodynamicAStar:
         hi = np.minimum(cell + reach + 1, self.grid.size_cells)
         window = self.grid.occupied[tuple(slice(a, b) for a, b in zip(lo[::-1], hi[::-1]))]
         occ_cells = np.argwhere(window)[:, ::-1] + lo
-        if occ_cells.size and np.min(np.linalg.norm(occ_cells - cell, axis=1)) * res <= self._radius:
+        # Same rounding slack as the float32 clearance field the inflation came from.
+        slack = 1e-6 * max(self._radius, res)
+        if occ_cells.size and np.min(np.linalg.norm(occ_cells - cell, axis=1)) * res <= self._radius + slack:
             return 'collision'
-        return 'out_of_map'
+        if self.grid.border_distance_at(point)[0] <= self._radius + slack:
+            return 'out_of_map'
+        return 'collision'
 
-    def _try_shot(self, pos, vel, goal_pos, goal_vel, t_opt):
+    def _try_shot(self, pos, vel, goal_pos, goal_vel, t_opt, ends):
         """Shortest collision-free cubic within the limits among durations ``t_opt * factors``;
         returns (duration, coefficients (4, ndim)) or None."""
         durations = max(t_opt, 1e-3) * _SHOT_TIME_FACTORS
@@ -286,7 +314,7 @@ class KinodynamicAStar:
                 continue
             pos_s = c[0] + t * (c[1] + t * (c[2] + t * c[3]))
             # Most failing shots hit something within a few coarse samples: test those first.
-            if self._blocked(pos_s[::8]).any() or self._blocked(pos_s).any():
+            if self._blocked(pos_s[::8], ends).any() or self._blocked(pos_s, ends).any():
                 continue
             return float(duration), c
         return None
@@ -326,6 +354,7 @@ class KinodynamicAStar:
                 return finish(PlanStatus.OUT_OF_MAP, f'{name} {point.tolist()} is closer than the '
                                                      f'robot radius {self._radius} m to the map border')
 
+        ends = np.stack([start_pos, goal_pos])
         cap = p.max_nodes + len(self._inputs)
         pos = np.empty((cap, d))
         vel = np.empty((cap, d))
@@ -346,7 +375,7 @@ class KinodynamicAStar:
         open_heap = [(p.heuristic_weight * h0[0], 0)]
         best = {int(keys[0]): (0.0, 0)}          # key -> (g, node) of the current open entry
         closed = set()
-        tau = p.tau
+        tau = self.tau
         ts = self._check_times[None, :, None]       # (1, n, 1)
 
         found = None        # best (total cost, node, shot) so far
@@ -371,7 +400,7 @@ class KinodynamicAStar:
 
             near = float(np.linalg.norm(goal_pos - p0)) <= self._shot_distance
             if near or stats.expanded_nodes % p.shot_interval == 1:
-                shot = self._shot(p0, v0, goal_pos, goal_vel, float(t_goal[node]), near, stats)
+                shot = self._shot(p0, v0, goal_pos, goal_vel, float(t_goal[node]), near, stats, ends)
                 if shot is not None and (found is None or g[node] + shot[2] < found[0]):
                     found = (g[node] + shot[2], node, shot)
                     if p.shot_refinement == 0:
@@ -388,7 +417,7 @@ class KinodynamicAStar:
             if idx.size == 0:
                 continue
             swept = p0 + v0 * ts + 0.5 * inputs[idx, None, :] * ts ** 2   # (m, n, d)
-            free = ~self._blocked(swept).reshape(idx.size, -1).any(axis=1)
+            free = ~self._blocked(swept, ends).reshape(idx.size, -1).any(axis=1)
             idx = idx[free]
             if idx.size == 0:
                 continue
@@ -427,10 +456,10 @@ class KinodynamicAStar:
         return finish(PlanStatus.NO_PATH, f'no trajectory: search space exhausted after '
                                           f'{stats.expanded_nodes} expansions')
 
-    def _shot(self, p0, v0, goal_pos, goal_vel, t_opt: float, near: bool, stats: PlanStats):
+    def _shot(self, p0, v0, goal_pos, goal_vel, t_opt: float, near: bool, stats: PlanStats, ends):
         """Analytic shot from a popped node: (duration, coefficients, cost) or None."""
         stats.analytic_attempts += 1
-        shot = self._try_shot(p0, v0, goal_pos, goal_vel, t_opt)
+        shot = self._try_shot(p0, v0, goal_pos, goal_vel, t_opt, ends)
         if shot is None:
             return None
         duration, coef = shot
@@ -456,6 +485,6 @@ class KinodynamicAStar:
         for child in reversed(chain):
             src = parent[child]
             coef = np.stack([pos[src], vel[src], 0.5 * inp[child]])
-            segments.append((self.params.tau, coef))
+            segments.append((self.tau, coef))
         segments.append(shot)
         return PolynomialTrajectory.from_segments(segments)

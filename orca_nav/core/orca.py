@@ -275,8 +275,12 @@ def _agent_lines(positions, velocities, radius, time_horizon, time_step, neighbo
     dir_y = np.zeros(count * width)
     p_x[flat] = own_vx + f32(0.5) * u_x
     p_y[flat] = own_vy + f32(0.5) * u_y
-    dir_x[flat] = d_x
-    dir_y[flat] = d_y
+    # Unit length in float64: the linear programs rely on it (float32 leaves ~1e-7).
+    d_x = d_x.astype(np.float64)
+    d_y = d_y.astype(np.float64)
+    norm = np.sqrt(d_x * d_x + d_y * d_y)
+    dir_x[flat] = d_x / norm
+    dir_y[flat] = d_y / norm
     shape = (count, width)
     return p_x.reshape(shape), p_y.reshape(shape), dir_x.reshape(shape), dir_y.reshape(shape)
 
@@ -510,6 +514,13 @@ def _new_velocities(positions, velocities, pref_velocities, agent_params, time_s
                     max_speed[f], sx[failed], sy[failed])
             vx[idx] = sx
             vy[idx] = sy
+            # Points on the speed circle may exceed it by rounding (~1e-16 relative).
+            speed_sq = vx * vx + vy * vy
+            over = np.flatnonzero(speed_sq > max_speed * max_speed)
+            if over.size:
+                scale = max_speed[over] / np.sqrt(speed_sq[over])
+                vx[over] *= scale
+                vy[over] *= scale
     return np.stack([vx, vy], axis=1)
 
 

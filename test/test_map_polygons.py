@@ -156,11 +156,11 @@ def test_three_dimensional_grid_is_rejected():
 
 def room_with_pillar_run(polygons, steps=150):
     """Five agents driven into the walls of an 8 x 6 m room through OrcaSimulator."""
-    from orca_nav.core.orca import OrcaParams, OrcaSimulator
+    from orca_nav.core.orca import OrcaParams, OrcaSimulator, prepare_obstacles
     params = OrcaParams(time_step=0.1, neighbor_dist=3.0, max_neighbors=10, time_horizon=2.0,
                         time_horizon_obst=2.0, radius=0.2, max_speed=1.0)
     sim = OrcaSimulator(params)
-    sim.set_obstacles(polygons)
+    sim.set_obstacles(prepare_obstacles(polygons))  # enclosures allowed
     starts = np.array([[0.5, 3.0], [7.5, 3.0], [4.0, 0.5], [1.0, 1.0], [2.0, 3.7]])
     goals = np.array([[-5.0, 3.0], [15.0, 3.0], [4.0, -5.0], [-3.0, -3.0], [6.0, 3.7]])
     for start in starts:
@@ -192,7 +192,7 @@ def test_agents_inside_a_walled_room_stay_inside_and_pass_the_pillar():
 
 def test_room_polygons_give_rvo2_the_same_velocities():
     pyrvo = pytest.importorskip('pyrvo')
-    from orca_nav.core.orca import OrcaParams, compute_velocities
+    from orca_nav.core.orca import OrcaParams, compute_velocities, prepare_obstacles
     occ = np.zeros((60, 80), dtype=bool)
     occ[25:35, 35:45] = True
     polygons = grid_to_polygons(OccupancyGrid(occ, 0.1, (0.0, 0.0)))
@@ -213,5 +213,5 @@ def test_room_polygons_give_rvo2_the_same_velocities():
         sim.set_agent_pref_velocity(i, (float(w[0]), float(w[1])))
     sim.do_step()
     expected = np.array([sim.get_agent_velocity(i).to_tuple() for i in range(len(positions))])
-    ours = compute_velocities(positions, velocities, pref, params, polygons)
+    ours = compute_velocities(positions, velocities, pref, params, prepare_obstacles(polygons))
     np.testing.assert_allclose(ours, expected, atol=1e-5)

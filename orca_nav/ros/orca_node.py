@@ -38,7 +38,7 @@ from trajectory_msgs.msg import MultiDOFJointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
 from orca_nav.core.kinematics import (CAR, DIFF_DRIVE, RobotLimits, limit_twist,
-                                      planar_velocity_to_twist, tracking_error_bound)
+                                      tracking_error_bound)
 from orca_nav.core.map_polygons import grid_to_polygons
 from orca_nav.core.orca import OrcaParams, compute_velocities, prepare_obstacles
 from orca_nav.core.preferred_velocity import DeadlockBreaker, DeadlockParams, goal_velocities
@@ -46,6 +46,7 @@ from orca_nav.ros.convert import latched_qos, msg_to_grid, odom_to_state, robot_
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import (ParamSpec, declare_parameters, declare_robot_parameters,
                                  on_parameters_changed)
+from orca_nav.ros.tracking_seam import TrackingSeam
 
 MODES = ('centralized', 'per_robot')
 TRIGGERS = ('odometry', 'timer')
@@ -77,6 +78,9 @@ NODE_SPECS = [
               'bound of diff-drive/car robots (s)', min=0.0, max=10.0),
     ParamSpec('cmd_vel_stamped', False, 'Publish geometry_msgs/TwistStamped instead of Twist',
               read_only=True),
+    ParamSpec('trajectories_only', False, 'Robots hold still until their first /<robot>/trajectory '
+              'arrives (a planner owns every goal); otherwise they head straight for their goal',
+              read_only=True),
     ParamSpec('goal_tolerance', 0.1, 'A robot within this distance of its goal has arrived (m)',
               min=0.0, max=100.0),
     ParamSpec('map_inflation', 0.0, 'Margin added around occupied map cells before they become '
@@ -107,30 +111,6 @@ DEADLOCK_SPECS = [
 
 _WARN_PERIOD_S = 2.0
 _CYCLE_HISTORY = 2000
-
-
-class TrajectorySeam:
-    """Where trajectory tracking plugs in: the per-robot trajectories and the preferred velocities
-    of the robots that follow one.
-
-    orca_node stores every `/<robot>/trajectory` here (`set_trajectory`) and, each cycle, asks
-    `preferred_velocities` for (pref (N, 2), active (N,) bool); robots not `active` head straight
-    for their goal. This default only stores the messages (no robot is tracked); a tracker
-    (`orca_nav.core.tracking`) replaces it by overriding `OrcaNode.make_trajectory_seam`.
-    """
-
-    def __init__(self, robots: List[str], kinematics: List[str]):
-        self.robots = list(robots)
-        self.kinematics = list(kinematics)
-        self.trajectories: Dict[str, MultiDOFJointTrajectory] = {}
-
-    def set_trajectory(self, index: int, msg: MultiDOFJointTrajectory, now_s: float) -> None:
-        self.trajectories[self.robots[index]] = msg
-
-    def preferred_velocities(self, now_s: float, positions: np.ndarray, yaws: np.ndarray,
-                             limits: RobotLimits):
-        n = len(positions)
-        return np.zeros((n, 2)), np.zeros(n, dtype=bool)
 
 
 class OrcaNode(Node):
@@ -210,9 +190,12 @@ class OrcaNode(Node):
             f'{cfg["control_rate"]:g} Hz, trigger {cfg["cycle_trigger"]}')
 
     # ------------------------------------------------------------------ configuration
-    def make_trajectory_seam(self) -> TrajectorySeam:
-        """The trajectory tracker; override to plug in `orca_nav.core.tracking`."""
-        return TrajectorySeam(self.robots, [self._robot_cfg[r]['kinematics'] for r in self.robots])
+    def make_trajectory_seam(self) -> TrackingSeam:
+        """The seam between trajectories and ORCA: stores each robot's trajectory, gives the
+        preferred velocities of the robots that follow one and the body twists that execute
+        ORCA's velocities (`orca_nav.ros.tracking_seam`). Override to plug in another tracker."""
+        return TrackingSeam(self.robots, [self._robot_cfg[r]['kinematics'] for r in self.robots],
+                            trajectories_only=self._cfg['trajectories_only'])
 
     def _commanded_robots(self, cfg) -> List[str]:
         explicit = list(cfg['controlled_robots'])
@@ -485,7 +468,7 @@ class OrcaNode(Node):
         new_v = compute_velocities(positions, velocities, pref, self._orca_params(rows, period),
                                    obstacles)
         self._orca_velocity[rows] = new_v
-        command = planar_velocity_to_twist(new_v, self._yaw[rows], limits)
+        command = self._seam.body_twists(new_v, self._yaw[rows], limits, rows)
         twist = limit_twist(command, self._twist[rows], limits, dt)
         return np.where(run[:, None], twist, 0.0)
 
@@ -497,7 +480,7 @@ class OrcaNode(Node):
                                         self._cfg['goal_tolerance'], time_step=period)
         self._arrived[rows] = arrived
         tracked_pref, tracked = self._seam.preferred_velocities(now, positions, self._yaw[rows],
-                                                                limits)
+                                                                limits, rows)
         if self._deadlock_cfg['enabled']:
             n = len(self.robots)
             all_pos = np.where(np.isfinite(self._position), self._position, 0.0)

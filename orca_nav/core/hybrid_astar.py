@@ -53,7 +53,8 @@ from scipy.sparse import csgraph
 from .footprint import Footprint, FootprintChecker
 from .grid import OccupancyGrid
 from .planning import PlanResult, PlanStats, PlanStatus
-from .reeds_shepp import CurvePath, DistanceTable, dubins_candidates, reeds_shepp_candidates, wrap_angle
+from .reeds_shepp import (CurvePath, DistanceTable, dubins_candidates, reeds_shepp_candidates, sample_curves,
+                          wrap_angle)
 
 _MODELS = ('car', 'diff_drive')
 _SPIN_ANGLES = (math.pi / 4, -math.pi / 4, math.pi / 2, -math.pi / 2)
@@ -374,12 +375,7 @@ class HybridAStar:
 
     def _curves_free(self, curves):
         """(len(curves),) bool: every footprint sample along each curve is free."""
-        samples, owner = [], []
-        for i, curve in enumerate(curves):   # a few curves; their samples are checked in one call
-            poses, _ = curve.sample(min(self._ds, self._dspin))
-            samples.append(poses)
-            owner.append(np.full(poses.shape[0], i))
-        poses, owner = np.vstack(samples), np.concatenate(owner)
+        poses, _, owner = sample_curves(curves, min(self._ds, self._dspin))
         return self._groups_free(poses[:, 0], poses[:, 1], poses[:, 2], owner, len(curves))
 
     def _groups_free(self, x, y, yaw, owner, n_groups, stride=4):

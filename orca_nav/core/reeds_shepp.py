@@ -360,25 +360,57 @@ class CurvePath:
         """Poses (M, 3) at most ``step`` apart along the path (arc length for arcs, ``step`` rad for
         in-place turns), both ends included, and the driving direction (M,) of each (+1 forward,
         -1 reverse; an in-place turn and the end pose take the direction of their segment)."""
-        step = float(step)
-        if not step > 0.0:
-            raise ValueError(f'step must be > 0, got {step}')
-        starts = self.segment_starts()
-        extent = np.where(self.lengths != 0.0, np.abs(self.lengths), np.abs(self.spins))
-        keep = extent > 0.0
-        if not keep.any():
-            return starts[:1].copy(), np.ones(1)
-        extent, seg_start = extent[keep], starts[:-1][keep]
-        lengths, curv, spins = self.lengths[keep], self.curvatures[keep], self.spins[keep]
-        counts = np.ceil(extent / step - 1e-9).astype(np.int64)
-        seg = np.repeat(np.arange(extent.size), counts)
-        first = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        frac = (np.arange(seg.size) - first[seg]) / counts[seg]
-        poses = _advance(seg_start[seg], lengths[seg] * frac, curv[seg], spins[seg] * frac)
-        direction = np.where(lengths[seg] < 0.0, -1.0, 1.0)
-        poses = np.vstack([poses, starts[-1]])
-        direction = np.append(direction, -1.0 if lengths[-1] < 0.0 else 1.0)
+        poses, direction, _ = sample_curves([self], step)
         return poses, direction
+
+
+def sample_curves(curves, step: float):
+    """Sample many :class:`CurvePath` at once: poses (M, 3), direction (M,) and owner (M,), the
+    index of the curve each pose belongs to. Each curve's samples come in order; the end poses of
+    all curves follow at the end, in curve order."""
+    step = float(step)
+    if not step > 0.0:
+        raise ValueError(f'step must be > 0, got {step}')
+    n_seg = np.array([len(c.lengths) for c in curves], dtype=np.int64)
+    starts = np.array([c.start for c in curves], dtype=float).reshape(-1, 3)
+    ends = starts.copy()
+    end_dir = np.ones(len(curves))
+    total = int(n_seg.sum())
+    if total == 0:
+        return ends, end_dir, np.arange(len(curves))
+    lengths = np.concatenate([c.lengths for c in curves])
+    curv = np.concatenate([c.curvatures for c in curves])
+    spins = np.concatenate([c.spins for c in curves])
+    owner_seg = np.repeat(np.arange(len(curves)), n_seg)
+    first_seg = np.minimum(np.concatenate(([0], np.cumsum(n_seg)[:-1])), total - 1)
+
+    def grouped_cumsum(v):
+        cs = np.cumsum(v)
+        return cs - np.repeat(cs[first_seg] - v[first_seg], n_seg)
+
+    turn = curv * lengths
+    dyaw = turn + spins
+    yaw_after = starts[owner_seg, 2] + grouped_cumsum(dyaw)
+    # Each arc moves along its chord, at the mean of its start and end heading (spins come last).
+    heading = yaw_after - spins - 0.5 * turn
+    chord = lengths * np.sinc(0.5 * turn / math.pi)
+    dx, dy = chord * np.cos(heading), chord * np.sin(heading)
+    x_after = starts[owner_seg, 0] + grouped_cumsum(dx)
+    y_after = starts[owner_seg, 1] + grouped_cumsum(dy)
+    last = np.cumsum(n_seg)[n_seg > 0] - 1
+    has = n_seg > 0
+    ends[has] = np.column_stack([x_after[last], y_after[last], yaw_after[last]])
+    end_dir[has] = np.where(lengths[last] < 0.0, -1.0, 1.0)
+    seg_start = np.column_stack([x_after - dx, y_after - dy, yaw_after - dyaw])
+    extent = np.where(lengths != 0.0, np.abs(lengths), np.abs(spins))
+    counts = np.ceil(extent / step - 1e-9).astype(np.int64)
+    seg = np.repeat(np.arange(total), counts)
+    first = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    frac = (np.arange(seg.size) - first[seg]) / counts[seg]
+    poses = _advance(seg_start[seg], lengths[seg] * frac, curv[seg], spins[seg] * frac)
+    direction = np.where(lengths[seg] < 0.0, -1.0, 1.0)
+    return (np.vstack([poses, ends]), np.concatenate([direction, end_dir]),
+            np.concatenate([owner_seg[seg], np.arange(len(curves))]))
 
 
 def _advance(pose, s, kappa, spin):
@@ -458,7 +490,8 @@ class DistanceTable:
     (dx, dy, dyaw) in the *goal* frame to the goal, on a grid of ``spacing`` radii and
     ``yaw_bins`` headings. Farther away the distance is the straight-line distance plus a detour
     term that depends only on the bearing of the start seen from the goal and the start heading,
-    tabulated on the circle of radius ``extent`` (so both parts agree there). Lookups take the
+    tabulated on the circle of radius ``extent`` (capped by its value ten times farther out).
+    Lookups take the
     nearest entry: the value can be off by about one cell (``spacing * radius`` plus the heading
     step times the radius) from the exact distance near the goal, and by the change of the detour
     term with distance far from it.
@@ -525,11 +558,14 @@ def _unit_tables(kind, n, spacing, yaw_bins):
     ys = np.arange(0, n + 1) * spacing
     gx, gy, gyaw = np.meshgrid(xs, ys, yaws, indexing='ij')
     table = distances(np.stack([gx.ravel(), gy.ravel(), gyaw.ravel()], axis=1)).reshape(gx.shape)
-    rho = n * spacing
     bearings = np.arange(yaw_bins // 2 + 1) * step
     bb, yy = np.meshgrid(bearings, yaws, indexing='ij')
-    ring = np.stack([rho * np.cos(bb.ravel()), rho * np.sin(bb.ravel()), yy.ravel()], axis=1)
-    detour = distances(ring).reshape(bb.shape) - rho
+    detour = np.full(bb.shape, np.inf)
+    # The detour on the rim, capped by the one far away: a forward-only car that must loop
+    # near the goal can turn around more cheaply from farther out.
+    for rho in (n * spacing, 10.0 * n * spacing):
+        ring = np.stack([rho * np.cos(bb.ravel()), rho * np.sin(bb.ravel()), yy.ravel()], axis=1)
+        detour = np.minimum(detour, distances(ring).reshape(bb.shape) - rho)
     table.flags.writeable = False
     detour.flags.writeable = False
     return table, detour

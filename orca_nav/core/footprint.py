@@ -98,9 +98,13 @@ class FootprintChecker:
         self.margin = float(margin)
         self._res = grid.resolution
         self._origin = np.asarray(grid.origin, dtype=float)
-        self._ny, self._nx = grid.shape
-        self._clear = grid.clearance().reshape(-1)      # cached by the grid: per map, not per plan
-        self._occ = grid.occupied.reshape(-1)
+        # Padded copies (a ring of occupied cells, clearance 0) make every lookup in bounds after a
+        # clip: points outside the map land on the ring.
+        self._pad = 2
+        clear = np.pad(grid.clearance(), self._pad)     # cached by the grid: per map, not per plan
+        self._ny, self._nx = clear.shape
+        self._clear = clear.reshape(-1)
+        self._occ = np.pad(grid.occupied, self._pad, constant_values=True).reshape(-1)
         self._cell_half_diag = self._res / math.sqrt(2.0)
         if footprint.is_rectangle:
             hl = 0.5 * footprint.length + self.margin
@@ -112,6 +116,7 @@ class FootprintChecker:
             self._disc_x = footprint.center_offset + (np.arange(n) + 0.5) * (2.0 * hl / n) - hl
             self._disc_r = math.hypot(hl / n, hw)
             self._disc_inner = np.minimum(hw, hl - np.abs(self._disc_x - footprint.center_offset))
+            self._probe_x = np.concatenate(([footprint.center_offset], self._disc_x))
             self._samples = self._rectangle_samples(hl, hw, footprint.center_offset)
             self._make_blocks(hl, hw, footprint.center_offset)
         self.tier_counts = np.zeros(3, dtype=np.int64)   # poses decided by tier 1, 2, 3 (profiling)
@@ -152,23 +157,27 @@ class FootprintChecker:
         self._block_r = 0.5 * math.hypot(bl, bw)
 
     # ------------------------------------------------------------------ field lookups (hot path)
+    def _cells(self, px, py):
+        """Padded-grid cell coordinates (float) and clipped integer indices of points."""
+        fx = (px - self._origin[0]) * (1.0 / self._res) + self._pad
+        fy = (py - self._origin[1]) * (1.0 / self._res) + self._pad
+        # Truncation is floor for fx >= 0; anything left of the ring is clipped onto it.
+        ix = np.clip(fx.astype(np.int64), 0, self._nx - 1)
+        iy = np.clip(fy.astype(np.int64), 0, self._ny - 1)
+        return fx, fy, ix, iy
+
     def _distance_bounds(self, px, py):
         """Lower bound on the distance to the nearest occupied square, and upper bound on the
-        distance to the nearest occupied cell centre, for points (any shape)."""
-        fx = (px - self._origin[0]) / self._res
-        fy = (py - self._origin[1]) / self._res
-        ix = np.floor(fx).astype(np.int64)
-        iy = np.floor(fy).astype(np.int64)
-        inside = (ix >= 0) & (ix < self._nx) & (iy >= 0) & (iy < self._ny)
-        c = np.where(inside, self._clear[np.where(inside, iy * self._nx + ix, 0)], 0.0)
+        distance to the nearest occupied cell centre, for points (any shape). Outside the map the
+        lower bound is <= 0 (not free) and the upper bound proves nothing."""
+        fx, fy, ix, iy = self._cells(px, py)
+        c = self._clear[iy * self._nx + ix]
         off = np.hypot(fx - ix - 0.5, fy - iy - 0.5) * self._res
         return c - off - self._cell_half_diag, c + off
 
     def _points_hit(self, x, y, cos, sin, sx, sy):
-        ix = np.floor((x + cos * sx - sin * sy - self._origin[0]) / self._res).astype(np.int64)
-        iy = np.floor((y + sin * sx + cos * sy - self._origin[1]) / self._res).astype(np.int64)
-        inside = (ix >= 0) & (ix < self._nx) & (iy >= 0) & (iy < self._ny)
-        return ~inside | self._occ[np.where(inside, iy * self._nx + ix, 0)]
+        _, _, ix, iy = self._cells(x + cos * sx - sin * sy, y + sin * sx + cos * sy)
+        return self._occ[iy * self._nx + ix]
 
     def _samples_free(self, x, y, yaw):
         cos, sin = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
@@ -195,26 +204,15 @@ class FootprintChecker:
         if not self.footprint.is_rectangle:
             lower, _ = self._distance_bounds(x, y)
             return lower > self.footprint.radius + self.margin
-        cos, sin = np.cos(yaw), np.sin(yaw)
-        off = self.footprint.center_offset
-        lower, upper = self._distance_bounds(x + off * cos, y + off * sin)
-        result = lower > self._half_diag
-        undecided = ~result & (upper >= self._hw)
-        self.tier_counts[0] += x.size - np.count_nonzero(undecided)
-        idx = np.flatnonzero(undecided)
-        if idx.size == 0:
-            return result
-        # Tier 2: discs along the long axis.
-        dx = self._disc_x[None, :]
-        px = x[idx, None] + cos[idx, None] * dx
-        py = y[idx, None] + sin[idx, None] * dx
-        lower, upper = self._distance_bounds(px, py)
-        disc_free = np.all(lower > self._disc_r, axis=1)
-        disc_hit = np.any(upper < self._disc_inner[None, :], axis=1)
-        result[idx[disc_free]] = True
-        rest = idx[~disc_free & ~disc_hit]
-        self.tier_counts[1] += idx.size - rest.size
-        self.tier_counts[2] += rest.size
+        cos, sin = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
+        # Tiers 1 and 2 in one lookup: column 0 is the footprint centre, the rest the disc centres.
+        lower, upper = self._distance_bounds(x[:, None] + cos * self._probe_x, y[:, None] + sin * self._probe_x)
+        centre_free = lower[:, 0] > self._half_diag
+        result = centre_free | np.all(lower[:, 1:] > self._disc_r, axis=1)
+        hit = (upper[:, 0] < self._hw) | np.any(upper[:, 1:] < self._disc_inner, axis=1)
+        rest = np.flatnonzero(~result & ~hit)
+        n_centre = np.count_nonzero(centre_free | (upper[:, 0] < self._hw))
+        self.tier_counts += (n_centre, x.size - n_centre - rest.size, rest.size)
         if rest.size:
             result[rest] = self._blocks_free(x[rest], y[rest], yaw[rest])
         return result

@@ -172,7 +172,9 @@ class HybridPath:
 
 @dataclass
 class _Primitives:
-    offsets: np.ndarray           # (K, S, 3) sample poses relative to the node, last = end pose
+    offsets: np.ndarray           # (M, 3) sample poses of all primitives relative to the node
+    owner: np.ndarray             # (M,) primitive of each sample
+    end: np.ndarray               # (K,) index of each primitive's end pose in offsets
     curvature: np.ndarray         # (K,)
     length: np.ndarray            # (K,) signed arc length (0 for in-place turns)
     spin: np.ndarray              # (K,) in-place yaw change
@@ -262,12 +264,14 @@ class HybridAStar:
         n = p.steering_samples
         curvatures = kmax * np.arange(-n, n + 1) / n
         directions = [1.0, -1.0] if p.allow_reverse else [1.0]
-        count = max(2, int(math.ceil(self._step / self._ds)))
-        frac = np.arange(1, count + 1) / count
+        reach = self.footprint.reach
+        margin = self._ds * (1.0 + reach * kmax) / 2.0
         offsets, curv, length, spin, direc = [], [], [], [], []
         for d in directions:
             for k in curvatures:
-                s = d * self._step * frac
+                # Straighter arcs sweep the footprint less: they can be sampled more sparsely.
+                count = max(2, int(math.ceil(self._step * (1.0 + reach * abs(k)) / (2.0 * margin))))
+                s = d * self._step * np.arange(1, count + 1) / count
                 offsets.append(_arc_offsets(s, k))
                 curv.append(k)
                 length.append(d * self._step)
@@ -277,17 +281,16 @@ class HybridAStar:
             for angle in _SPIN_ANGLES:
                 m = int(math.ceil(abs(angle) / self._dspin))
                 yaw = angle * np.arange(1, m + 1) / m
-                # Pad to the common sample count by repeating the end pose.
-                yaw = np.concatenate([yaw, np.full(max(0, count - m), angle)])[-max(count, m):]
                 offsets.append(np.column_stack([np.zeros_like(yaw), np.zeros_like(yaw), yaw]))
                 curv.append(0.0)
                 length.append(0.0)
                 spin.append(angle)
                 direc.append(0.0)
-        width = max(o.shape[0] for o in offsets)
-        offsets = np.stack([np.vstack([o, np.repeat(o[-1:], width - o.shape[0], axis=0)]) for o in offsets])
+        counts = [o.shape[0] for o in offsets]
         curv, length, spin, direc = map(np.array, (curv, length, spin, direc))
-        return _Primitives(offsets, curv, length, spin, direc, self._segment_costs(length, curv, spin))
+        return _Primitives(np.vstack(offsets), np.repeat(np.arange(len(counts)), counts),
+                           np.cumsum(counts) - 1, curv, length, spin, direc,
+                           self._segment_costs(length, curv, spin))
 
     def _build_heuristic_graph(self):
         """Passable blocks and their 16-connected graph, for the per-goal distance field."""
@@ -486,9 +489,8 @@ class HybridAStar:
         best_g[start_cell] = 0.0
         open_heap = [(0.0, 0, start_cell)]
         kmax = p.max_curvature
-        ox, oy, oyaw = prims.offsets[..., 0], prims.offsets[..., 1], prims.offsets[..., 2]
-        n_prims, n_samples = ox.shape
-        prim_owner = np.repeat(np.arange(n_prims), n_samples)
+        ox, oy, oyaw = prims.offsets[:, 0], prims.offsets[:, 1], prims.offsets[:, 2]
+        n_prims = prims.end.size
         countdown = 0
         expansions = 0
         pending = []
@@ -521,10 +523,11 @@ class HybridAStar:
             px = x + c * ox - s * oy
             py = y + s * ox + c * oy
             pyaw = yaw + oyaw
-            ok = self._groups_free(px.ravel(), py.ravel(), pyaw.ravel(), prim_owner, n_prims)
+            ok = self._groups_free(px, py, pyaw, prims.owner, n_prims)
             if not ok.any():
                 continue
-            ex, ey, eyaw = px[ok, -1], py[ok, -1], wrap_angle(pyaw[ok, -1])
+            end = prims.end[ok]
+            ex, ey, eyaw = px[end], py[end], wrap_angle(pyaw[end])
             cells = self._cells(ex, ey, eyaw)
             parent_dir = nodes.direction[node]
             direction = prims.direction[ok]

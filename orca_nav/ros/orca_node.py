@@ -164,8 +164,14 @@ class OrcaNode(Node):
         self._map_changed = False
 
         twist_type = TwistStamped if cfg['cmd_vel_stamped'] else Twist
-        self._cmd_pub = {r: self.create_publisher(twist_type, robot_topic(r, 'cmd_vel'), 10)
-                         for r in self.commanded}
+        # (row, publisher, message) per commanded robot; messages are reused every cycle.
+        self._cmd_out = []
+        for robot in self.commanded:
+            msg = twist_type()
+            if cfg['cmd_vel_stamped']:
+                msg.header.frame_id = f'{robot}/base_link'
+            self._cmd_out.append((self.index[robot], self.create_publisher(
+                twist_type, robot_topic(robot, 'cmd_vel'), 10), msg))
         self._marker_pub = self.create_publisher(MarkerArray, '/orca_nav/markers', 10)
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         for robot in self.robots:
@@ -433,7 +439,8 @@ class OrcaNode(Node):
                            f'{self.robots[i]}: odometry older than '
                            f'{self._cfg["odom_timeout"]:g} s, stopping it')
             self._publish_diagnostics()
-        self._cycle_ms.append(1e3 * (time.perf_counter() - started))
+        if run.any():   # idle cycles (nobody to command) would flatter the statistics
+            self._cycle_ms.append(1e3 * (time.perf_counter() - started))
         if len(self._cycle_ms) > _CYCLE_HISTORY:
             del self._cycle_ms[:len(self._cycle_ms) - _CYCLE_HISTORY]
 
@@ -497,16 +504,15 @@ class OrcaNode(Node):
     def _publish_commands(self, twist: np.ndarray) -> None:
         stamped = self._cfg['cmd_vel_stamped']
         stamp = self.get_clock().now().to_msg() if stamped else None
-        for robot, pub in self._cmd_pub.items():
-            vx, vy, wz = twist[self.index[robot]]
-            msg = Twist()
-            msg.linear.x, msg.linear.y, msg.angular.z = float(vx), float(vy), float(wz)
+        values = twist.tolist()
+        for row, pub, msg in self._cmd_out:
+            vx, vy, wz = values[row]
             if stamped:
-                out = TwistStamped()
-                out.header.stamp = stamp
-                out.header.frame_id = f'{robot}/base_link'
-                out.twist = msg
-                msg = out
+                msg.header.stamp = stamp
+                body = msg.twist
+            else:
+                body = msg
+            body.linear.x, body.linear.y, body.angular.z = vx, vy, wz
             pub.publish(msg)
 
     # ------------------------------------------------------------------ outputs

@@ -1,0 +1,260 @@
+"""Fleet benchmark: orca_node's control cycle and odom -> cmd_vel latency over real DDS.
+
+For N robots (default 10, 50, 100, 200), orca_node runs as its own process (centralized mode,
+20 Hz, `cycle_trigger: odometry`, holonomic robots of radius 0.3 m and 1 m/s). This process plays
+the fleet's odometry at 20 Hz: robots on a jittered lattice (`--spacing`, default 2 m: a busy
+warehouse floor; 1.2 m is a crowd where most LPs are infeasible), every one moving at 0.5 m/s
+toward its mirror image through the centre (goals set the same way), so every robot has
+`max_neighbors` neighbours within neighbor_dist in each cycle. Positions are replayed unchanged (the scene is
+the same each cycle), so the numbers measure the controller, not a changing workload.
+
+Measured:
+- control cycle (ms, p50/p99): orca_node's own timing of a whole cycle (preferred velocities,
+  deadlock breaker, one compute_velocities for all robots, twist mapping, acceleration limits,
+  publishing N cmd_vel), read from its /diagnostics;
+- odom -> cmd_vel latency (ms, p50/p99): from the moment the last odometry message of a burst
+  is published here to the receipt of a cmd_vel it caused, over a sample of up to 10 robots
+  spread over the fleet (subscribing to all N cmd_vel topics would make this process the
+  bottleneck); the node publishes cmd_vel in robot order, so later robots see up to the
+  publishing time of the earlier ones;
+- peer (same run, same scene): a naive per-robot Python loop around RVO2 (PyPI pyrvo): set each
+  agent's position, velocity and preferred velocity, do_step, read each velocity back;
+  and orca_nav's core compute_velocities alone on the same arrays.
+
+Usage: python -m bench.bench_fleet [--quick] [--sizes 10 50 100 200] [--seconds 8] [--spacing 2]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+RESULTS = Path(__file__).resolve().parent / 'results' / 'fleet.json'
+REPO = Path(__file__).resolve().parents[1]
+RATE = 20.0
+RADIUS, MAX_SPEED, SPEED = 0.3, 1.0, 0.5
+ORCA = dict(neighbor_dist=5.0, max_neighbors=10, time_horizon=3.0, time_horizon_obst=2.0)
+
+
+def scene(count, spacing, seed=0):
+    """Jittered lattice, each robot heading to its mirror image through the centre."""
+    side = int(np.ceil(np.sqrt(count)))
+    ix, iy = np.meshgrid(np.arange(side), np.arange(side))
+    start = spacing * np.stack([ix.ravel(), iy.ravel()], axis=1)[:count].astype(float)
+    start += np.random.default_rng(seed).uniform(-0.1, 0.1, start.shape)
+    start -= start.mean(axis=0)
+    goals = -start
+    heading = goals / np.maximum(np.linalg.norm(goals, axis=1, keepdims=True), 1e-9)
+    return start, goals, SPEED * heading
+
+
+def node_params(robots, goals):
+    params = dict(robots=robots, control_rate=RATE, cycle_trigger='odometry', odom_timeout=0.5,
+                  marker_rate=0.0, diagnostics_rate=1.0, **ORCA)
+    for robot, goal in zip(robots, goals):
+        params[robot] = {'radius': RADIUS, 'max_speed': MAX_SPEED, 'max_accel': 2.0,
+                         'goal': [float(goal[0]), float(goal[1]), 0.0]}
+    return {'orca_node': {'ros__parameters': params}}
+
+
+def percentile(values, q):
+    return float(np.percentile(values, q)) if len(values) else float('nan')
+
+
+def run_node_size(count, seconds, spacing):
+    """orca_node in a subprocess, odometry played from here; returns the measured numbers."""
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
+    from geometry_msgs.msg import Twist
+    from nav_msgs.msg import Odometry
+    from rclpy.executors import SingleThreadedExecutor
+
+    from orca_nav.ros.convert import state_to_odom
+
+    robots = [f'robot{i}' for i in range(count)]
+    start, goals, velocity = scene(count, spacing)
+    yaw = np.arctan2(velocity[:, 1], velocity[:, 0])
+    body_speed = np.linalg.norm(velocity, axis=1)
+    with tempfile.NamedTemporaryFile('w', suffix='.yaml', delete=False) as f:
+        yaml.safe_dump(node_params(robots, goals), f)
+        params_file = f.name
+    proc = subprocess.Popen([sys.executable, '-m', 'orca_nav.ros.orca_node', '--ros-args',
+                             '--params-file', params_file, '--log-level', 'warn'],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node('bench_fleet_player', context=context)
+    sampled = sorted(set(np.linspace(0, count - 1, min(count, 10)).astype(int).tolist()))
+    lock = threading.Lock()
+    bursts = []          # perf_counter time the last odometry of each burst was published
+    latencies = []
+    measuring = threading.Event()
+    first_cmd = threading.Event()
+    diag = {}
+
+    def on_cmd(_msg):
+        now = time.perf_counter()
+        first_cmd.set()
+        if measuring.is_set():
+            with lock:
+                if bursts:
+                    latencies.append(now - bursts[-1])
+
+    def on_diag(msg):
+        for status in msg.status:
+            if status.name == 'orca_node: control cycle' and status.values:
+                diag.update({kv.key: float(kv.value) for kv in status.values})
+
+    for i in sampled:
+        node.create_subscription(Twist, f'/{robots[i]}/cmd_vel', on_cmd, 50)
+    node.create_subscription(DiagnosticArray, '/diagnostics', on_diag, 10)
+    pubs = [node.create_publisher(Odometry, f'/{r}/odom', 10) for r in robots]
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    stop = threading.Event()
+
+    def player():
+        period = 1.0 / RATE
+        next_t = time.perf_counter()
+        while not stop.is_set():
+            stamp = node.get_clock().now().to_msg()
+            for i, pub in enumerate(pubs):
+                pub.publish(state_to_odom(start[i], yaw[i], (body_speed[i], 0.0), 0.0, stamp,
+                                          'map', f'{robots[i]}/base_link'))
+            with lock:
+                bursts.append(time.perf_counter())
+            next_t += period
+            time.sleep(max(0.0, next_t - time.perf_counter()))
+
+    playing = threading.Thread(target=player, daemon=True)
+    try:
+        playing.start()
+        if not first_cmd.wait(timeout=60.0):
+            raise RuntimeError(f'orca_node with {count} robots sent no cmd_vel within 60 s')
+        time.sleep(2.0)             # warm-up: discovery of every topic, first cycles
+        measuring.set()
+        time.sleep(seconds)
+        measuring.clear()
+        diag.clear()
+        deadline = time.monotonic() + 5.0
+        while not diag and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        playing.join(timeout=5.0)
+        executor.shutdown(timeout_sec=2.0)
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+        proc.terminate()
+        try:
+            proc.wait(timeout=10.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        os.unlink(params_file)
+    lat_ms = 1e3 * np.array(latencies)
+    return {'cycle_p50_ms': diag.get('cycle_p50_ms', float('nan')),
+            'cycle_p99_ms': diag.get('cycle_p99_ms', float('nan')),
+            'cycles': int(diag.get('cycles', 0)),
+            'latency_p50_ms': percentile(lat_ms, 50), 'latency_p99_ms': percentile(lat_ms, 99),
+            'latency_samples': int(len(lat_ms)), 'sampled_robots': len(sampled)}
+
+
+def time_core(count, repeats, spacing):
+    """orca_nav's compute_velocities alone on the benchmark scene (ms per call)."""
+    from orca_nav.core.orca import OrcaParams, compute_velocities
+    start, goals, velocity = scene(count, spacing)
+    pref = goals - start
+    pref *= np.minimum(1.0, MAX_SPEED / np.linalg.norm(pref, axis=1))[:, None]
+    params = OrcaParams(time_step=1.0 / RATE, radius=RADIUS, max_speed=MAX_SPEED, **ORCA)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        compute_velocities(start, velocity, pref, params)
+        times.append(time.perf_counter() - t0)
+    return 1e3 * np.array(times)
+
+
+def time_pyrvo_loop(count, repeats, spacing):
+    """The naive peer: per-robot Python loop around RVO2 (pyrvo) doing the same ORCA work."""
+    try:
+        import pyrvo
+    except ImportError:
+        return None
+    start, goals, velocity = scene(count, spacing)
+    pref = goals - start
+    pref *= np.minimum(1.0, MAX_SPEED / np.linalg.norm(pref, axis=1))[:, None]
+    sim = pyrvo.RVOSimulator()
+    sim.set_time_step(1.0 / RATE)
+    sim.set_agent_defaults(ORCA['neighbor_dist'], ORCA['max_neighbors'], ORCA['time_horizon'],
+                           ORCA['time_horizon_obst'], RADIUS, MAX_SPEED)
+    for p in start:
+        sim.add_agent((float(p[0]), float(p[1])))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for i in range(count):
+            sim.set_agent_position(i, (float(start[i, 0]), float(start[i, 1])))
+            sim.set_agent_velocity(i, (float(velocity[i, 0]), float(velocity[i, 1])))
+            sim.set_agent_pref_velocity(i, (float(pref[i, 0]), float(pref[i, 1])))
+        sim.do_step()
+        _ = [sim.get_agent_velocity(i).to_tuple() for i in range(count)]
+        times.append(time.perf_counter() - t0)
+    return 1e3 * np.array(times)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--quick', action='store_true', help='10 and 50 robots, short windows')
+    parser.add_argument('--sizes', type=int, nargs='+', default=None)
+    parser.add_argument('--seconds', type=float, default=None, help='measurement window per size')
+    parser.add_argument('--spacing', type=float, default=2.0, help='lattice spacing (m)')
+    args = parser.parse_args(argv)
+    sizes = args.sizes or ([10, 50] if args.quick else [10, 50, 100, 200])
+    seconds = args.seconds or (3.0 if args.quick else 8.0)
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+
+    rows = []
+    for count in sizes:
+        measured = run_node_size(count, seconds, args.spacing)
+        core = time_core(count, 10 if args.quick else 40, args.spacing)
+        peer = time_pyrvo_loop(count, 10 if args.quick else 40, args.spacing)
+        row = dict(robots=count, **measured, core_p50_ms=float(np.median(core)),
+                   pyrvo_loop_p50_ms=float(np.median(peer)) if peer is not None else None)
+        row['cycle_vs_pyrvo_loop'] = (row['cycle_p50_ms'] / row['pyrvo_loop_p50_ms']
+                                      if peer is not None else None)
+        rows.append(row)
+        print(f'{count} robots done', file=sys.stderr, flush=True)
+
+    header = (f"{'robots':>6} | {'cycle p50':>9} | {'cycle p99':>9} | {'odom->cmd p50':>13} | "
+              f"{'odom->cmd p99':>13} | {'core ORCA p50':>13} | {'pyrvo loop p50':>14} | "
+              f"{'cycle/pyrvo':>11}")
+    print(f'orca_node at {RATE:g} Hz over DDS (ms), lattice spacing {args.spacing:g} m; peer = '
+          'per-robot Python loop around pyrvo (RVO2 2.0.3), same scene, same run')
+    print(header)
+    print('-' * len(header))
+    for r in rows:
+        peer = f"{r['pyrvo_loop_p50_ms']:14.3f}" if r['pyrvo_loop_p50_ms'] is not None else \
+            f"{'n/a':>14}"
+        ratio = f"{r['cycle_vs_pyrvo_loop']:10.1f}x" if r['cycle_vs_pyrvo_loop'] is not None \
+            else f"{'n/a':>11}"
+        print(f"{r['robots']:6d} | {r['cycle_p50_ms']:9.2f} | {r['cycle_p99_ms']:9.2f} | "
+              f"{r['latency_p50_ms']:13.2f} | {r['latency_p99_ms']:13.2f} | "
+              f"{r['core_p50_ms']:13.2f} | {peer} | {ratio}")
+    print('targets: 100 robots at 20 Hz, cycle p99 <= 25 ms, odom->cmd_vel p50 <= 10 ms')
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({'rate_hz': RATE, 'quick': bool(args.quick), 'seconds': seconds,
+                                   'spacing_m': args.spacing, 'rows': rows}, indent=1))
+    return rows
+
+
+if __name__ == '__main__':
+    main()

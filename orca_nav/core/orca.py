@@ -50,6 +50,7 @@ __all__ = ['OrcaParams', 'compute_velocities', 'OrcaSimulator', 'ObstacleSet',
            'prepare_obstacles']
 
 ArrayLike = Union[float, np.ndarray]
+_LINE_BLOCK = 2048  # agents per block in the agent-line computation
 PER_AGENT_FIELDS = ('neighbor_dist', 'max_neighbors', 'time_horizon', 'time_horizon_obst',
                     'radius', 'max_speed')
 
@@ -186,7 +187,10 @@ def _agent_neighbors(positions, neighbor_dist, max_neighbors):
     keep = dist < neighbor_dist[:, None]
     if max_neighbors.min() < k:
         keep &= np.arange(k)[None, :] < max_neighbors[:, None]
-    neighbors = np.where(keep, neighbors, own[:, None])
+    # Unused slots point at index `count` (cKDTree's "missing"), a far sentinel agent.
+    if not np.array_equal(keep, neighbors < count):
+        neighbors = neighbors.copy()
+        np.putmask(neighbors, ~keep, count)
     return neighbors, keep
 
 
@@ -196,106 +200,112 @@ def _agent_neighbors(positions, neighbor_dist, max_neighbors):
 def _agent_lines(positions, velocities, radius, time_horizon, time_step, neighbors, keep):
     """Agent-agent ORCA lines as (N, k) float64 arrays: point (px, py), direction (dx, dy).
 
-    Only kept neighbour pairs are computed; unused slots get point 0, direction (1, 0).
     Computed in float32 with RVO2's operation order: near contact the legs come from
     sqrt(dist^2 - r^2), which is ill-conditioned, so the reference's own rounding decides
     the line; matching it keeps parity in crowds. (Vector division is by reciprocal, as in
-    RVO2's Vector2.)
-    """
-    count, width = keep.shape
-    flat = np.flatnonzero(keep)
-    me = flat // width if width else flat
-    other = neighbors.ravel()[flat]
-    f32 = np.float32
-    pos = positions.astype(f32)
-    vel = velocities.astype(f32)
-    rad = radius.astype(f32)
-    pos_x, pos_y, vel_x, vel_y = pos[:, 0], pos[:, 1], vel[:, 0], vel[:, 1]
-    rel_x = pos_x[other] - pos_x[me]
-    rel_y = pos_y[other] - pos_y[me]
-    own_vx, own_vy = vel_x[me], vel_y[me]
-    rv_x = own_vx - vel_x[other]
-    rv_y = own_vy - vel_y[other]
-    dist_sq = rel_x * rel_x + rel_y * rel_y
-    combined = rad[me] + rad[other]
-    combined_sq = combined * combined
-    inv_horizon = (f32(1.0) / time_horizon.astype(f32))[me]
+    RVO2's Vector2.) Unused slots (neighbour index N) hold finite lines from a far sentinel
+    agent; callers mask them with `keep`.
 
+    Work happens in (k, N) layout so per-agent values broadcast along the long axis, and
+    branches are blended arithmetically (mask * a + (1 - mask) * b is exact when the unused
+    branch is finite), which is far cheaper in numpy than masked selection.
+    """
+    f32 = np.float32
+    count, width = neighbors.shape
+    pos = np.empty((count + 1, 2), dtype=f32)
+    pos[:count] = positions
+    pos[count] = np.abs(positions).max(initial=0.0) * 4.0 + 1e4  # sentinel, far from all
+    vel = np.zeros((count + 1, 2), dtype=f32)
+    vel[:count] = velocities
+    rad = np.zeros(count + 1, dtype=f32)
+    rad[:count] = radius
+    columns = (pos[:, 0].copy(), pos[:, 1].copy(), vel[:, 0].copy(), vel[:, 1].copy(), rad)
+    inv_horizon = f32(1.0) / time_horizon.astype(f32)
+    inv_step = f32(1.0) / f32(time_step)
+    other = np.ascontiguousarray(neighbors.T)
+    lines = np.empty((4, width, count))
+    # Blocks of agents keep the ~40 temporaries in cache.
+    for start in range(0, count, _LINE_BLOCK):
+        block = slice(start, min(start + _LINE_BLOCK, count))
+        _agent_lines_block(columns, block, other[:, block], inv_horizon[block], inv_step,
+                           keep[block].T, lines[:, :, block])
+    return lines[0].T, lines[1].T, lines[2].T, lines[3].T
+
+
+def _agent_lines_block(columns, block, other, inv_horizon, inv_step, keep_t, out):
+    """_agent_lines for the agents in `block`; writes (px, py, dx, dy) into out (4, k, B)."""
+    f32 = np.float32
+    all_px, all_py, all_vx, all_vy, all_rad = columns
+    own_px, own_py = all_px[block], all_py[block]
+    own_vx, own_vy = all_vx[block], all_vy[block]
+    rel_x = all_px[other] - own_px
+    rel_y = all_py[other] - own_py
+    rv_x = own_vx - all_vx[other]
+    rv_y = own_vy - all_vy[other]
+    combined = all_rad[block] + all_rad[other]
+    dist_sq = rel_x * rel_x + rel_y * rel_y
+    combined_sq = combined * combined
     # No collision: w from the cut-off centre to the relative velocity.
     w_x = rv_x - inv_horizon * rel_x
     w_y = rv_y - inv_horizon * rel_y
     dot1 = w_x * rel_x + w_y * rel_y
-    colliding = ~(dist_sq > combined_sq)
-    on_circle = (dot1 < 0.0) & (dot1 * dot1 > combined_sq * (w_x * w_x + w_y * w_y))
-    legs = ~(on_circle | colliding)
+    colliding = dist_sq <= combined_sq
+    special = ((dot1 < 0.0) & (dot1 * dot1 > combined_sq * (w_x * w_x + w_y * w_y))) | colliding
+    hit = colliding.astype(f32)
+    miss = f32(1.0) - hit
+    on_circle = special.astype(f32)
+    on_legs = f32(1.0) - on_circle
 
-    d_x = np.empty_like(rel_x)
-    d_y = np.empty_like(rel_x)
-    u_x = np.empty_like(rel_x)
-    u_y = np.empty_like(rel_x)
     # Legs: left (rx*leg - ry*cr, rx*cr + ry*leg) / d2, right -(rx*leg + ry*cr, -rx*cr + ry*leg) / d2.
-    sel = np.flatnonzero(legs)
-    rx, ry, wx, wy = rel_x[sel], rel_y[sel], w_x[sel], w_y[sel]
-    d2 = dist_sq[sel]
-    leg = np.sqrt(d2 - combined_sq[sel])
-    sign = np.where(rx * wy - ry * wx > 0.0, f32(1.0), f32(-1.0))
-    cr = combined[sel] * sign
-    inv_d2 = f32(1.0) / d2
-    lx = sign * ((rx * leg - ry * cr) * inv_d2)
-    ly = sign * ((rx * cr + ry * leg) * inv_d2)
-    vx, vy = rv_x[sel], rv_y[sel]
-    dot2 = vx * lx + vy * ly
-    d_x[sel], d_y[sel] = lx, ly
-    u_x[sel], u_y[sel] = dot2 * lx - vx, dot2 * ly - vy
+    leg = np.sqrt(np.maximum(dist_sq - combined_sq, f32(0.0)))
+    sign = (rel_x * w_y - rel_y * w_x > 0.0).astype(f32) * f32(2.0) - f32(1.0)
+    cr = combined * sign
+    inv_d2 = sign / np.maximum(dist_sq, f32(1e-30))  # sign * (1/d2): the sign flip is exact
+    leg_x = (rel_x * leg - rel_y * cr) * inv_d2
+    leg_y = (rel_x * cr + rel_y * leg) * inv_d2
+    dot2 = rv_x * leg_x + rv_y * leg_y
 
     # Cut-off circle of the time horizon or, when already colliding, of one time step.
-    sel = np.flatnonzero(~legs)
-    if sel.size:
-        hit = colliding[sel]
-        inv_step = f32(1.0) / f32(time_step)
-        inv_time = np.where(hit, inv_step, inv_horizon[sel])
-        cw_x = np.where(hit, rv_x[sel] - inv_step * rel_x[sel], w_x[sel])
-        cw_y = np.where(hit, rv_y[sel] - inv_step * rel_y[sel], w_y[sel])
-        cw_len = np.sqrt(cw_x * cw_x + cw_y * cw_y)
-        with np.errstate(divide='ignore', invalid='ignore'):
-            inv_len = f32(1.0) / cw_len
-            unit_x = cw_x * inv_len
-            unit_y = cw_y * inv_len
-        degenerate = ~(cw_len > 0.0)
-        if degenerate.any():
-            unit_x, unit_y = _separating_fallback(unit_x, unit_y, rel_x[sel], rel_y[sel],
-                                                  me[sel], other[sel], degenerate)
-        circle_u = combined[sel] * inv_time - cw_len
-        d_x[sel], d_y[sel] = unit_y, -unit_x
-        u_x[sel], u_y[sel] = circle_u * unit_x, circle_u * unit_y
+    inv_time = inv_horizon * miss + inv_step * hit
+    cw_x = w_x * miss + (rv_x - inv_step * rel_x) * hit
+    cw_y = w_y * miss + (rv_y - inv_step * rel_y) * hit
+    cw_len = np.sqrt(cw_x * cw_x + cw_y * cw_y)
+    inv_len = f32(1.0) / np.maximum(cw_len, f32(1e-30))
+    unit_x = cw_x * inv_len
+    unit_y = cw_y * inv_len
+    degenerate = np.flatnonzero((cw_len == 0.0) & special & keep_t)
+    if degenerate.size:
+        unit_x, unit_y = _separating_fallback(unit_x, unit_y, rel_x, rel_y, other, degenerate,
+                                              block.start)
+    circle_u = combined * inv_time - cw_len
 
-    p_x = np.zeros(count * width)
-    p_y = np.zeros(count * width)
-    dir_x = np.ones(count * width)
-    dir_y = np.zeros(count * width)
-    p_x[flat] = own_vx + f32(0.5) * u_x
-    p_y[flat] = own_vy + f32(0.5) * u_y
+    d_x = unit_y * on_circle + leg_x * on_legs
+    d_y = -unit_x * on_circle + leg_y * on_legs
+    u_x = (circle_u * unit_x) * on_circle + (dot2 * leg_x - rv_x) * on_legs
+    u_y = (circle_u * unit_y) * on_circle + (dot2 * leg_y - rv_y) * on_legs
+    out[0] = own_vx + f32(0.5) * u_x
+    out[1] = own_vy + f32(0.5) * u_y
     # Unit length in float64: the linear programs rely on it (float32 leaves ~1e-7).
-    d_x = d_x.astype(np.float64)
-    d_y = d_y.astype(np.float64)
-    norm = np.sqrt(d_x * d_x + d_y * d_y)
-    dir_x[flat] = d_x / norm
-    dir_y[flat] = d_y / norm
-    shape = (count, width)
-    return p_x.reshape(shape), p_y.reshape(shape), dir_x.reshape(shape), dir_y.reshape(shape)
+    out[2] = d_x
+    out[3] = d_y
+    inv_norm = 1.0 / np.sqrt(out[2] * out[2] + out[3] * out[3])
+    out[2] *= inv_norm
+    out[3] *= inv_norm
 
 
-def _separating_fallback(unit_x, unit_y, rel_x, rel_y, me, other, degenerate):
+def _separating_fallback(unit_x, unit_y, rel_x, rel_y, other, flat, first_agent):
     """RVO2 divides by zero when the relative velocity equals relative position / time
     step (e.g. coincident agents at rest); push straight away from the other agent (or
     along -x / +x by index for coincident agents) instead of producing NaN."""
     unit_x, unit_y = unit_x.copy(), unit_y.copy()
-    rx, ry = rel_x[degenerate].astype(np.float64), rel_y[degenerate].astype(np.float64)
+    rx = rel_x.ravel()[flat].astype(np.float64)
+    ry = rel_y.ravel()[flat].astype(np.float64)
+    me = flat % rel_x.shape[1] + first_agent
     dist = np.hypot(rx, ry)
     apart = dist > 0.0
     safe = np.where(apart, dist, 1.0)
-    unit_x[degenerate] = np.where(apart, -rx / safe, np.where(me[degenerate] < other[degenerate], -1.0, 1.0))
-    unit_y[degenerate] = np.where(apart, -ry / safe, 0.0)
+    unit_x.ravel()[flat] = np.where(apart, -rx / safe, np.where(me < other.ravel()[flat], -1.0, 1.0))
+    unit_y.ravel()[flat] = np.where(apart, -ry / safe, 0.0)
     return unit_x, unit_y
 
 

@@ -215,50 +215,58 @@ def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx,
     minimises the largest penetration of the soft lines; lines < num_hard stay hard.
 
     (vx, vy) is linearProgram2's result at failure; returns the new (vx, vy).
+
+    RVO2 walks the lines in order and, whenever line i is violated by more than the current
+    penetration, re-solves a directional linearProgram2 for line i. That sub-problem does not
+    depend on the current velocity, so it is solved up front for every (agent, line) pair in
+    one batch; the walk itself is then a cheap loop over line index.
     """
     count, num_lines = px.shape
-    vx, vy = vx.copy(), vy.copy()
-    distance = np.zeros(count)
     slots = np.arange(num_lines)
-    for line in range(int(begin_line.min()), num_lines):
-        pen = dx[:, line] * (py[:, line] - vy) - dy[:, line] * (px[:, line] - vx)
-        # At begin_line the LP2 result violates the line by construction.
-        act = np.flatnonzero((line == begin_line)
-                             | ((line > begin_line) & valid[:, line] & (pen > distance)))
-        if act.size == 0:
-            continue
-        # Lines before `line`: hard lines as they are, soft lines j replaced by the
-        # bisector of lines j and `line` (points of equal penetration).
-        ix, iy = dx[act, line:line + 1], dy[act, line:line + 1]
-        jx, jy = dx[act, :line], dy[act, :line]
-        ipx, ipy = px[act, line:line + 1], py[act, line:line + 1]
-        jpx, jpy = px[act, :line], py[act, :line]
-        determinant = ix * jy - iy * jx
-        parallel = np.abs(determinant) <= RVO_EPSILON
-        same_direction = parallel & (ix * jx + iy * jy > 0.0)
-        with np.errstate(divide='ignore', invalid='ignore'):
-            along = (jx * (ipy - jpy) - jy * (ipx - jpx)) / determinant
-            bis_px = np.where(parallel, 0.5 * (ipx + jpx), ipx + along * ix)
-            bis_py = np.where(parallel, 0.5 * (ipy + jpy), ipy + along * iy)
+    candidate = valid & (slots[None, :] >= begin_line[:, None])
+    agent, line = np.nonzero(candidate)
+    # Sub-problem of pair (agent, line i): hard lines as they are, soft lines j < i replaced by
+    # the bisector of lines j and i (points of equal penetration).
+    ix, iy = dx[agent, line][:, None], dy[agent, line][:, None]
+    ipx, ipy = px[agent, line][:, None], py[agent, line][:, None]
+    jx, jy, jpx, jpy = dx[agent], dy[agent], px[agent], py[agent]
+    determinant = ix * jy - iy * jx
+    parallel = np.abs(determinant) <= RVO_EPSILON
+    same_direction = parallel & (ix * jx + iy * jy > 0.0)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        along = (jx * (ipy - jpy) - jy * (ipx - jpx)) / determinant
+        bis_px = np.where(parallel, 0.5 * (ipx + jpx), ipx + along * ix)
+        bis_py = np.where(parallel, 0.5 * (ipy + jpy), ipy + along * iy)
         bis_dx, bis_dy = jx - ix, jy - iy
         norm = np.sqrt(bis_dx * bis_dx + bis_dy * bis_dy)
-        with np.errstate(divide='ignore', invalid='ignore'):
-            bis_dx = bis_dx / norm
-            bis_dy = bis_dy / norm
-        hard = slots[None, :line] < num_hard[act, None]
-        proj_px = np.where(hard, jpx, bis_px)
-        proj_py = np.where(hard, jpy, bis_py)
-        proj_dx = np.where(hard, jx, bis_dx)
-        proj_dy = np.where(hard, jy, bis_dy)
-        proj_valid = hard | ~same_direction
-        proj_px[~proj_valid] = 0.0
-        proj_py[~proj_valid] = 0.0
-        proj_dx[~proj_valid] = 1.0
-        proj_dy[~proj_valid] = 0.0
-        new_x, new_y, ok = _best_direction(proj_px, proj_py, proj_dx, proj_dy, proj_valid,
-                                           radius[act], -iy[:, 0], ix[:, 0])
-        # RVO2 keeps the previous result when this fails (floating point trouble only).
-        vx[act] = np.where(ok, new_x, vx[act])
-        vy[act] = np.where(ok, new_y, vy[act])
-        distance[act] = ix[:, 0] * (ipy[:, 0] - vy[act]) - iy[:, 0] * (ipx[:, 0] - vx[act])
+        bis_dx = bis_dx / norm
+        bis_dy = bis_dy / norm
+    before = slots[None, :] < line[:, None]
+    hard = slots[None, :] < num_hard[agent, None]
+    proj_valid = before & (hard | ~same_direction)
+    usable = proj_valid & ~hard
+    proj_px = np.where(hard, jpx, np.where(usable, bis_px, 0.0))
+    proj_py = np.where(hard, jpy, np.where(usable, bis_py, 0.0))
+    proj_dx = np.where(hard, jx, np.where(usable, bis_dx, 1.0))
+    proj_dy = np.where(hard, jy, np.where(usable, bis_dy, 0.0))
+    sub_x, sub_y, sub_ok = _best_direction(proj_px, proj_py, proj_dx, proj_dy, proj_valid,
+                                           radius[agent], -iy[:, 0], ix[:, 0])
+    pair_of = np.full((count, num_lines), -1, dtype=np.intp)
+    pair_of[agent, line] = np.arange(agent.size)
+
+    vx, vy = vx.copy(), vy.copy()
+    distance = np.zeros(count)
+    for i in range(int(begin_line.min()), num_lines):
+        pair = pair_of[:, i]
+        pen = dx[:, i] * (py[:, i] - vy) - dy[:, i] * (px[:, i] - vx)
+        # At begin_line the LP2 result violates the line by construction.
+        act = np.flatnonzero((pair >= 0) & ((i == begin_line) | (pen > distance)))
+        if act.size == 0:
+            continue
+        chosen = pair[act]
+        # RVO2 keeps the previous result when the sub-problem fails (rounding trouble only).
+        ok = sub_ok[chosen]
+        vx[act] = np.where(ok, sub_x[chosen], vx[act])
+        vy[act] = np.where(ok, sub_y[chosen], vy[act])
+        distance[act] = dx[act, i] * (py[act, i] - vy[act]) - dy[act, i] * (px[act, i] - vx[act])
     return vx, vy

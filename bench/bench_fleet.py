@@ -11,7 +11,8 @@ the same each cycle), so the numbers measure the controller, not a changing work
 Measured:
 - control cycle (ms, p50/p99): orca_node's own timing of a whole cycle (preferred velocities,
   deadlock breaker, one compute_velocities for all robots, twist mapping, acceleration limits,
-  publishing N cmd_vel), read from its /diagnostics;
+  publishing N cmd_vel), read from its /diagnostics (its last 200 cycles, all inside the
+  measurement window);
 - odom -> cmd_vel latency (ms, p50/p99): from the moment the last odometry message of a burst
   is published here to the receipt of a cmd_vel it caused, over a sample of up to 10 robots
   spread over the fleet (subscribing to all N cmd_vel topics would make this process the
@@ -118,7 +119,13 @@ def run_node_size(count, seconds, spacing):
     pubs = [node.create_publisher(Odometry, f'/{r}/odom', 10) for r in robots]
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
+    def spin():
+        try:
+            executor.spin()
+        except Exception:   # the context shuts down under the executor at the end
+            pass
+
+    spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()
     stop = threading.Event()
 
@@ -140,7 +147,7 @@ def run_node_size(count, seconds, spacing):
         playing.start()
         if not first_cmd.wait(timeout=60.0):
             raise RuntimeError(f'orca_node with {count} robots sent no cmd_vel within 60 s')
-        time.sleep(2.0)             # warm-up: discovery of every topic, first cycles
+        time.sleep(3.0)             # warm-up: discovery of every topic, first cycles
         measuring.set()
         time.sleep(seconds)
         measuring.clear()
@@ -219,7 +226,7 @@ def main(argv=None):
     parser.add_argument('--spacing', type=float, default=2.0, help='lattice spacing (m)')
     args = parser.parse_args(argv)
     sizes = args.sizes or ([10, 50] if args.quick else [10, 50, 100, 200])
-    seconds = args.seconds or (3.0 if args.quick else 8.0)
+    seconds = args.seconds or (3.0 if args.quick else 10.0)
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 
     rows = []

@@ -110,7 +110,7 @@ DEADLOCK_SPECS = [
 ]
 
 _WARN_PERIOD_S = 2.0
-_CYCLE_HISTORY = 2000
+_CYCLE_HISTORY = 200   # cycle statistics cover the last 200 cycles (10 s at 20 Hz)
 
 
 class OrcaNode(Node):
@@ -253,7 +253,7 @@ class OrcaNode(Node):
         for name, value in changed.items():
             if name.startswith('deadlock.'):
                 self._deadlock_cfg[name[len('deadlock.'):]] = value
-                self._breaker.params = self._deadlock_params()
+                self._breaker = DeadlockBreaker(len(self.robots), self._deadlock_params())
             elif '.' in name:
                 robot, field = name.split('.', 1)
                 if robot in self._robot_cfg:
@@ -262,6 +262,10 @@ class OrcaNode(Node):
                     if field == 'goal':
                         self._set_goal(self.index[robot], value[:2] if len(value) == 3 else None,
                                        'parameter')
+                    elif field == 'kinematics':  # the tracker is built per model
+                        self._seam = self.make_trajectory_seam()
+                        self.get_logger().warning(f'{robot}: kinematics changed to {value!r}; '
+                                                  'current trajectories dropped')
             else:
                 self._cfg[name] = value
                 if name == 'control_rate':

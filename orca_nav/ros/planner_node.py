@@ -21,11 +21,10 @@ from __future__ import annotations
 import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, Optional, Tuple
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
@@ -39,6 +38,7 @@ from orca_nav.core.planning import PlanResult, PlanStats, PlanStatus
 from orca_nav.core.tracking import Reference
 from orca_nav.ros.convert import (latched_qos, msg_to_grid, odom_to_state, quaternion_to_yaw,
                                   robot_topic)
+from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import (ROBOT_SPECS, ParamSpec, declare_parameters,
                                  declare_robot_parameters, on_parameters_changed)
 from orca_nav.ros.trajectory_msgs import (empty_trajectory, reference_to_path,
@@ -107,8 +107,7 @@ class RobotState:
     progress_time: float = 0.0
     done: bool = True
     last_request: float = -math.inf
-    planner: Optional[object] = None        # cached planner and the key it was built for
-    planner_key: Optional[tuple] = None
+    planners: Dict[tuple, object] = field(default_factory=dict)   # planner_key -> planner
     level: bytes = OK
     message: str = 'idle: no goal yet'
     values: Dict[str, str] = field(default_factory=dict)
@@ -336,10 +335,13 @@ class PlannerNode(Node):
     def _plan_job(self, name: str, request: PlanRequest) -> None:
         robot = self.robots[name]
         try:
-            key = planner_key(request)
-            if robot.planner_key != key:     # only this robot's one job touches its planner
-                robot.planner, robot.planner_key = build_planner(request), key
-            result, reference = plan_reference(robot.planner, request)
+            result, reference = plan_reference(self._planner(robot, request), request)
+            if result.status is PlanStatus.START_IN_COLLISION and \
+                    request.settings['safety_margin'] > 0.0:
+                # A robot standing inside the safety margin (tracking error, pushed aside by
+                # others) is not in collision: plan its way out without the margin.
+                request = replace(request, settings={**request.settings, 'safety_margin': 0.0})
+                result, reference = plan_reference(self._planner(robot, request), request)
         except Exception as err:    # noqa: BLE001 -- a planner bug must not kill the worker
             result = PlanResult(PlanStatus.NO_PATH, f'planner error: {err!r}', PlanStats())
             reference = None
@@ -354,6 +356,17 @@ class PlannerNode(Node):
                                          f'{result.message}', waiting=False)
                 return
             self._publish_reference(robot, reference, result)
+
+    @staticmethod
+    def _planner(robot: RobotState, request: PlanRequest):
+        """The robot's planner for this request, cached (the map and parameters it depends on).
+        Only this robot's one running job touches its cache."""
+        key = planner_key(request)
+        if key not in robot.planners:
+            if len(robot.planners) >= 2:      # with and without the safety margin
+                robot.planners.pop(next(iter(robot.planners)))
+            robot.planners[key] = build_planner(request)
+        return robot.planners[key]
 
     def _publish_reference(self, robot: RobotState, reference: Reference,
                            result: PlanResult) -> None:
@@ -440,17 +453,7 @@ class PlannerNode(Node):
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    node = PlannerNode()
-    executor = rclpy.executors.MultiThreadedExecutor()
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(PlannerNode, 'planner_node', args, multithreaded=True)
 
 
 if __name__ == '__main__':

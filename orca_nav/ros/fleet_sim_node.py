@@ -22,6 +22,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
 from std_msgs.msg import String
 
@@ -38,8 +39,8 @@ NODE_SPECS = [
     ParamSpec('global_frame', 'map', 'Frame of the odometry poses (and of /map)', read_only=True),
     ParamSpec('sim_rate', 50.0, 'Integration steps per second (Hz)', min=1.0, max=1000.0,
               read_only=True),
-    ParamSpec('odom_rate', 50.0, 'Odometry messages per robot per second (Hz)', min=0.1,
-              max=1000.0, read_only=True),
+    ParamSpec('odom_rate', 50.0, 'Odometry messages per robot per second (Hz); at most sim_rate',
+              min=0.1, max=1000.0, read_only=True),
     ParamSpec('noise_pos_std', 0.0, 'Std. dev. of the Gaussian noise on odometry positions (m)',
               min=0.0, max=10.0),
     ParamSpec('noise_vel_std', 0.0, 'Std. dev. of the Gaussian actuation noise added to the '
@@ -64,6 +65,9 @@ class FleetSimNode(Node):
     def __init__(self, **kwargs):
         super().__init__('fleet_sim', **kwargs)
         self.params = declare_parameters(self, NODE_SPECS)
+        if self.params['odom_rate'] > self.params['sim_rate']:
+            raise ValueError(f"odom_rate: {self.params['odom_rate']} Hz exceeds sim_rate "
+                             f"{self.params['sim_rate']} Hz (odometry is sent after a step)")
         self.robots: List[str] = list(self.params['robots'])
         if not self.robots:
             raise ValueError('robots: the list of robots is empty')
@@ -84,7 +88,13 @@ class FleetSimNode(Node):
         self._collision_counts = np.zeros(len(self.robots), dtype=int)
 
         cmd_type = TwistStamped if self.params['cmd_vel_stamped'] else Twist
-        self._odom_pubs = [self.create_publisher(Odometry, robot_topic(r, 'odom'), 10)
+        # Per-robot topics go without rclpy's default QoS-event handlers: each one is a waitable
+        # that every executor spin walks in Python, and with hundreds of robots those walks
+        # cost more than the messages (the cost is an incompatible-QoS warning not logged).
+        quiet_pub = PublisherEventCallbacks(use_default_callbacks=False)
+        quiet_sub = SubscriptionEventCallbacks(use_default_callbacks=False)
+        self._odom_pubs = [self.create_publisher(Odometry, robot_topic(r, 'odom'), 10,
+                                                 event_callbacks=quiet_pub)
                            for r in self.robots]
         self._odom_msgs = [state_to_odom(start[:2], start[2], (0.0, 0.0), 0.0,
                                          self.get_clock().now().to_msg(), self.global_frame,
@@ -92,14 +102,18 @@ class FleetSimNode(Node):
                            for robot, start in zip(self.robots, starts)]
         for index, robot in enumerate(self.robots):
             self.create_subscription(cmd_type, robot_topic(robot, 'cmd_vel'),
-                                     lambda msg, i=index: self._on_cmd_vel(i, msg), 10)
+                                     lambda msg, i=index: self._on_cmd_vel(i, msg), 10,
+                                     event_callbacks=quiet_sub)
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
         self._collision_pub = self.create_publisher(String, '/fleet_sim/collisions', 100)
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
 
+        # Odometry goes out from the simulation timer (every step or every few steps): one timer
+        # callback less per period, and every message carries a freshly integrated pose.
         self._last_step_s = self._now_s()
+        self._odom_period = 1.0 / self.params['odom_rate']
+        self._next_odom_s = self._last_step_s
         self.create_timer(1.0 / self.params['sim_rate'], self._on_sim_timer)
-        self.create_timer(1.0 / self.params['odom_rate'], self._publish_odometry)
         self.create_timer(1.0 / self.params['diagnostics_rate'], self._publish_diagnostics)
         self.get_logger().info(f'simulating {len(self.robots)} robots at '
                                f'{self.params["sim_rate"]:.0f} Hz in frame {self.global_frame}')
@@ -182,6 +196,10 @@ class FleetSimNode(Node):
             self._report_collision(event, now)
         if events:
             self._publish_diagnostics()
+        # Half a step of tolerance absorbs timer jitter when both rates are equal.
+        if now >= self._next_odom_s - 0.5 / self.params['sim_rate']:
+            self._publish_odometry()
+            self._next_odom_s = max(self._next_odom_s + self._odom_period, now - self._odom_period)
 
     def _report_collision(self, event: CollisionEvent, now_s: float) -> None:
         names = [self.robots[i] for i in event.robots]

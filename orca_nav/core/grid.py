@@ -460,18 +460,25 @@ def write_pgm(path: PathLike, pixels: np.ndarray) -> None:
 
 
 class CoarseGeodesic:
-    """Obstacle-aware distance to a goal on a coarsened copy of a grid (a search heuristic).
+    """Obstacle-aware distance to a goal on a coarse graph over a grid (a search heuristic).
 
-    The grid is cut into blocks of ``factor`` cells per axis; a block is free if *any* of its
-    cells is free, and free blocks are joined to their 8 (2-D) / 26 (3-D) neighbours with
-    edges as long as the distance between their centres. :meth:`from_goal` runs one Dijkstra
-    (``scipy.sparse.csgraph``) from the goal's block; :meth:`lookup` returns, for points, that
-    graph distance minus one block diagonal (clipped at 0), ``inf`` where no free path exists.
-    Because blocks are optimistic, ``inf`` means the point truly cannot reach the goal through
-    the grid's free cells; finite values approximate the free-space path length.
+    The grid is cut into blocks of ``factor`` cells per axis, one graph node per block, and
+    nodes are joined to their 8 (2-D) / 26 (3-D) neighbours by edges as long as the distance
+    between block centres. :meth:`from_goal` runs one Dijkstra (``scipy.sparse.csgraph``) from
+    the goal; :meth:`lookup` gives points the distance of their block minus one block diagonal
+    (clipped at 0), ``inf`` where the graph has no path.
+
+    * ``optimistic=True``: a block is free if *any* of its cells is free and free neighbours
+      are always joined. Distances leak through walls thinner than a block, but ``inf`` is a
+      proof: no free path exists through the grid's free cells.
+    * ``optimistic=False`` (lattice): a node is free if the cell at its block centre is free,
+      and an edge exists only if the straight segment between the centres is free. Distances
+      go around obstacles as the robot must, but passages narrower than about a block may be
+      missed (``inf`` proves nothing). Blocks whose own node is blocked take their best
+      neighbour's distance plus one step.
     """
 
-    def __init__(self, grid: OccupancyGrid, factor: int):
+    def __init__(self, grid: OccupancyGrid, factor: int, optimistic: bool = True):
         factor = int(factor)
         if factor < 1:
             raise ValueError(f'factor must be >= 1, got {factor}')
@@ -482,11 +489,17 @@ class CoarseGeodesic:
 
         self.grid = grid
         self.factor = factor
+        self.optimistic = bool(optimistic)
         self.cell_size = grid.resolution * factor
-        pad = [(0, (-n) % factor) for n in grid.shape]
-        occ = np.pad(grid.occupied, pad, constant_values=True)
-        blocks = occ.reshape(sum(((n // factor, factor) for n in occ.shape), ()))
-        free = ~blocks.all(axis=tuple(range(1, 2 * grid.ndim, 2)))
+        block_shape = tuple(-(-n // factor) for n in grid.shape)
+        if self.optimistic:
+            pad = [(0, (-n) % factor) for n in grid.shape]
+            occ = np.pad(grid.occupied, pad, constant_values=True)
+            blocks = occ.reshape(sum(((n // factor, factor) for n in occ.shape), ()))
+            free = ~blocks.all(axis=tuple(range(1, 2 * grid.ndim, 2)))
+        else:
+            free = ~grid.occupied_at(self._centres(np.arange(np.prod(block_shape)), block_shape))
+            free = free.reshape(block_shape)
         self.free = free
         self._size_xyz = np.array(free.shape[::-1], dtype=np.int64)
         self._strides = np.cumprod(np.concatenate(([1], self._size_xyz[:-1]))).astype(np.int64)
@@ -498,11 +511,21 @@ class CoarseGeodesic:
             a = tuple(slice(max(-o, 0), n - max(o, 0)) for o, n in zip(offset, free.shape))
             b = tuple(slice(max(o, 0), n - max(-o, 0)) for o, n in zip(offset, free.shape))
             both = free[a] & free[b]
-            src.append(ids[a][both])
-            dst.append(ids[b][both])
-            weight.append(np.full(src[-1].size, self.cell_size * math.sqrt(sum(o * o for o in offset))))
+            pair_a, pair_b = ids[a][both], ids[b][both]
+            if not self.optimistic and pair_a.size:
+                visible = grid.segment_free(self._centres(pair_a, block_shape),
+                                            self._centres(pair_b, block_shape))
+                pair_a, pair_b = pair_a[visible], pair_b[visible]
+            src.append(pair_a)
+            dst.append(pair_b)
+            weight.append(np.full(pair_a.size, self.cell_size * math.sqrt(sum(o * o for o in offset))))
         src, dst, weight = (np.concatenate(x) for x in (src, dst, weight))
         self._graph = coo_matrix((weight, (src, dst)), shape=(free.size, free.size)).tocsr()
+
+    def _centres(self, flat_ids: np.ndarray, block_shape) -> np.ndarray:
+        """World centres (K, ndim) of blocks given by flat index into the [..., by, bx] array."""
+        idx = np.stack(np.unravel_index(flat_ids, block_shape)[::-1], axis=1)
+        return self.grid.origin + (idx + 0.5) * self.cell_size
 
     def _block_index(self, points) -> Tuple[np.ndarray, np.ndarray]:
         pts = self.grid._points(points)
@@ -514,11 +537,31 @@ class CoarseGeodesic:
         return np.where(inside, cells @ self._strides, 0), inside
 
     def from_goal(self, goal) -> np.ndarray:
-        """Graph distance (m) from every block to the goal's block (flat, ``inf`` if unreachable)."""
+        """Graph distance (m) from every block to the goal (flat, ``inf`` if unreachable)."""
+        goal = self.grid._points(goal)
         index, inside = self._block_index(goal)
         if not inside[0]:
-            raise ValueError(f'goal {np.ravel(goal).tolist()} is outside the map')
-        return self._dijkstra(self._graph, directed=False, indices=int(index[0]))
+            raise ValueError(f'goal {goal[0].tolist()} is outside the map')
+        if self.optimistic:
+            return self._dijkstra(self._graph, directed=False, indices=int(index[0]))
+        # Lattice: start from the free nodes of the goal's and neighbouring blocks that see it.
+        cell = np.array(np.unravel_index(int(index[0]), self.free.shape))
+        near = np.stack(np.meshgrid(*[np.arange(c - 1, c + 2) for c in cell], indexing='ij'), -1)
+        near = near.reshape(-1, self.grid.ndim)
+        near = near[np.all((near >= 0) & (near < self.free.shape), axis=1)]
+        near_ids = np.ravel_multi_index(tuple(near.T), self.free.shape)
+        near_ids = near_ids[self.free.reshape(-1)[near_ids]]
+        if near_ids.size:
+            centres = self._centres(near_ids, self.free.shape)
+            near_ids = near_ids[self.grid.segment_free(np.repeat(goal, near_ids.size, axis=0), centres)]
+        if near_ids.size == 0:
+            return np.full(self.free.size, np.inf)
+        field = self._dijkstra(self._graph, directed=False, indices=near_ids, min_only=True)
+        # Blocks without a reachable node of their own borrow the best neighbour's distance.
+        grid_field = field.reshape(self.free.shape)
+        borrowed = ndimage.minimum_filter(grid_field, size=3, mode='constant', cval=np.inf)
+        step = self.cell_size * math.sqrt(self.grid.ndim)
+        return np.where(np.isfinite(grid_field), grid_field, borrowed + step).reshape(-1)
 
     def lookup(self, field: np.ndarray, points) -> np.ndarray:
         """``(K,)`` distance-to-goal estimate for points (``inf``: unreachable or outside)."""

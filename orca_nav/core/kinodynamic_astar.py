@@ -178,11 +178,13 @@ class KinodynamicAStar:
         self._vel_offset = vel_cells // 2
         self._shot_distance = (p.shot_distance if p.shot_distance is not None
                                else p.max_vel ** 2 / p.max_acc + 2.0 * p.max_vel * tau)
-        self._geodesic = None
+        self._geodesic = self._reachability = None
         if p.geodesic_heuristic:
             block = (p.heuristic_resolution if p.heuristic_resolution is not None
                      else max(self._search_res, 4 * grid.resolution))
-            self._geodesic = CoarseGeodesic(self.inflated_grid, max(1, round(block / grid.resolution)))
+            factor = max(1, round(block / grid.resolution))
+            self._geodesic = CoarseGeodesic(self.inflated_grid, factor, optimistic=False)
+            self._reachability = CoarseGeodesic(self.inflated_grid, factor, optimistic=True)
 
     # ------------------------------------------------------------------ helpers
     def _keys(self, pos: np.ndarray, vel: np.ndarray) -> np.ndarray:
@@ -205,16 +207,16 @@ class KinodynamicAStar:
         return float(np.abs(v_to - v_from).max() / self.params.max_acc)
 
     def _heuristic(self, pos, vel, goal_pos, goal_vel, goal_field):
-        """Tie-broken OBVP cost and time to the goal; ``inf`` where the goal is unreachable."""
+        """Tie-broken OBVP cost and its optimal time to the goal."""
         dp = goal_pos - pos
         t_lower = self._t_lower(dp)
         if goal_field is not None:
             # Obstacle-aware: the robot cannot cover the detour faster than at top speed.
-            t_lower = np.maximum(t_lower, self._geodesic.lookup(goal_field, pos) / self._speed_bound)
-        reachable = np.isfinite(t_lower)
-        cost, best_t = obvp_min_cost(dp, vel, goal_vel, self.params.rho,
-                                     np.where(reachable, t_lower, 0.0))
-        return np.where(reachable, cost * self.params.tie_breaker, np.inf), best_t
+            # (Where the lattice has no path, e.g. past a narrow gap, keep the straight bound.)
+            detour = self._geodesic.lookup(goal_field, pos)
+            t_lower = np.maximum(t_lower, np.where(np.isfinite(detour), detour, 0.0) / self._speed_bound)
+        cost, best_t = obvp_min_cost(dp, vel, goal_vel, self.params.rho, t_lower)
+        return cost * self.params.tie_breaker, best_t
 
     def _within_limits(self, vel: np.ndarray, acc: Optional[np.ndarray] = None) -> np.ndarray:
         """Rows of (..., ndim) velocities (and accelerations) within the limits, reduced over
@@ -365,12 +367,15 @@ class KinodynamicAStar:
         t_goal = np.empty(cap)                   # OBVP-optimal time to the goal (shot duration seed)
         pos[0], vel[0], g[0], parent[0] = start_pos, start_vel, 0.0, -1
         keys[0] = self._keys(start_pos[None], start_vel[None])[0]
-        goal_field = self._geodesic.from_goal(goal_pos) if self._geodesic is not None else None
+        goal_field = None
+        if self._geodesic is not None:
+            reach = self._reachability.from_goal(goal_pos)
+            if not np.isfinite(self._reachability.lookup(reach, start_pos[None])[0]):
+                return finish(PlanStatus.NO_PATH, 'no free path joins start and goal in the '
+                                                  f'{self._radius} m-inflated map')
+            goal_field = self._geodesic.from_goal(goal_pos)
         h0, t0 = self._heuristic(start_pos[None], start_vel[None], goal_pos, goal_vel, goal_field)
         t_goal[0] = t0[0]
-        if not np.isfinite(h0[0]):
-            return finish(PlanStatus.NO_PATH, 'no free path joins start and goal in the '
-                                              f'{self._radius} m-inflated map')
         n_nodes = 1
         open_heap = [(p.heuristic_weight * h0[0], 0)]
         best = {int(keys[0]): (0.0, 0)}          # key -> (g, node) of the current open entry
@@ -458,6 +463,10 @@ class KinodynamicAStar:
 
     def _shot(self, p0, v0, goal_pos, goal_vel, t_opt: float, near: bool, stats: PlanStats, ends):
         """Analytic shot from a popped node: (duration, coefficients, cost) or None."""
+        # A shot is a gentle curve: skip it (cheaply) when the straight line is blocked.
+        line = p0 + np.linspace(0.0, 1.0, 16)[:, None] * (goal_pos - p0)
+        if self._blocked(line, ends).any():
+            return None
         stats.analytic_attempts += 1
         shot = self._try_shot(p0, v0, goal_pos, goal_vel, t_opt, ends)
         if shot is None:

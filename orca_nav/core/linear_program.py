@@ -141,31 +141,45 @@ def _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, st
     full solve.
     """
     count, width = px.shape
+    start_violation = violation(px, py, dx, dy, start_x, start_y)
+    start_violation[~valid] = -np.inf
     rows = np.arange(count)
-    start_violation = np.where(valid, violation(px, py, dx, dy, start_x, start_y), -np.inf)
-    chosen = start_violation.argmax(axis=1)[:, None]
+    first = start_violation.argmax(axis=1)
+    # Round one, a single line: closest point to opt on it, clipped to the speed circle.
+    lpx, lpy, ldx, ldy = px[rows, first], py[rows, first], dx[rows, first], dy[rows, first]
+    dot = lpx * ldx + lpy * ldy
+    disc = dot * dot + radius * radius - (lpx * lpx + lpy * lpy)
+    root = np.sqrt(np.maximum(disc, 0.0))
+    t = np.minimum(np.maximum(ldx * (opt_x - lpx) + ldy * (opt_y - lpy), -dot - root), -dot + root)
+    cx = lpx + t * ldx
+    cy = lpy + t * ldy
+    ok = disc >= 0.0
+    chosen = first[:, None]
     vx, vy = start_x.copy(), start_y.copy()
     settled = np.zeros(count, dtype=bool)
     open_rows = rows
+    rpx, rpy, rdx, rdy, rvalid = px, py, dx, dy, valid
     for size in range(1, min(max_lines, width) + 1):
-        take = lambda a: np.take_along_axis(a[open_rows], chosen, axis=1)  # noqa: E731
-        spx, spy, sdx, sdy = take(px), take(py), take(dx), take(dy)
-        violated_by_start = take(start_violation) > 0.0
-        cx, cy, ok = _best_on_violated_lines(
-            spx, spy, sdx, sdy, np.ones_like(violated_by_start), radius[open_rows],
-            violated_by_start, opt_x[open_rows], opt_y[open_rows], direction=False)
-        remaining = np.where(valid[open_rows], violation(px[open_rows], py[open_rows], dx[open_rows],
-                                                          dy[open_rows], cx, cy), -np.inf)
+        if size > 1:
+            take = lambda a: np.take_along_axis(a, chosen, axis=1)  # noqa: E731
+            cx, cy, ok = _best_on_violated_lines(
+                take(rpx), take(rpy), take(rdx), take(rdy), np.ones(chosen.shape, dtype=bool),
+                radius[open_rows], take(start_violation[open_rows]) > 0.0,
+                opt_x[open_rows], opt_y[open_rows], direction=False)
+        remaining = violation(rpx, rpy, rdx, rdy, cx, cy)
+        remaining[~rvalid] = -np.inf
         np.put_along_axis(remaining, chosen, -np.inf, axis=1)
         worst = remaining.argmax(axis=1)
         done = ok & ~(remaining[np.arange(len(open_rows)), worst] > 0.0)
-        vx[open_rows[done]] = cx[done]
-        vy[open_rows[done]] = cy[done]
-        settled[open_rows[done]] = True
-        keep_going = ok & ~done  # infeasible subsets go straight to the full solve
-        open_rows = open_rows[keep_going]
-        if open_rows.size == 0:
+        finished = open_rows[done]
+        vx[finished] = cx[done]
+        vy[finished] = cy[done]
+        settled[finished] = True
+        keep_going = np.flatnonzero(ok & ~done)  # infeasible subsets go to the full solve
+        if keep_going.size == 0 or size == min(max_lines, width):
             break
+        open_rows = open_rows[keep_going]
+        rpx, rpy, rdx, rdy, rvalid = px[open_rows], py[open_rows], dx[open_rows], dy[open_rows], valid[open_rows]
         chosen = np.concatenate([chosen[keep_going], worst[keep_going, None]], axis=1)
     return vx, vy, settled
 

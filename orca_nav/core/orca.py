@@ -15,8 +15,14 @@ update: for every agent, `Agent::computeNeighbors` then `Agent::computeNewVeloci
   `max_speed`), and where that is infeasible linearProgram3 (minimise the largest
   penetration of agent lines, obstacle lines hard); see `linear_program`.
 
-Everything is float64 (RVO2 computes in float32; results agree to ~1e-6 except rare
-linearProgram3 steps where RVO2's own rounding drifts).
+Precision: agent ORCA lines are built in float32 with RVO2's operation order (near contact
+their legs come from sqrt(dist^2 - r^2), so the reference's rounding decides them); obstacle
+lines and the linear programs run in float64. On the recorded RVO2 runs every new velocity
+agrees within ~1e-5 m/s. Inputs and outputs are float64.
+
+Degenerate input RVO2 turns into NaN (coincident agents with equal velocities) gets a
+separating direction instead. As in RVO2, an agent whose centre is inside a solid polygon
+sees none of its edges (only edges it is outside of count).
 
 Usage::
 
@@ -28,15 +34,17 @@ Usage::
 `radius` and `max_speed` (and also `neighbor_dist`, `max_neighbors`, `time_horizon`,
 `time_horizon_obst`) may be floats or (N,) arrays.
 
-Obstacles that rarely change: `obstacles` also accepts an `ObstacleSet`
-(`prepare_obstacles(polygons)`), which holds the validated polygons and RVO2's processed
-obstacle tree. Build it once per map and pass it on every call, so a 20 Hz controller does
-not redo the validation and tree build each cycle.
+Obstacles that rarely change (e.g. a node calling this at 20 Hz with map polygons):
+build `obstacles = prepare_obstacles(polygons)` once per map and pass that `ObstacleSet` as
+`obstacles` on every call. It holds the validated polygons and RVO2's processed obstacle
+tree (with its edge splits), so nothing is re-validated or rebuilt per cycle. A plain list
+must be counter-clockwise; `prepare_obstacles` also accepts clockwise polygons as RVO2
+enclosures (solid outside: room walls, the map border), unless allow_enclosures=False.
 
 `OrcaSimulator` is RVO2's simulator (add agents, obstacles, preferred velocities, step),
 plus `remove_agent(id)` and `set_obstacles(polygons)` to replace the obstacles at run time.
 """
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Union
 
 import numpy as np
@@ -90,14 +98,17 @@ class OrcaParams:
                 value = np.full(count, value.item())
             elif value.shape != (count,):
                 raise ValueError(f'{label}: expected a scalar or shape ({count},), got {value.shape}')
+            try:
+                value = value.astype(np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f'{label} must be numeric, got {value!r}') from None
             if name == 'max_neighbors':
-                as_int = value.astype(np.int64) if value.size else value.astype(np.int64)
-                bad = np.flatnonzero((as_int != value) | (as_int < 0)) if value.dtype.kind != 'b' else []
-                if len(bad):
+                whole = np.isfinite(value) & (value >= 0.0) & (value == np.floor(value))
+                bad = np.flatnonzero(~whole)
+                if bad.size:
                     raise ValueError(f'{label}[{bad[0]}] must be an integer >= 0, got {value[bad[0]]}')
-                arrays[name] = as_int
+                arrays[name] = value.astype(np.int64)
                 continue
-            value = value.astype(np.float64)
             _check_finite(label, value)
             strict = name in ('time_horizon', 'time_horizon_obst')
             bad = np.flatnonzero(value <= 0.0 if strict else value < 0.0)

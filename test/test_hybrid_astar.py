@@ -12,6 +12,8 @@ from orca_nav.core.reeds_shepp import wrap_angle
 from conftest import SHARED
 
 CAR = dict(wheelbase=2.7, min_turning_radius=5.0, footprint_length=4.5, footprint_width=2.0, rear_overhang=0.9)
+# Wall-clock budget for plans that must succeed: generous, the CI machine may be busy.
+SLOW_OK = 120.0
 
 
 @pytest.fixture(scope='module')
@@ -23,7 +25,7 @@ def parking():
 
 @pytest.fixture(scope='module')
 def car_planner(parking):
-    return HybridAStar(parking[0], HybridParams(**CAR, allow_reverse=True))
+    return HybridAStar(parking[0], HybridParams(**CAR, allow_reverse=True, timeout=SLOW_OK))
 
 
 def _footprint_points(poses, length, width, rear):
@@ -89,7 +91,7 @@ def test_parallel_parking_needs_reverse(parking, car_planner):
 def test_forward_only_paths_never_reverse(parking):
     grid, queries = parking
     q = queries['Q1_cross']
-    planner = HybridAStar(grid, HybridParams(**CAR, allow_reverse=False))
+    planner = HybridAStar(grid, HybridParams(**CAR, allow_reverse=False, timeout=SLOW_OK))
     path = _check_path(grid, planner.plan(q[:3], q[3:]), q[:3], q[3:], 5.0)
     assert np.all(path.direction == 1) and path.direction_switches == 0
 
@@ -105,7 +107,7 @@ def _corridor():
 def test_diff_drive_turns_in_place_where_a_car_cannot():
     grid = _corridor()
     robot = dict(wheelbase=0.5, min_turning_radius=2.0, footprint_length=1.0, footprint_width=0.6,
-                 rear_overhang=0.5, allow_reverse=False, timeout=5.0)
+                 rear_overhang=0.5, allow_reverse=False, timeout=SLOW_OK)
     start, goal = (6.0, 2.0, 0.0), (6.0, 2.0, math.pi)
     car = HybridAStar(grid, HybridParams(**robot, model='car')).plan(start, goal)
     assert car.status is PlanStatus.NO_PATH, car.message
@@ -123,7 +125,7 @@ def test_disc_footprint_keeps_its_radius_clear(parking):
     grid, queries = parking
     q = queries['Q2_uturn']
     planner = HybridAStar(grid, HybridParams(wheelbase=0.4, min_turning_radius=1.0, robot_radius=0.8,
-                                             model='diff_drive'))
+                                             model='diff_drive', timeout=SLOW_OK))
     result = planner.plan(q[:3], q[3:])
     assert result.status is PlanStatus.SUCCESS, result.message
     poses, _ = result.path.sample(0.05)
@@ -154,7 +156,7 @@ def test_every_failure_status(parking, car_planner):
     # A wall across the map: the goal side is unreachable.
     occ = grid.occupied.copy()
     occ[:, 295:305] = True
-    walled = HybridAStar(OccupancyGrid(occ, grid.resolution, grid.origin), HybridParams(**CAR))
+    walled = HybridAStar(OccupancyGrid(occ, grid.resolution, grid.origin), HybridParams(**CAR, timeout=SLOW_OK))
     result = walled.plan(q[:3], q[3:])
     assert result.status is PlanStatus.NO_PATH and 'reachable' in result.message
     for r in (timeout, result):

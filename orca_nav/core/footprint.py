@@ -162,8 +162,11 @@ class FootprintChecker:
         fx = (px - self._origin[0]) * (1.0 / self._res) + self._pad
         fy = (py - self._origin[1]) * (1.0 / self._res) + self._pad
         # Truncation is floor for fx >= 0; anything left of the ring is clipped onto it.
-        ix = np.clip(fx.astype(np.int64), 0, self._nx - 1)
-        iy = np.clip(fy.astype(np.int64), 0, self._ny - 1)
+        ix = fx.astype(np.int64)
+        iy = fy.astype(np.int64)
+        # In-place ufuncs: np.clip's Python wrapper costs more than the work on small arrays.
+        np.minimum(np.maximum(ix, 0, out=ix), self._nx - 1, out=ix)
+        np.minimum(np.maximum(iy, 0, out=iy), self._ny - 1, out=iy)
         return fx, fy, ix, iy
 
     def _distance_bounds(self, px, py):
@@ -194,8 +197,8 @@ class FootprintChecker:
         result = np.ones(x.size, dtype=bool)
         if pose.size:
             pts = self._samples[self._block_samples[block]]          # (pairs, width, 2)
-            hit = self._points_hit(x[pose, None], y[pose, None], cos[pose, None], sin[pose, None],
-                                   pts[:, :, 0], pts[:, :, 1]).any(axis=1)
+            hit = np.logical_or.reduce(self._points_hit(x[pose, None], y[pose, None], cos[pose, None],
+                                                        sin[pose, None], pts[:, :, 0], pts[:, :, 1]), axis=1)
             result[pose[hit]] = False
         return result
 
@@ -208,8 +211,8 @@ class FootprintChecker:
         # Tiers 1 and 2 in one lookup: column 0 is the footprint centre, the rest the disc centres.
         lower, upper = self._distance_bounds(x[:, None] + cos * self._probe_x, y[:, None] + sin * self._probe_x)
         centre_free = lower[:, 0] > self._half_diag
-        result = centre_free | np.all(lower[:, 1:] > self._disc_r, axis=1)
-        hit = (upper[:, 0] < self._hw) | np.any(upper[:, 1:] < self._disc_inner, axis=1)
+        result = centre_free | np.logical_and.reduce(lower[:, 1:] > self._disc_r, axis=1)
+        hit = (upper[:, 0] < self._hw) | np.logical_or.reduce(upper[:, 1:] < self._disc_inner, axis=1)
         rest = np.flatnonzero(~result & ~hit)
         n_centre = np.count_nonzero(centre_free | (upper[:, 0] < self._hw))
         self.tier_counts += (n_centre, x.size - n_centre - rest.size, rest.size)

@@ -80,7 +80,7 @@ class HybridParams:
     non_straight_penalty: float = 0.03          # per metre driven on a curve (m)
     turn_in_place_penalty: float = 1.0          # per radian turned in place (m)
     heuristic_resolution: float = 0.5           # block size of the 2-D distance field (m)
-    heuristic_weight: float = 2.0               # > 1: greedier, far fewer expansions; smoothing
+    heuristic_weight: float = 3.0               # > 1: greedier, far fewer expansions; smoothing
                                                 # recovers most of the length
     analytic_distance: float = 10.0             # try the analytic path every expansion within this
     analytic_interval: int = 10                 # ... and every this many expansions farther away

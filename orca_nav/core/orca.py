@@ -209,7 +209,8 @@ def _agent_neighbors(positions, neighbor_dist, max_neighbors):
 # ORCA lines
 
 def _agent_lines(positions, velocities, radius, time_horizon, time_step, neighbors, keep):
-    """Agent-agent ORCA lines as (N, k) float64 arrays: point (px, py), direction (dx, dy).
+    """Agent-agent ORCA lines as (k, N) float64 arrays (slot-major): point (px, py) and
+    direction (dx, dy) of neighbour slot j of agent a at [j, a].
 
     Computed in float32 with RVO2's operation order: near contact the legs come from
     sqrt(dist^2 - r^2), which is ill-conditioned, so the reference's own rounding decides
@@ -240,7 +241,7 @@ def _agent_lines(positions, velocities, radius, time_horizon, time_step, neighbo
         block = slice(start, min(start + _LINE_BLOCK, count))
         _agent_lines_block(columns, block, other[:, block], inv_horizon[block], inv_step,
                            keep[block].T, lines[:, :, block])
-    return lines[0].T, lines[1].T, lines[2].T, lines[3].T
+    return lines[0], lines[1], lines[2], lines[3]
 
 
 def _agent_lines_block(columns, block, other, inv_horizon, inv_step, keep_t, out):
@@ -493,46 +494,49 @@ def _new_velocities(positions, velocities, pref_velocities, agent_params, time_s
     max_speed = agent_params['max_speed']
     neighbors, keep = _agent_neighbors(positions, agent_params['neighbor_dist'],
                                        agent_params['max_neighbors'])
-    a_px, a_py, a_dx, a_dy = _agent_lines(positions, velocities, radius,
-                                          agent_params['time_horizon'], time_step, neighbors, keep)
-    num_agent_lines = keep.sum(axis=1)
+    # Lines are slot-major, (L, N): per-agent values broadcast along the long axis.
+    px, py, dx, dy = _agent_lines(positions, velocities, radius, agent_params['time_horizon'],
+                                  time_step, neighbors, keep)
+    valid = np.ascontiguousarray(keep.T)
+    num_obst = np.zeros(count, dtype=np.intp)
     if len(obstacle_set):
         o_px, o_py, o_dx, o_dy, num_obst = _obstacle_lines(
             obstacle_set, positions, velocities, radius, max_speed,
             agent_params['time_horizon_obst'])
-    else:
-        num_obst = np.zeros(count, dtype=np.intp)
-        o_px = None
-    if o_px is not None and o_px.shape[1]:
-        width = o_px.shape[1] + a_px.shape[1]
-        px, py = np.zeros((count, width)), np.zeros((count, width))
-        dx, dy = np.ones((count, width)), np.zeros((count, width))
-        obst_cols = o_px.shape[1]
-        for full, part in ((px, o_px), (py, o_py), (dx, o_dx), (dy, o_dy)):
-            full[:, :obst_cols] = part
-        rows = np.arange(count)[:, None]
-        cols = num_obst[:, None] + np.arange(a_px.shape[1])[None, :]
-        for full, part in ((px, a_px), (py, a_py), (dx, a_dx), (dy, a_dy)):
-            full[rows, cols] = part
-        valid = np.arange(width)[None, :] < (num_obst + num_agent_lines)[:, None]
-    else:
-        px, py, dx, dy, valid = a_px, a_py, a_dx, a_dy, keep
+        if o_px.shape[1]:
+            # Obstacle lines first, then each agent's agent lines right after its own.
+            obst_width, agent_width = o_px.shape[1], px.shape[0]
+            width = obst_width + agent_width
+            rows = num_obst[None, :] + np.arange(agent_width)[:, None]
+            cols = np.broadcast_to(np.arange(count)[None, :], rows.shape)
+            merged = []
+            for obst_part, agent_part, fill in ((o_px, px, 0.0), (o_py, py, 0.0),
+                                                (o_dx, dx, 1.0), (o_dy, dy, 0.0)):
+                full = np.full((width, count), fill)
+                full[:obst_width] = obst_part.T
+                full[rows, cols] = agent_part
+                merged.append(full)
+            px, py, dx, dy = merged
+            valid = np.arange(width)[:, None] < (num_obst + keep.sum(axis=1))[None, :]
 
     opt_x = pref_velocities[:, 0]
     opt_y = pref_velocities[:, 1]
     vx, vy = clamp_to_speed(opt_x, opt_y, max_speed)
-    if px.shape[1]:
-        need = ((violation(px, py, dx, dy, vx, vy) > 0.0) & valid).any(axis=1)
+    if px.shape[0]:
+        need = ((dx * (py - vy) - dy * (px - vx) > 0.0) & valid).any(axis=0)
         if need.any():
             idx = np.flatnonzero(need)
-            sx, sy, line_fail = closest_point(px[idx], py[idx], dx[idx], dy[idx], valid[idx],
+            # Agent-major (K, L) copies of the few agents that need a linear program.
+            lpx, lpy, ldx, ldy, lvalid = (np.ascontiguousarray(a[:, idx].T)
+                                          for a in (px, py, dx, dy, valid))
+            sx, sy, line_fail = closest_point(lpx, lpy, ldx, ldy, lvalid,
                                               max_speed[idx], opt_x[idx], opt_y[idx])
-            failed = line_fail >= 0
-            if failed.any():
+            failed = np.flatnonzero(line_fail >= 0)
+            if failed.size:
                 f = idx[failed]
                 sx[failed], sy[failed] = min_max_penetration(
-                    px[f], py[f], dx[f], dy[f], valid[f], num_obst[f], line_fail[failed],
-                    max_speed[f], sx[failed], sy[failed])
+                    lpx[failed], lpy[failed], ldx[failed], ldy[failed], lvalid[failed], num_obst[f],
+                    line_fail[failed], max_speed[f], sx[failed], sy[failed])
             vx[idx] = sx
             vy[idx] = sy
             # Points on the speed circle may exceed it by rounding (~1e-16 relative).

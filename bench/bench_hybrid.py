@@ -85,12 +85,14 @@ def run_orca_nav(grid, names, queries, repeats):
     planner = HybridAStar(grid, HybridParams(**CAR))
     rows = {}
     for name, q in zip(names, queries):
-        times, result = [], None
+        times, cpu, result = [], [], None
         for _ in range(repeats):
+            c0 = time.process_time()
             result = planner.plan(q[:3], q[3:])
+            cpu.append(time.process_time() - c0)
             times.append(result.stats.plan_time)
         row = dict(success=result.success, status=result.status.name, time_s=statistics.median(times),
-                   expansions=result.stats.expanded_nodes)
+                   cpu_s=statistics.median(cpu), expansions=result.stats.expanded_nodes)
         if result.success:
             poses, _ = result.path.sample(0.05)
             row.update(length=result.path.length, switches=result.path.direction_switches,
@@ -148,48 +150,48 @@ class OmplPeer:
         ss.setStartAndGoalStates(start, goal)
         return ss, space
 
-    def _result(self, ss, elapsed):
+    def _result(self, ss, elapsed, cpu):
         if not ss.haveExactSolutionPath():
-            return dict(success=False, time_s=elapsed)
+            return dict(success=False, time_s=elapsed, cpu_s=cpu)
         path = ss.getSolutionPath()
         length = path.length()
         path.interpolate(max(2, int(math.ceil(length / 0.05)) + 1))
         poses = np.array([[s.getX(), s.getY(), s.getYaw()] for s in path.getStates()])
-        return dict(success=True, time_s=elapsed, length=length, switches=switches_of(poses),
+        return dict(success=True, time_s=elapsed, cpu_s=cpu, length=length, switches=switches_of(poses),
                     posthoc_collision_free=posthoc_free(self.grid, poses))
 
     def rrt_connect(self, q, cap):
         ss, _ = self._setup(q)
         ss.setPlanner(self.og.RRTConnect(ss.getSpaceInformation()))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         ss.solve(cap)
-        return self._result(ss, time.perf_counter() - t0)
+        return self._result(ss, time.perf_counter() - t0, time.process_time() - c0)
 
     def bit_star(self, q, budget):
         ss, _ = self._setup(q)
         planner = self.og.BITstar(ss.getSpaceInformation())
         ss.setPlanner(planner)
         ss.setup()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         first = []
 
         def stop():
             now = time.perf_counter() - t0
             if not first and math.isfinite(planner.bestCost().value()):
-                first.append(now)
+                first.append((now, time.process_time() - c0))
             return now >= budget
 
         ss.solve(self.ob.PlannerTerminationCondition(stop))
-        out = self._result(ss, time.perf_counter() - t0)
-        if out['success']:
-            out['time_s'] = first[0] if first else out['time_s']
+        out = self._result(ss, time.perf_counter() - t0, time.process_time() - c0)
+        if out['success'] and first:
+            out['time_s'], out['cpu_s'] = first[0]
         return out
 
 
 def summarize(runs):
     ok = [r for r in runs if r['success']]
     med = (lambda key: statistics.median(r[key] for r in ok) if ok else None)
-    return dict(success=len(ok), runs=len(runs), time_s=med('time_s'), length=med('length'),
+    return dict(success=len(ok), runs=len(runs), time_s=med('time_s'), cpu_s=med('cpu_s'), length=med('length'),
                 switches=med('switches'), posthoc_clean=sum(r['posthoc_collision_free'] for r in ok))
 
 
@@ -228,13 +230,15 @@ def main(argv=None):
     print(f'parking_2d, {len(names)} queries; orca_nav precompute per map: clearance '
           f'{precompute["clearance_s"] * 1000:.0f} ms, planner init {precompute["planner_init_s"] * 1000:.0f} ms '
           f'(not in plan times)')
-    header = f'{"query":18s} {"planner":11s} {"ok":>5s} {"time ms":>8s} {"length m":>9s} {"switch":>6s} {"clean":>5s}'
+    header = (f'{"query":18s} {"planner":11s} {"ok":>5s} {"time ms":>8s} {"cpu ms":>7s} {"length m":>9s} '
+              f'{"switch":>6s} {"clean":>5s}')
     print(header)
     print('-' * len(header))
     ratios = {}
     for name in names:
         r = ours[name]
         print(f'{name:18s} {"orca_nav":11s} {("1/1" if r["success"] else "0/1"):>5s} {r["time_s"] * 1000:8.1f} '
+              f'{r["cpu_s"] * 1000:7.1f} '
               f'{fmt(r.get("length"), "9.1f")} {fmt(r.get("switches"), "6d")} '
               f'{str(r.get("posthoc_collision_free", "-")):>5s}')
         best = None
@@ -243,15 +247,20 @@ def main(argv=None):
                 continue
             p = peers[planner][name]
             print(f'{"":18s} {planner:11s} {p["success"]}/{p["runs"]:<3d} {fmt(p["time_s"] and p["time_s"] * 1000, "8.1f")} '
+                  f'{fmt(p["cpu_s"] and p["cpu_s"] * 1000, "7.1f")} '
                   f'{fmt(p["length"], "9.1f")} {fmt(p["switches"], "6.1f")} {p["posthoc_clean"]:>5d}')
             if p['length'] is not None:
                 best = p['length'] if best is None else min(best, p['length'])
         if best is not None and r.get('length') is not None:
             ratios[name] = r['length'] / best
-            print(f'{"":18s} {"ratio":11s} length / best peer median = {ratios[name]:.3f}')
+            rrt = peers['RRTConnect'][name]['time_s']
+            speed = f', plan time / RRTConnect = {r["time_s"] / rrt:.2f}' if rrt else ''
+            print(f'{"":18s} {"ratio":11s} length / best peer median = {ratios[name]:.3f}{speed}')
     solved = sum(ours[n]['success'] for n in names)
     median_time = statistics.median(ours[n]['time_s'] for n in names)
+    median_cpu = statistics.median(ours[n]['cpu_s'] for n in names)
     print(f'\norca_nav: {solved}/{len(names)} solved, median plan time {median_time * 1000:.1f} ms '
+          f'(CPU {median_cpu * 1000:.1f} ms) '
           f'(target <= 200, stretch 100), worst length ratio '
           f'{fmt(max(ratios.values()) if ratios else None, ".3f")} (target <= 1.05)')
     if peers is None:
@@ -259,7 +268,7 @@ def main(argv=None):
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(dict(map='parking_2d', args=vars(args), precompute=precompute, orca_nav=ours,
                                        peers=peers, length_ratio_to_best_peer=ratios, solved=solved,
-                                       median_plan_time_s=median_time), indent=2))
+                                       median_plan_time_s=median_time, median_plan_cpu_s=median_cpu), indent=2))
     return ours, peers
 
 

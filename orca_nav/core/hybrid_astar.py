@@ -5,11 +5,11 @@ Search:
 * State ``(x, y, yaw)`` of the reference point (rear-axle centre), hashed into cells of
   ``xy_resolution`` metres and ``yaw_bins`` headings. Closed set and best cost per cell live in
   flat arrays over all cells.
-* Motion primitives: arcs of length ``step_length`` (long enough to leave a cell) at
-  ``2 * steering_samples + 1`` curvatures from -1/R to +1/R, forward and, when ``allow_reverse``,
-  backward; the ``diff_drive`` model also turns in place by +-45 and +-90 degrees. The
-  primitives are precomputed as pose offsets; expanding a node transforms all of them at once and
-  collision-checks every sample of every primitive in one call.
+* Motion primitives: arcs of length ``step_length`` (default 1.5 cell diagonals, so every one
+  leaves its cell) at ``2 * steering_samples + 1`` curvatures from -1/R to +1/R, forward and,
+  when ``allow_reverse``, backward; the ``diff_drive`` model also turns in place by +-45 and
+  +-90 degrees. The primitives are precomputed as pose samples; expanding a node transforms all
+  of them at once and collision-checks every sample of every primitive in one batch.
 * Cost: arc length (times ``reverse_penalty`` when reversing) plus ``switch_penalty`` per change
   of direction, ``steer_change_penalty`` per unit change of normalised curvature,
   ``non_straight_penalty`` per metre of turning arc and ``turn_in_place_penalty`` per radian of
@@ -20,23 +20,32 @@ Search:
   (``scipy.sparse.csgraph``) over a 16-connected graph of ``heuristic_resolution`` blocks, where a
   block is passable if some cell in it has clearance for the footprint's inscribed disc around
   the reference point. The graph is built once per map; the field once per goal (plan time).
-* Analytic expansion: the shortest Reeds-Shepp (Dubins) path from the popped node to the goal,
-  tried every expansion near the goal and less often farther away; it ends the search if its
-  footprint samples are free.
-* Smoothing: shortcuts between path poses by Reeds-Shepp (Dubins) paths, kept only when cheaper
-  and collision-free; every piece of the result is an arc of curvature <= 1/R, a straight line
-  or an in-place turn, so the curvature limit holds by construction.
+  The weight > 1 makes the search greedy (few expansions); smoothing recovers the length.
+* Analytic expansion: the ``analytic_candidates`` shortest Reeds-Shepp (Dubins) paths from
+  popped nodes to the goal, for every node within ``analytic_distance`` of the goal (in batches
+  of ``analytic_batch`` nodes, one vectorised call each) and every ``analytic_interval``
+  expansions elsewhere; the cheapest collision-free one ends the search.
+* Smoothing: shortcuts between path junctions by Reeds-Shepp (Dubins) paths, kept only when
+  cheaper and collision-free; every piece of the result is an arc of curvature 1/R or less, a
+  straight line or an in-place turn, so the curvature limit holds by construction.
+* If the search is exhausted (``NO_PATH``), it is repeated once on a lattice twice as fine
+  (``refine_on_failure``): long primitives can miss tight manoeuvres.
 
 Collision checks use :class:`orca_nav.core.footprint.FootprintChecker` with the footprint grown by
 ``collision_margin``; poses are sampled densely enough (from the margin, the footprint's reach
 and the curvature) that the footprint between two samples stays inside the grown footprint at
-one of them, so the whole continuous path is free, not just its samples.
+one of them, so the whole continuous path is free, not just its samples. When the start or goal
+is closer to an obstacle than the margin, the margin is halved (up to three times) for that plan.
 
 Statuses: start/goal footprint overlapping an occupied cell -> ``START_IN_COLLISION`` /
 ``GOAL_IN_COLLISION``; footprint sticking out of the map (reference point inside) ->
-``OUT_OF_MAP``; search exhausted -> ``NO_PATH``; ``timeout`` or ``max_expansions`` spent ->
-``TIMEOUT``. Non-finite input, a reference point outside the map and bad parameters raise
-``ValueError`` naming the field. Yaw is accepted in any range and wrapped.
+``OUT_OF_MAP``; search exhausted, or the goal walled off in the distance field -> ``NO_PATH``;
+``timeout`` (wall clock) or ``max_expansions`` spent -> ``TIMEOUT``. Non-finite input, a
+reference point outside the map and bad parameters raise ``ValueError`` naming the field. Yaw is
+accepted in any range and wrapped; +-pi are the same heading.
+
+A planner instance holds per-map precomputation (clearance field, heuristic graph, primitives,
+Reeds-Shepp table; see ``precompute_time``) and serves one ``plan()`` call at a time.
 """
 from __future__ import annotations
 
@@ -253,7 +262,8 @@ class HybridAStar:
         margin = self.params.collision_margin
         poses = np.array([start, goal])
         for _ in range(3):
-            if FootprintChecker(self.grid, self.footprint, margin).free(poses).all():
+            self._use_margin(margin)
+            if self.checker.free(poses).all():
                 break
             margin *= 0.5
         return margin

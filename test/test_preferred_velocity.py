@@ -49,20 +49,20 @@ def test_stalled_head_on_pair_one_yields_the_other_turns_right():
     goals = np.array([[5.0, 0.0], [-5.0, 0.0]])
     pref, arrived = goal_velocities(positions, goals, 1.0, 1.0, GOAL_TOLERANCE)
     for now in np.arange(0.0, 1.0, 0.1):
-        out = breaker.update(now, positions, pref, arrived, goals, max_speed=1.0)
+        out = breaker.update(now, positions, pref, arrived, goals, max_speed=1.0, radius=0.5)
         np.testing.assert_allclose(out, pref)  # not stalled yet
-    out = breaker.update(1.0, positions, pref, arrived, goals, max_speed=1.0)
+    out = breaker.update(1.0, positions, pref, arrived, goals, max_speed=1.0, radius=0.5)
     assert breaker.detouring(1.0).tolist() == [True, False]
     assert breaker.yielding(1.0).tolist() == [False, True]
     np.testing.assert_allclose(out[1], 0.0)  # lower priority waits
     turn = pref[0, 0] * out[0, 1] - pref[0, 1] * out[0, 0]
     assert turn < 0.0 and np.linalg.norm(out[0]) == pytest.approx(1.0)  # clockwise: right
-    out = breaker.update(2.9, positions, pref, arrived, goals, max_speed=1.0)
+    out = breaker.update(2.9, positions, pref, arrived, goals, max_speed=1.0, radius=0.5)
     np.testing.assert_allclose(out[1], 0.0)  # still within recovery_time
     # After recovery_time, progress made since the stall ends the recovery.
     moved = positions + np.array([[0.5, 0.0], [-0.5, 0.0]])
     pref, arrived = goal_velocities(moved, goals, 1.0, 1.0, GOAL_TOLERANCE)
-    out = breaker.update(3.05, moved, pref, arrived, goals, max_speed=1.0)
+    out = breaker.update(3.05, moved, pref, arrived, goals, max_speed=1.0, radius=0.5)
     np.testing.assert_allclose(out, pref)
     assert not breaker.detouring(3.05).any() and not breaker.yielding(3.05).any()
 
@@ -73,7 +73,7 @@ def test_moving_robots_are_never_stalled():
     positions = np.zeros((3, 2))
     for step in range(100):
         pref, arrived = goal_velocities(positions, goals, 1.0, 1.0, GOAL_TOLERANCE)
-        out = breaker.update(step * 0.1, positions, pref, arrived, goals, max_speed=1.0)
+        out = breaker.update(step * 0.1, positions, pref, arrived, goals, max_speed=1.0, radius=0.5)
         np.testing.assert_allclose(out, pref)
         positions = positions + 0.5 * pref * 0.1  # half speed: progress well above 30 %
 
@@ -113,7 +113,8 @@ def run_fleet(starts, goals, params, breaker, max_time):
         if arrived.all():
             return sim.global_time, min_gap, sim
         if breaker is not None:
-            pref = breaker.update(sim.global_time, positions, pref, arrived, goals, params.max_speed)
+            pref = breaker.update(sim.global_time, positions, pref, arrived, goals, params.max_speed,
+                                  params.radius)
         sim.set_pref_velocities(pref)
         sim.step()
     return None, min_gap, sim
@@ -168,7 +169,7 @@ def test_deadlock_breaker_with_reference_rvo2():
         if arrived.all():
             break
         pref = breaker.update(step * params.time_step, positions, pref, arrived, goals,
-                              params.max_speed)
+                              params.max_speed, params.radius)
         for i in range(n):
             sim.set_agent_pref_velocity(i, (float(pref[i, 0]), float(pref[i, 1])))
         sim.do_step()

@@ -22,8 +22,10 @@ neighbours, so a ring cannot even rotate. Someone has to wait. The breaker there
    ``stall_time`` seconds is stalled;
 2. gives a stalled robot one of two recoveries for ``recovery_time`` seconds:
    - *yield* (zero preferred velocity) when a robot of higher priority (lower index in the
-     fleet) that still has more than ``yield_distance`` to go is within ``yield_distance``;
-     ORCA's reciprocity then makes the yielding robot step aside for it;
+     fleet) is near: centres closer than ``yield_factor`` times the sum of both radii (with the
+     default 2, less than one combined radius of free space between them), and that robot
+     still has more than ``yield_factor`` times its own diameter to go. ORCA's reciprocity then
+     makes the yielding robot step aside for it;
    - otherwise *detour* by the right-hand rule: the goal direction rotated clockwise by
      ``detour_angle`` minus a deterministic per-robot offset (a golden-ratio sequence over the
      index, up to ``detour_spread``). Turning right is a convention every robot shares, so two
@@ -109,12 +111,12 @@ class DeadlockParams:
     stall_time: float = 1.5       # window over which progress is measured
     min_progress: float = 0.3     # required fraction of the progress max_speed allows in the window
     recovery_time: float = 1.0    # how long a stalled robot yields or detours
-    yield_distance: float = 2.0   # a stalled robot yields to higher-priority robots this close
+    yield_factor: float = 2.0     # yield range, in multiples of the two robots' summed radii
     detour_angle: float = np.radians(40.0)  # clockwise rotation of a detouring robot's velocity
     detour_spread: float = np.radians(10.0)  # per-robot offset range subtracted from detour_angle
 
     def __post_init__(self):
-        for name in ('stall_time', 'recovery_time', 'yield_distance'):
+        for name in ('stall_time', 'recovery_time', 'yield_factor'):
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0.0):
                 raise ValueError(f'{name} must be finite and > 0, got {value}')
@@ -162,7 +164,7 @@ class DeadlockBreaker:
         self._recover_until[index] = -np.inf
         self._yielding[index] = False
 
-    def update(self, now, positions, pref_velocities, arrived, goals, max_speed):
+    def update(self, now, positions, pref_velocities, arrived, goals, max_speed, radius):
         """Preferred velocities (N, 2) with stalled robots yielding or detouring."""
         n = len(self._angle)
         positions = _points('positions', positions, n)
@@ -176,6 +178,7 @@ class DeadlockBreaker:
             raise ValueError(f'now must be finite, got {now}')
         p = self.params
         max_speed = _per_robot('max_speed', max_speed, n)
+        radius = _per_robot('radius', radius, n)
         distance = np.where(arrived, 0.0, np.nan_to_num(np.hypot(*(goals - positions).T), nan=0.0))
         # A new reference whenever the robot made enough progress (or has none yet / arrived).
         required = p.min_progress * np.minimum(max_speed * p.stall_time, self._reference_distance)
@@ -189,7 +192,7 @@ class DeadlockBreaker:
             self._reference_time[stalled] = now  # judge the recovery by the next window
             self._reference_distance[stalled] = distance[stalled]
             self._recover_until[stalled] = now + p.recovery_time
-            self._yielding[stalled] = self._outranked(positions, distance, arrived)[stalled]
+            self._yielding[stalled] = self._outranked(positions, radius, distance, arrived)[stalled]
         self._recover_until[arrived] = -np.inf
         recovering = self._recover_until > now
         turn = np.where(recovering & ~self._yielding, self._angle, 0.0)
@@ -198,19 +201,23 @@ class DeadlockBreaker:
         out[recovering & self._yielding] = 0.0
         return out
 
-    def _outranked(self, positions, distance, arrived):
+    def _outranked(self, positions, radius, distance, arrived):
         """(N,) bool: a higher-priority (lower index) robot with a long way to go is near.
 
-        Robots within yield_distance of their own goal claim no priority: whoever stands on or
-        near that goal must not be made to wait for them, or neither ever moves.
+        Robots within yield_factor diameters of their own goal claim no priority: whoever
+        stands on or near that goal must not be made to wait for them, or neither ever moves.
         """
-        near = self.params.yield_distance
+        factor = self.params.yield_factor
         waiting = np.flatnonzero(~arrived)
         outranked = np.zeros(len(positions), dtype=bool)
         if len(waiting) > 1:
-            pairs = cKDTree(positions[waiting]).query_pairs(near, output_type='ndarray')
+            reach = factor * 2.0 * radius[waiting].max()
+            pairs = cKDTree(positions[waiting]).query_pairs(reach, output_type='ndarray')
             if len(pairs):
                 pairs = waiting[pairs]  # (i, j) with i < j: i outranks j
-                claims = distance[pairs[:, 0]] > near
-                outranked[pairs[claims, 1]] = True
+                i, j = pairs[:, 0], pairs[:, 1]
+                gap = np.hypot(*(positions[i] - positions[j]).T)
+                near = gap < factor * (radius[i] + radius[j])
+                claims = distance[i] > factor * 2.0 * radius[i]
+                outranked[j[near & claims]] = True
         return outranked

@@ -74,6 +74,8 @@ NODE_SPECS = [
               'robot has new odometry; timer: only on the control_rate timer', choices=TRIGGERS),
     ParamSpec('odom_timeout', 0.5, 'Odometry older than this stops the robot (s)',
               min=0.01, max=3600.0),
+    ParamSpec('safety_margin', 0.05, 'Added to every robot radius ORCA uses (m): absorbs odometry '
+              'delay, acceleration limits and the discrete-time slack of ORCA', min=0.0, max=10.0),
     ParamSpec('command_latency', 0.0, 'Expected cmd_vel latency, added to the tracking-error '
               'bound of diff-drive/car robots (s)', min=0.0, max=10.0),
     ParamSpec('cmd_vel_stamped', False, 'Publish geometry_msgs/TwistStamped instead of Twist',
@@ -101,8 +103,9 @@ DEADLOCK_SPECS = [
               'max_speed allows within stall_time', min=0.01, max=0.99),
     ParamSpec('recovery_time', _DEFAULT_DEADLOCK.recovery_time, 'How long a stalled robot yields '
               'or detours (s)', min=0.1, max=600.0),
-    ParamSpec('yield_distance', _DEFAULT_DEADLOCK.yield_distance, 'A stalled robot yields to '
-              'higher-priority robots this close (m)', min=0.01, max=1000.0),
+    ParamSpec('yield_factor', _DEFAULT_DEADLOCK.yield_factor, 'A stalled robot yields to a '
+              'higher-priority robot closer than this many times their summed radii', min=1.0,
+              max=100.0),
     ParamSpec('detour_angle', _DEFAULT_DEADLOCK.detour_angle, 'Clockwise rotation of a detouring '
               "robot's preferred velocity (rad)", min=0.01, max=1.57),
     ParamSpec('detour_spread', _DEFAULT_DEADLOCK.detour_spread, 'Range of the per-robot offset '
@@ -221,7 +224,7 @@ class OrcaNode(Node):
     def _deadlock_params(self) -> DeadlockParams:
         d = self._deadlock_cfg
         return DeadlockParams(stall_time=d['stall_time'], min_progress=d['min_progress'],
-                              recovery_time=d['recovery_time'], yield_distance=d['yield_distance'],
+                              recovery_time=d['recovery_time'], yield_factor=d['yield_factor'],
                               detour_angle=d['detour_angle'],
                               detour_spread=min(d['detour_spread'], d['detour_angle']))
 
@@ -239,7 +242,7 @@ class OrcaNode(Node):
         bound = tracking_error_bound(self._limits.max_speed, 1.0 / self._cfg['control_rate'],
                                      self._cfg['command_latency'])
         self._radius = radius
-        self._orca_radius = radius + np.where(non_holonomic, bound, 0.0)
+        self._orca_radius = radius + self._cfg['safety_margin'] + np.where(non_holonomic, bound, 0.0)
 
     def _orca_params(self, rows: np.ndarray, time_step: float) -> OrcaParams:
         c = self._cfg
@@ -273,7 +276,7 @@ class OrcaNode(Node):
                     self.destroy_timer(self._timer)
                     self._timer = self.create_timer(1.0 / value, self._on_timer)
                     robots_changed = True
-                elif name == 'command_latency':
+                elif name in ('command_latency', 'safety_margin'):
                     robots_changed = True
                 elif name == 'marker_rate':
                     self._set_marker_timer(value)
@@ -501,7 +504,7 @@ class OrcaNode(Node):
             exempt = np.ones(n, dtype=bool)
             exempt[rows] = arrived | tracked | ~live
             out = self._breaker.update(now, all_pos, all_pref, exempt, np.nan_to_num(self._goal),
-                                       self._limits.max_speed)
+                                       self._limits.max_speed, self._radius)
             pref = out[rows]
         return np.where(tracked[:, None], tracked_pref, pref)
 

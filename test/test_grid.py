@@ -208,3 +208,32 @@ def test_border_distance_and_uncached_inflation():
     assert inf.occupied[0].all() and inf.occupied[:, 1].all()
     np.testing.assert_allclose(g.border_distance_at([[0.05, 0.55], [1.05, 0.45], [3.0, 0.5]]),
                                [0.1, 0.5, 0.0])
+
+
+def test_coarse_geodesic_goes_around_walls():
+    from orca_nav.core.grid import CoarseGeodesic
+    occ = np.zeros((100, 100), dtype=bool)
+    occ[:80, 48:52] = True                      # wall x 4.8-5.2 m from y = 0 to 8 m; gap above
+    g = OccupancyGrid(occ, 0.1, (0.0, 0.0))
+    goal, start = np.array([[8.0, 1.0]]), np.array([[2.0, 1.0]])
+    detour = np.hypot(3.0, 8.0) + np.hypot(3.0, 8.0)  # over the wall's end at (5, 9)
+    lattice = CoarseGeodesic(g, 5, optimistic=False)
+    field = lattice.from_goal(goal)
+    d = lattice.lookup(field, start)[0]
+    # Close to the detour (minus the one-block-diagonal slack), far above the straight 6 m.
+    assert detour - 2.0 < d < detour + 1.0
+    assert lattice.lookup(field, goal)[0] == 0.0
+    # The optimistic graph leaks through a wall thinner than a block (documented), never
+    # overestimates the lattice, and still sees a detour around a thick wall.
+    optimistic = CoarseGeodesic(g, 5, optimistic=True)
+    assert optimistic.lookup(optimistic.from_goal(goal), start)[0] <= d
+    thick = occ.copy()
+    thick[:80, 40:60] = True
+    optimistic = CoarseGeodesic(OccupancyGrid(thick, 0.1, (0.0, 0.0)), 5, optimistic=True)
+    assert optimistic.lookup(optimistic.from_goal(goal), start)[0] > 12.0
+    # Closing the thick wall's gap: the optimistic graph proves the goal unreachable.
+    thick[80:, 40:60] = True
+    geo = CoarseGeodesic(OccupancyGrid(thick, 0.1, (0.0, 0.0)), 5, optimistic=True)
+    assert np.isinf(geo.lookup(geo.from_goal(goal), start)[0])
+    with pytest.raises(ValueError, match='factor'):
+        CoarseGeodesic(g, 0)

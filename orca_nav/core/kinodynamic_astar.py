@@ -1,30 +1,45 @@
 """Kinodynamic A* for a double integrator in 2-D or 3-D (holonomic ground robots, quadrotors).
 
-Search (after Fast-Planner's kinodynamic A*):
+Search (after Fast-Planner's kinodynamic A*, seed 003):
 
 * State ``(p, v)``; a node is expanded by holding each input of an acceleration lattice for
   ``tau`` seconds (exact double-integrator integration). All children of a node are integrated,
   limit-checked, swept for collisions and given their heuristic in one batch of array operations.
-* Edge cost ``(|u|^2 + rho) * tau``; heuristic: the OBVP cost (see :mod:`orca_nav.core.obvp`),
-  its time bounded below by the distance over the speed limit, times a tie breaker; the search
-  is weighted A* with ``heuristic_weight``.
+  An input that would end above a velocity limit is scaled down to end on it, so the search can
+  cruise at full speed in any direction.
+* Edge cost ``(|u|^2 + rho) * tau``; heuristic: the OBVP cost (:mod:`orca_nav.core.obvp`) with
+  its duration bounded below by distance / speed limit, where the distance is the larger of the
+  straight line and an obstacle-aware distance on a coarse line-of-sight lattice
+  (:class:`~orca_nav.core.grid.CoarseGeodesic`), times a tie breaker; weighted A*
+  (``heuristic_weight``).
 * Analytic shot: the minimum-energy cubic to the goal state, tried at every expansion within
-  ``shot_distance`` of the goal and every ``shot_interval`` expansions elsewhere, for a few
-  durations from the OBVP optimum upwards; the shortest one within the velocity/acceleration
-  limits and free of collision ends the search.
+  ``shot_distance`` of the goal (if the straight line there is free) and every
+  ``shot_interval`` expansions elsewhere (accepted there only if nearly as fast as cruising),
+  for durations from the OBVP optimum upwards; the shortest one within the velocity and
+  acceleration limits and free of collision is a solution. The search then runs
+  ``shot_refinement`` more expansions and returns the cheapest solution found.
 * Open list: a binary heap with lazy deletion; closed set and duplicate detection keyed by the
   position cell of size ``search_resolution`` plus (unless ``velocity_resolution`` is 0) the
   velocity cell, so a slow robot starting at rest is not pruned inside its own start cell.
-* Collisions: the robot is a disc/ball of ``robot_radius + safety_margin``, checked against the
-  grid inflated by that radius (see :mod:`orca_nav.core.grid` for the clearance measure), every
-  ``check_dt`` seconds and at most every half resolution of travel.
+* Collisions: the robot is a disc/ball of ``robot_radius + safety_margin``; the grid is inflated
+  by that radius (clearance measure: see :mod:`orca_nav.core.grid`) and grown by one more cell
+  for swept checks, which sample every ``check_dt`` s and at most 0.9 cell of travel apart, so
+  the continuous trajectory, not only its samples, stays out of the inflated map. Within one
+  cell of the start or goal the inflated map itself decides (a robot stopped near a wall can
+  leave).
 
 Failure statuses: start/goal whose cell is occupied or that has an occupied cell within the
 radius -> ``START_IN_COLLISION`` / ``GOAL_IN_COLLISION``; start/goal free of obstacles but
 closer than the radius to the map border (the robot would stick out of the map) ->
-``OUT_OF_MAP``; open list exhausted -> ``NO_PATH``; wall-time or node budget spent ->
-``TIMEOUT``. Start/goal outside the map, non-finite values, velocities beyond the limits, and bad
+``OUT_OF_MAP``; open list exhausted, or no free path at all on the coarse optimistic graph ->
+``NO_PATH``; wall-time or node budget spent -> ``TIMEOUT``. Start/goal outside the map,
+non-finite values, velocities beyond the limits (clip measured velocities first) and bad
 parameters raise ``ValueError`` naming the field.
+
+Memory: the planner keeps two bool copies of the grid (inflated, grown) and two coarse graphs,
+so with the grid itself about 3 bytes per cell, plus the search (about 100 bytes per node).
+Building the planner (distance transform, graphs) is the expensive part; plan() reuses it, so
+keep one planner per map and robot size.
 """
 from __future__ import annotations
 
@@ -74,7 +89,7 @@ class KinodynamicParams:
     check_dt: float = 0.02               # collision/limit check period along the trajectory, s
     safety_margin: float = 0.0           # added to robot_radius for the collision check, m
     max_nodes: int = 200_000             # node budget (nodes created)
-    max_time: float = 1.0                # wall-time budget of plan(), s
+    max_time: float = 2.0                # wall-time budget of plan(), s
 
     def __post_init__(self):
         positive = ('max_vel', 'max_acc', 'acc_resolution', 'rho', 'check_dt', 'max_time',
@@ -159,6 +174,8 @@ class KinodynamicAStar:
         else:
             tau = min(max(0.5 * p.max_vel / p.max_acc, 0.5 / p.max_vel, 0.1), 2.0)
         self.tau = tau
+        self._velocity_steps = inputs * tau
+        self._step_sq = np.einsum('ij,ij->i', self._velocity_steps, self._velocity_steps)
         n_checks = max(1, int(math.ceil(tau / self._check_dt)))
         self._check_times = np.linspace(tau / n_checks, tau, n_checks)
 
@@ -234,28 +251,29 @@ class KinodynamicAStar:
                 ok &= norm.reshape(norm.shape[0], -1).all(axis=1)
         return ok
 
-    def _saturate(self, v0: np.ndarray, inputs: np.ndarray) -> np.ndarray:
-        """Scale down every lattice input that would end above a velocity limit so it ends on the
-        limit instead: the search can cruise at full speed in any direction, not only at the
-        speeds the lattice happens to hit. Velocity is linear in time, so the end point bounds it."""
+    def _saturate(self, v0: np.ndarray) -> np.ndarray:
+        """The lattice inputs, each scaled down if it would end above a velocity limit so that
+        it ends on the limit instead: the search can cruise at full speed in any direction, not
+        only at the speeds the lattice happens to hit. Velocity is linear in time, so the end
+        point bounds it."""
         p = self.params
-        du = inputs * self.tau                                # velocity change, (M, d)
+        du = self._velocity_steps                             # inputs * tau, (M, d)
         v1 = v0 + du
-        scale = np.ones(len(inputs))
+        scale = np.ones(len(du))
         over = (np.abs(v1) > p.max_vel) & (du != 0.0)
         if over.any():
             with np.errstate(divide='ignore', invalid='ignore'):
                 axis_scale = (np.sign(du) * p.max_vel - v0) / du
             scale = np.minimum(scale, np.where(over, axis_scale, 1.0).min(axis=1))
         if p.max_speed is not None:
-            a = np.einsum('ij,ij->i', du, du)
-            over = (np.einsum('ij,ij->i', v1, v1) > p.max_speed ** 2) & (a > 0.0)
+            over = (np.einsum('ij,ij->i', v1, v1) > p.max_speed ** 2) & (self._step_sq > 0.0)
             if over.any():
+                # Largest s in [0, 1] with |v0 + s du| = max_speed.
+                a = self._step_sq[over]
                 b = 2.0 * du[over] @ v0
                 c = min(float(v0 @ v0) - p.max_speed ** 2, 0.0)
-                root = (-b + np.sqrt(b * b - 4.0 * a[over] * c)) / (2.0 * a[over])
-                scale[over] = np.minimum(scale[over], root)
-        return inputs * np.clip(scale, 0.0, 1.0)[:, None]
+                scale[over] = np.minimum(scale[over], (-b + np.sqrt(b * b - 4.0 * a * c)) / (2.0 * a))
+        return self._inputs * np.clip(scale, 0.0, 1.0)[:, None]
 
     def _blocked(self, points: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """Swept check of (..., ndim) samples. Within one cell of the start or goal (``ends``,
@@ -412,7 +430,7 @@ class KinodynamicAStar:
                         break
 
             # All children at once: exact double-integrator integration over tau.
-            inputs = self._saturate(v0, self._inputs)
+            inputs = self._saturate(v0)
             v1 = v0 + inputs * tau
             p1 = p0 + v0 * tau + 0.5 * inputs * tau ** 2
             ok = self._within_limits(v1)

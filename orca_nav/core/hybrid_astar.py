@@ -62,8 +62,8 @@ from scipy.sparse import csgraph
 from .footprint import Footprint, FootprintChecker
 from .grid import OccupancyGrid
 from .planning import PlanResult, PlanStats, PlanStatus
-from .reeds_shepp import (CurvePath, DistanceTable, dubins_candidates, reeds_shepp_candidates, sample_curves,
-                          wrap_angle)
+from .reeds_shepp import (CurvePath, DistanceTable, dubins_candidates, dubins_distance, reeds_shepp_candidates,
+                          reeds_shepp_distance, sample_curves, wrap_angle)
 
 _MODELS = ('car', 'diff_drive')
 _SPIN_ANGLES = (math.pi / 4, -math.pi / 4, math.pi / 2, -math.pi / 2)
@@ -601,7 +601,10 @@ class HybridAStar:
 
     def _shortcut(self, curve: CurvePath) -> CurvePath:
         """Greedy shortcutting: from each junction, jump to the farthest later junction whose
-        Reeds-Shepp (Dubins) connection is cheaper than the path it replaces and collision-free."""
+        Reeds-Shepp (Dubins) connection is cheaper than the path it replaces and collision-free.
+        Segments are first split into pieces of at most 0.75 primitive lengths so that shortcuts can
+        start and end inside long ones."""
+        curve = _split(curve, 0.75 * self._step)
         waypoints = curve.segment_starts()
         n = len(curve.lengths)
         seg_cost = self._segment_costs(curve.lengths, curve.curvatures, curve.spins)
@@ -616,33 +619,43 @@ class HybridAStar:
         pieces = []
         i = 0
         batch = 8
+        distance = reeds_shepp_distance if self.params.allow_reverse else dubins_distance
+        radius = self.params.min_turning_radius
         while i < n:
-            js = np.arange(n, i + 1, -1)
+            js = np.arange(n, i + 1, -1)                    # farthest first
             jump = None
             if js.size:
-                candidates = [c[0] for c in self._connect(waypoints[i], waypoints[js])]
-                costs = np.array([self._curve_cost(c) for c in candidates])
-                gain = (cum[js] - cum[i]) - costs
-                order = np.flatnonzero(gain > 1e-6)          # already farthest first
-                for b in range(0, order.size, batch):
-                    chosen = order[b:b + batch]
-                    free = self._curves_free([candidates[k] for k in chosen])
+                # A curve costs at least its length: only those can beat the path they replace.
+                hopeful = js[distance(waypoints[i], waypoints[js], radius) < cum[js] - cum[i] - 1e-6]
+                for b in range(0, hopeful.size, batch):
+                    ends = hopeful[b:b + batch]
+                    options = [c[0] for c in self._connect(waypoints[i], waypoints[ends])]
+                    better = [k for k, c in enumerate(options) if self._curve_cost(c) < cum[ends[k]] - cum[i] - 1e-6]
+                    free = self._curves_free([options[k] for k in better]) if better else np.zeros(0, bool)
                     if free.any():
-                        jump = chosen[np.argmax(free)]
+                        k = better[int(np.argmax(free))]
+                        jump = (options[k], int(ends[k]))
                         break
             if jump is None:
                 pieces.append(CurvePath(waypoints[i], curve.lengths[i:i + 1], curve.curvatures[i:i + 1],
                                         curve.spins[i:i + 1]))
                 i += 1
             else:
-                pieces.append(candidates[jump])
-                i = int(js[jump])
+                pieces.append(jump[0])
+                i = jump[1]
         return _join(curve.start, pieces)
 
     def _output(self, curve: CurvePath) -> HybridPath:
         poses, direction = curve.sample(self.params.path_resolution)
         return HybridPath(poses[:, 0], poses[:, 1], wrap_angle(poses[:, 2]), direction, curve.length,
                           curve, curve.direction_switches)
+
+
+def _split(curve: CurvePath, max_length: float) -> CurvePath:
+    """The same path with every arc cut into equal pieces no longer than ``max_length``."""
+    parts = np.maximum(1, np.ceil(np.abs(curve.lengths) / max_length - 1e-9)).astype(np.int64)
+    return CurvePath(curve.start, np.repeat(curve.lengths / parts, parts), np.repeat(curve.curvatures, parts),
+                     np.repeat(curve.spins, parts), curve.word)
 
 
 def _join(start, pieces) -> CurvePath:

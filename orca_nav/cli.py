@@ -26,7 +26,8 @@ from typing import List, Optional
 from orca_nav.bringup import MODES, describe_graph, share_dir
 from orca_nav.core.fleet_config import FleetConfig, load_fleet_config
 
-# Wall-clock limits for start-up: every robot's odometry must arrive, goal topics be matched.
+# Wall-clock limits for start-up: every robot's odometry must arrive, goal topics be matched
+# (the run starts without subscribers after their wait, with a warning).
 ODOM_WAIT_S = 30.0
 GOAL_SUBSCRIBER_WAIT_S = 10.0
 
@@ -93,21 +94,24 @@ def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
     specs = describe_graph(cfg, use_sim=True, mode=mode)
     wall_start = time.monotonic()
     with run_graph(specs) as graph:
-        mission = graph.add_node(DemoMission(cfg, context=graph.context))
-        _wait_for(mission.all_odometry_received, ODOM_WAIT_S,
-                  'no odometry from every robot: did fleet_sim start?')
-        # Goals published before anyone listens are lost (the first one is also in the nodes'
-        # parameters, later ones are not), so give discovery a moment.
-        try:
-            _wait_for(lambda: mission.goal_subscribers() > 0, GOAL_SUBSCRIBER_WAIT_S,
-                      'nothing subscribes to some /<robot>/goal_pose')
-        except RuntimeError as err:
-            print(f'orca-nav demo: warning: {err}; continuing', file=sys.stderr)
-        mission.start()
+        mission = graph.add_node(DemoMission(cfg, subscriber_wait_s=GOAL_SUBSCRIBER_WAIT_S,
+                                             context=graph.context))
+        deadline = time.monotonic() + ODOM_WAIT_S + GOAL_SUBSCRIBER_WAIT_S
+        while not mission.started():
+            if time.monotonic() > deadline:
+                missing = mission.missing_odometry()
+                raise RuntimeError(f'no odometry from {", ".join(missing[:3])} after '
+                                   f'{ODOM_WAIT_S:.0f} s: did fleet_sim start?' if missing
+                                   else 'the run did not start')
+            time.sleep(0.05)
+        for warning in mission.warnings():
+            print(f'orca-nav demo: warning: {warning}', file=sys.stderr)
         # Odometry time drives the run; the wall-clock cap only guards against a stalled sim.
         wall_cap = time.monotonic() + 2.0 * cfg.demo.duration + 30.0
         while not mission.finished() and mission.elapsed() < cfg.demo.duration \
                 and time.monotonic() < wall_cap:
+            if mission.error():
+                raise RuntimeError(mission.error())
             state = mission.progress()
             progress.update(mission.elapsed(), state['at_goal'], state['robots'],
                             state['collisions'])
@@ -131,14 +135,6 @@ def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
                       title=f'{cfg.name}: {len(tracks)} robots, makespan {makespan}, '
                             f'collisions {fleet["collisions"]}')
     return report
-
-
-def _wait_for(condition, timeout_s: float, message: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f'{message} (waited {timeout_s:.0f} s)')
-        time.sleep(0.05)
 
 
 def demo_command(args) -> int:

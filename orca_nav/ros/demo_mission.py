@@ -3,15 +3,18 @@
 It publishes `/<robot>/goal_pose` (the next goal once the previous one is reached), records
 every robot's odometry (time, x, y), the simulator's collision reports (`/fleet_sim/collisions`,
 std_msgs/String holding one JSON object per new contact, with the robots' names under `robots`)
-and any planned path on `/<robot>/plan`. Times are odometry stamps, in seconds since `start()`.
-All recorded state is guarded by one lock: callbacks run on the graph's executor threads while
-the CLI reads progress from the main thread.
+and any planned path on `/<robot>/plan`. Times are odometry stamps, in seconds since the run started: once every robot
+has odometry and every goal topic has a subscriber (or after `subscriber_wait_s`).
+All rclpy calls happen in callbacks on the graph's executor (calling into rclpy from another
+thread while the EventsExecutor spins can deadlock); the CLI only reads the recorded state,
+which one lock guards.
 """
 from __future__ import annotations
 
 import json
 import math
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -44,11 +47,17 @@ class _RobotLog:
 class DemoMission(Node):
     """Goal sequencing and recording for one fleet run (see the module docstring)."""
 
-    def __init__(self, cfg: FleetConfig, goal_tolerance: Optional[float] = None, **kwargs):
+    def __init__(self, cfg: FleetConfig, goal_tolerance: Optional[float] = None,
+                 subscriber_wait_s: float = 10.0, **kwargs):
         super().__init__('demo_mission', **kwargs)
         self._cfg = cfg
         self._tolerance = cfg.demo.goal_tolerance if goal_tolerance is None else goal_tolerance
+        self._subscriber_wait_s = subscriber_wait_s
         self._lock = threading.Lock()
+        self._error: Optional[str] = None
+        self._warnings: List[str] = []
+        self._odometry_since: Optional[float] = None
+        self._next_domain_check = 0.0
         self._logs: Dict[str, _RobotLog] = {
             r.name: _RobotLog(r, goal_times=[None] * len(r.goals)) for r in cfg.robots}
         self._start_stamp: Optional[float] = None
@@ -65,26 +74,62 @@ class DemoMission(Node):
                                      lambda msg, n=name: self._on_plan(n, msg), QoSProfile(depth=10))
         self.create_subscription(String, COLLISIONS_TOPIC, self._on_collision,
                                  QoSProfile(depth=100))
+        self.create_timer(0.1, self._on_watch)
 
-    # ---- state for the CLI -------------------------------------------------------------------
+    # ---- state for the CLI (plain Python state only: no rclpy calls off the executor) --------
 
-    def all_odometry_received(self) -> bool:
+    def started(self) -> bool:
         with self._lock:
-            return all(log.latest_stamp is not None for log in self._logs.values())
+            return self._start_stamp is not None
 
-    def goal_subscribers(self) -> int:
-        """The smallest number of subscribers on any robot's goal topic."""
-        return min(pub.get_subscription_count() for pub in self._goal_pubs.values())
-
-    def start(self) -> None:
-        """Starts the clock at the newest odometry stamp and sends every robot its first goal."""
+    def missing_odometry(self) -> List[str]:
         with self._lock:
-            stamps = [log.latest_stamp for log in self._logs.values() if log.latest_stamp]
-            self._start_stamp = max(stamps) if stamps else self.get_clock().now().nanoseconds * 1e-9
-            for log in self._logs.values():
-                if log.latest_xy is not None:
-                    log.samples.append((0.0,) + log.latest_xy)
-                self._send_goal(log)
+            return [name for name, log in self._logs.items() if log.latest_stamp is None]
+
+    def error(self) -> Optional[str]:
+        """Why the run cannot continue (another fleet on the same topics), else None."""
+        with self._lock:
+            return self._error
+
+    def warnings(self) -> List[str]:
+        with self._lock:
+            return list(self._warnings)
+
+    # ---- start-up and watch, on the executor thread --------------------------------------------
+
+    def _on_watch(self) -> None:
+        """Starts the run once every robot has odometry and the goal topics are matched (or
+        after `subscriber_wait_s`), and watches for a second publisher of our odometry."""
+        now = time.monotonic()
+        if now >= self._next_domain_check:
+            self._next_domain_check = now + 1.0
+            clashes = [robot_topic(name, 'odom') for name in self._logs
+                       if self.count_publishers(robot_topic(name, 'odom')) > 1]
+            if clashes:
+                with self._lock:
+                    self._error = (f'{clashes[0]} has another publisher: another fleet runs on '
+                                   'this ROS domain; give this run its own ROS_DOMAIN_ID')
+        if self.started() or self.missing_odometry():
+            return
+        if self._odometry_since is None:
+            self._odometry_since = now
+        unmatched = [name for name, pub in self._goal_pubs.items()
+                     if pub.get_subscription_count() == 0]
+        if unmatched and now - self._odometry_since < self._subscriber_wait_s:
+            return          # goals published before anyone listens would be lost
+        with self._lock:
+            if unmatched:
+                self._warnings.append(f'nothing subscribes to /{unmatched[0]}/goal_pose; '
+                                      'starting anyway')
+            self._start()
+
+    def _start(self) -> None:
+        """Starts the clock at the newest odometry stamp and sends every robot its first goal
+        (caller holds the lock)."""
+        self._start_stamp = max(log.latest_stamp for log in self._logs.values())
+        for log in self._logs.values():
+            log.samples.append((0.0,) + log.latest_xy)
+            self._send_goal(log)
 
     def elapsed(self) -> float:
         """Seconds of odometry time since start() (the newest stamp of any robot)."""
@@ -103,7 +148,6 @@ class DemoMission(Node):
     def finished(self) -> bool:
         progress = self.progress()
         return progress['at_goal'] == progress['robots']
-
 
     def tracks(self) -> List[RobotTrack]:
         with self._lock:
@@ -134,6 +178,8 @@ class DemoMission(Node):
             return
         with self._lock:
             log = self._logs[name]
+            if log.latest_stamp is not None and stamp <= log.latest_stamp:
+                return          # late or repeated sample
             log.latest_stamp, log.latest_xy = stamp, (position.x, position.y)
             if self._start_stamp is None or stamp < self._start_stamp:
                 return

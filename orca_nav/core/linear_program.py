@@ -55,9 +55,11 @@ def _best_on_violated_lines(px, py, dx, dy, valid, radius, violated, opt_x, opt_
     against all lines of their agent, (P, L). Every agent must have a violated line.
     Returns (vx, vy, ok); ok False means no point exists (the program is infeasible).
     """
-    agent, line = np.nonzero(violated)
+    width = px.shape[1]
+    flat = np.flatnonzero(violated)  # grouped by agent, in line order
+    agent, line = flat // width, flat % width
     cpx, cpy, cdx, cdy = (a[agent, line][:, None] for a in (px, py, dx, dy))
-    pair_mask = (valid[agent] & (np.arange(px.shape[1])[None, :] != line[:, None]))[:, None, :]
+    pair_mask = (valid[agent] & (np.arange(width)[None, :] != line[:, None]))[:, None, :]
     disc, t_left0, t_right0, parallel_fail, left_limits, right_limits = _pair_terms(
         cpx, cpy, cdx, cdy, px[agent], py[agent], dx[agent], dy[agent], pair_mask, radius[agent])
     cpx, cpy, cdx, cdy = cpx[:, 0], cpy[:, 0], cdx[:, 0], cdy[:, 0]
@@ -75,10 +77,14 @@ def _best_on_violated_lines(px, py, dx, dy, valid, radius, violated, opt_x, opt_
         score = -(cand_x * ox + cand_y * oy)
     else:
         score = (cand_x - ox) ** 2 + (cand_y - oy) ** 2
-    score = np.where(usable, score, np.inf)
-    order = np.lexsort((score, agent))
-    first = order[np.flatnonzero(np.r_[True, np.diff(agent[order]) != 0])]
-    return cand_x[first], cand_y[first], usable[first]
+    score[~usable] = np.inf
+    # Best pair per agent: scatter the scores into an (agents, candidates) table.
+    per_agent = np.bincount(agent, minlength=len(px))
+    starts = np.cumsum(per_agent) - per_agent
+    table = np.full((len(px), int(per_agent.max())), np.inf)
+    table[agent, np.arange(agent.size) - starts[agent]] = score
+    best = starts + table.argmin(axis=1)
+    return cand_x[best], cand_y[best], usable[best]
 
 
 def _other_lines_mask(valid):
@@ -133,7 +139,7 @@ def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y, try_fast=True):
 
 
 def _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y,
-                        max_lines=3):
+                        direction=False, max_lines=3):
     """Cheap exact path for most agents: solve the program on a small subset of lines
     (first the line the start violates most, then, round by round, the line the current
     answer violates most). Once the subset's optimum satisfies every line it is the
@@ -145,12 +151,15 @@ def _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, st
     start_violation[~valid] = -np.inf
     rows = np.arange(count)
     first = start_violation.argmax(axis=1)
-    # Round one, a single line: closest point to opt on it, clipped to the speed circle.
+    # Round one, a single line: the best point on it within the speed circle.
     lpx, lpy, ldx, ldy = px[rows, first], py[rows, first], dx[rows, first], dy[rows, first]
     dot = lpx * ldx + lpy * ldy
     disc = dot * dot + radius * radius - (lpx * lpx + lpy * lpy)
     root = np.sqrt(np.maximum(disc, 0.0))
-    t = np.minimum(np.maximum(ldx * (opt_x - lpx) + ldy * (opt_y - lpy), -dot - root), -dot + root)
+    if direction:
+        t = np.where(opt_x * ldx + opt_y * ldy > 0.0, root - dot, -dot - root)
+    else:
+        t = np.minimum(np.maximum(ldx * (opt_x - lpx) + ldy * (opt_y - lpy), -dot - root), -dot + root)
     cx = lpx + t * ldx
     cy = lpy + t * ldy
     ok = disc >= 0.0
@@ -165,7 +174,7 @@ def _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, st
             cx, cy, ok = _best_on_violated_lines(
                 take(rpx), take(rpy), take(rdx), take(rdy), np.ones(chosen.shape, dtype=bool),
                 radius[open_rows], take(start_violation[open_rows]) > 0.0,
-                opt_x[open_rows], opt_y[open_rows], direction=False)
+                opt_x[open_rows], opt_y[open_rows], direction=direction)
         remaining = violation(rpx, rpy, rdx, rdy, cx, cy)
         remaining[~rvalid] = -np.inf
         np.put_along_axis(remaining, chosen, -np.inf, axis=1)
@@ -218,32 +227,28 @@ def _best_direction(px, py, dx, dy, valid, radius, dir_x, dir_y):
     if need.any():
         sub = np.flatnonzero(need)
         spx, spy, sdx, sdy, svalid = px[sub], py[sub], dx[sub], dy[sub], valid[sub]
-        violated = (violation(spx, spy, sdx, sdy, start_x[sub], start_y[sub]) > 0.0) & svalid
-        vx[sub], vy[sub], ok[sub] = _best_on_violated_lines(
-            spx, spy, sdx, sdy, svalid, radius[sub], violated, dir_x[sub], dir_y[sub], direction=True)
+        sx, sy, settled = _growing_active_set(spx, spy, sdx, sdy, svalid, radius[sub],
+                                              dir_x[sub], dir_y[sub], start_x[sub], start_y[sub],
+                                              direction=True)
+        vx[sub], vy[sub], ok[sub] = sx, sy, settled
+        if not settled.all():
+            rest = np.flatnonzero(~settled)
+            violated = (violation(spx[rest], spy[rest], sdx[rest], sdy[rest], start_x[sub[rest]],
+                                  start_y[sub[rest]]) > 0.0) & svalid[rest]
+            vx[sub[rest]], vy[sub[rest]], ok[sub[rest]] = _best_on_violated_lines(
+                spx[rest], spy[rest], sdx[rest], sdy[rest], svalid[rest], radius[sub[rest]],
+                violated, dir_x[sub[rest]], dir_y[sub[rest]], direction=True)
     return vx, vy, ok
 
 
-def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx, vy):
-    """linearProgram3 for K agents: from line `begin_line` on, keep the velocity that
-    minimises the largest penetration of the soft lines; lines < num_hard stay hard.
-
-    (vx, vy) is linearProgram2's result at failure; returns the new (vx, vy).
-
-    RVO2 walks the lines in order and, whenever line i is violated by more than the current
-    penetration, re-solves a directional linearProgram2 for line i. That sub-problem does not
-    depend on the current velocity, so it is solved up front for every (agent, line) pair in
-    one batch; the walk itself is then a cheap loop over line index.
-    """
-    count, num_lines = px.shape
-    slots = np.arange(num_lines)
-    candidate = valid & (slots[None, :] >= begin_line[:, None])
-    agent, line = np.nonzero(candidate)
-    # Sub-problem of pair (agent, line i): hard lines as they are, soft lines j < i replaced by
-    # the bisector of lines j and i (points of equal penetration).
-    ix, iy = dx[agent, line][:, None], dy[agent, line][:, None]
-    ipx, ipy = px[agent, line][:, None], py[agent, line][:, None]
-    jx, jy, jpx, jpy = dx[agent], dy[agent], px[agent], py[agent]
+def _bisector_problem(px, py, dx, dy, num_hard, agents, line):
+    """Directional sub-problem of linearProgram3 at line i for the given agents: lines
+    j < i, hard ones as they are, soft ones replaced by the bisector of lines j and i (the
+    points of equal penetration). Returns (K, i) lines, their mask and the objective
+    direction (the left normal of line i)."""
+    ix, iy = dx[agents, line][:, None], dy[agents, line][:, None]
+    ipx, ipy = px[agents, line][:, None], py[agents, line][:, None]
+    jx, jy, jpx, jpy = dx[agents, :line], dy[agents, :line], px[agents, :line], py[agents, :line]
     determinant = ix * jy - iy * jx
     parallel = np.abs(determinant) <= RVO_EPSILON
     same_direction = parallel & (ix * jx + iy * jy > 0.0)
@@ -255,32 +260,38 @@ def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx,
         norm = np.sqrt(bis_dx * bis_dx + bis_dy * bis_dy)
         bis_dx = bis_dx / norm
         bis_dy = bis_dy / norm
-    before = slots[None, :] < line[:, None]
-    hard = slots[None, :] < num_hard[agent, None]
-    proj_valid = before & (hard | ~same_direction)
-    usable = proj_valid & ~hard
-    proj_px = np.where(hard, jpx, np.where(usable, bis_px, 0.0))
-    proj_py = np.where(hard, jpy, np.where(usable, bis_py, 0.0))
-    proj_dx = np.where(hard, jx, np.where(usable, bis_dx, 1.0))
-    proj_dy = np.where(hard, jy, np.where(usable, bis_dy, 0.0))
-    sub_x, sub_y, sub_ok = _best_direction(proj_px, proj_py, proj_dx, proj_dy, proj_valid,
-                                           radius[agent], -iy[:, 0], ix[:, 0])
-    pair_of = np.full((count, num_lines), -1, dtype=np.intp)
-    pair_of[agent, line] = np.arange(agent.size)
+    hard = np.arange(line)[None, :] < num_hard[agents, None]
+    proj_valid = hard | ~same_direction
+    soft = proj_valid & ~hard
+    proj_px = np.where(hard, jpx, np.where(soft, bis_px, 0.0))
+    proj_py = np.where(hard, jpy, np.where(soft, bis_py, 0.0))
+    proj_dx = np.where(hard, jx, np.where(soft, bis_dx, 1.0))
+    proj_dy = np.where(hard, jy, np.where(soft, bis_dy, 0.0))
+    return proj_px, proj_py, proj_dx, proj_dy, proj_valid, -iy[:, 0], ix[:, 0]
 
+
+def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx, vy):
+    """linearProgram3 for K agents: from line `begin_line` on, keep the velocity that
+    minimises the largest penetration of the soft lines; lines < num_hard stay hard.
+
+    (vx, vy) is linearProgram2's result at failure; returns the new (vx, vy). Like RVO2 it
+    walks the lines in order and, where line i is violated by more than the current
+    penetration, solves a directional linearProgram2 on the bisector lines of i; the loop is
+    over line index, each step batched over the agents whose line i triggered.
+    """
+    count, num_lines = px.shape
     vx, vy = vx.copy(), vy.copy()
     distance = np.zeros(count)
     for i in range(int(begin_line.min()), num_lines):
-        pair = pair_of[:, i]
         pen = dx[:, i] * (py[:, i] - vy) - dy[:, i] * (px[:, i] - vx)
         # At begin_line the LP2 result violates the line by construction.
-        act = np.flatnonzero((pair >= 0) & ((i == begin_line) | (pen > distance)))
+        act = np.flatnonzero((i == begin_line) | ((i > begin_line) & valid[:, i] & (pen > distance)))
         if act.size == 0:
             continue
-        chosen = pair[act]
+        problem = _bisector_problem(px, py, dx, dy, num_hard, act, i)
+        new_x, new_y, ok = _best_direction(*problem[:5], radius[act], *problem[5:])
         # RVO2 keeps the previous result when the sub-problem fails (rounding trouble only).
-        ok = sub_ok[chosen]
-        vx[act] = np.where(ok, sub_x[chosen], vx[act])
-        vy[act] = np.where(ok, sub_y[chosen], vy[act])
+        vx[act] = np.where(ok, new_x, vx[act])
+        vy[act] = np.where(ok, new_y, vy[act])
         distance[act] = dx[act, i] * (py[act, i] - vy[act]) - dy[act, i] * (px[act, i] - vx[act])
     return vx, vy

@@ -77,6 +77,17 @@ def test_start_and_goal_velocities_are_honoured():
     check_trajectory(planner, result, start, v0, goal, v1)
 
 
+def test_moves_along_a_wall_inside_the_one_cell_band():
+    """Start and goal 0.1 m from the inflated wall (inside the one-cell band the swept check
+    refines), goal velocity along the wall: the robot may pass close to the wall, never into it."""
+    planner = KinodynamicAStar(room_2d(), KinodynamicParams(max_vel=1.0, max_acc=1.0,
+                                                            robot_radius=0.3, max_time=20.0))
+    start, goal = np.array([3.45, 1.0]), np.array([3.45, 4.0])
+    assert planner.grid.clearance_at(np.stack([start, goal])).max() <= 0.4 + 1e-6
+    result = planner.plan(start, [0, 0], goal, [0, 0.5])
+    check_trajectory(planner, result, start, [0, 0], goal, [0, 0.5])
+
+
 def test_low_speed_ground_robot_on_parking_map():
     """Fast-Planner users report failures at low speed on 2-D robots: 0.5 m/s, 0.3 m round robot."""
     data = np.load(PLANNERS / 'parking_2d.npz')

@@ -22,11 +22,11 @@ Search (after Fast-Planner's kinodynamic A*, seed 003):
   position cell of size ``search_resolution`` plus (unless ``velocity_resolution`` is 0) the
   velocity cell, so a slow robot starting at rest is not pruned inside its own start cell.
 * Collisions: the robot is a disc/ball of ``robot_radius + safety_margin``; the grid is inflated
-  by that radius (clearance measure: see :mod:`orca_nav.core.grid`) and grown by one more cell
-  for swept checks, which sample every ``check_dt`` s and at most 0.9 cell of travel apart, so
-  the continuous trajectory, not only its samples, stays out of the inflated map. Within one
-  cell of the start or goal the inflated map itself decides (a robot stopped near a wall can
-  leave).
+  by that radius (clearance measure: see :mod:`orca_nav.core.grid`). Trajectories are sampled
+  every ``check_dt`` s and at most 0.9 cell of travel apart; a copy of the inflated map grown by
+  one cell clears most samples at once, and the pieces next to samples in that one-cell band
+  are re-checked 16 times finer on the inflated map, so the continuous trajectory, not only its
+  samples, stays out of the inflated map while robots may still pass close to walls.
 
 Failure statuses: start/goal whose cell is occupied or that has an occupied cell within the
 radius -> ``START_IN_COLLISION`` / ``GOAL_IN_COLLISION``; start/goal free of obstacles but
@@ -146,9 +146,8 @@ class KinodynamicAStar:
         self._radius = p.robot_radius + p.safety_margin
         # Inflated occupancy: one bool per cell, looked up for every swept sample.
         self.inflated_grid = grid.inflated(self._radius) if self._radius > 0 else grid
-        # Swept checks read a copy grown by one cell: samples are < one cell apart, so every
-        # point between two free samples lies in a cell next to one of them, and the whole
-        # continuous trajectory (not only the samples) stays out of the inflated map.
+        # Swept checks first read a copy grown by one cell: samples are < one cell apart, so
+        # the trajectory between samples outside it cannot touch an inflated cell.
         grown = ndimage.binary_dilation(self.inflated_grid.occupied,
                                         structure=np.ones((3,) * ndim, dtype=bool))
         self._sweep_grid = OccupancyGrid(grown, grid.resolution, grid.origin)
@@ -275,18 +274,35 @@ class KinodynamicAStar:
                 scale[over] = np.minimum(scale[over], (-b + np.sqrt(b * b - 4.0 * a * c)) / (2.0 * a))
         return self._inputs * np.clip(scale, 0.0, 1.0)[:, None]
 
-    def _blocked(self, points: np.ndarray, ends: np.ndarray) -> np.ndarray:
-        """Swept check of (..., ndim) samples. Within one cell of the start or goal (``ends``,
-        (2, ndim)) the plain inflated map decides, so a robot that stopped close to a wall can
-        still leave, and arrive, there."""
-        pts = points.reshape(-1, self.ndim)
-        blocked = self._sweep_grid.occupied_at(pts)
-        if blocked.any():
-            near = (np.abs(pts[:, None, :] - ends[None]).max(axis=2) <= self.grid.resolution).any(axis=1)
-            near &= blocked
-            if near.any():
-                blocked[near] = self.inflated_grid.occupied_at(pts[near])
-        return blocked
+    def _swept_free(self, origins: np.ndarray, samples: np.ndarray) -> np.ndarray:
+        """``(m,)`` bool: polylines ``origins[j] -> samples[j, 0] -> ... -> samples[j, -1]``
+        ((m, d) and (m, n, d); consecutive points < 0.9 cell apart) stay out of the inflated map.
+
+        A sample outside the grown map has no inflated cell within one cell, so the polyline
+        around it is free. A sample in the inflated map is a collision. Only samples in between
+        (the one-cell band around inflated cells) need more: the two pieces of polyline next to
+        each of them are re-checked on the inflated map every 1/16 of a piece, so robots can
+        still move along walls and reach goals close to them.
+        """
+        m, n, d = samples.shape
+        flat = samples.reshape(-1, d)
+        grown = self._sweep_grid.occupied_at(flat).reshape(m, n)
+        if not grown.any():
+            return np.ones(m, dtype=bool)
+        hit = self.inflated_grid.occupied_at(flat).reshape(m, n)
+        free = ~hit.any(axis=1)
+        band_j, band_k = np.nonzero(grown & ~hit & free[:, None])
+        if band_j.size:
+            chain = np.concatenate([origins[:, None, :], samples], axis=1)     # (m, n + 1, d)
+            before = chain[band_j, band_k]
+            here = chain[band_j, band_k + 1]
+            after = chain[band_j, np.minimum(band_k + 2, n)]
+            frac = np.linspace(0.0, 1.0, 17)[None, :, None]
+            fine = np.concatenate([before[:, None] + (here - before)[:, None] * frac,
+                                   here[:, None] + (after - here)[:, None] * frac], axis=1)
+            fine_hit = self.inflated_grid.occupied_at(fine.reshape(-1, d)).reshape(band_j.size, -1)
+            free[band_j[fine_hit.any(axis=1)]] = False
+        return free
 
     def _endpoint_status(self, point: np.ndarray):
         """None if the robot fits at ``point``; else the failure kind ('collision' / 'out_of_map')."""
@@ -310,7 +326,7 @@ class KinodynamicAStar:
             return 'out_of_map'
         return 'collision'
 
-    def _try_shot(self, pos, vel, goal_pos, goal_vel, t_opt, ends):
+    def _try_shot(self, pos, vel, goal_pos, goal_vel, t_opt):
         """Shortest collision-free cubic within the limits among durations ``t_opt * factors``;
         returns (duration, coefficients (4, ndim)) or None."""
         durations = max(t_opt, 1e-3) * _SHOT_TIME_FACTORS
@@ -334,7 +350,9 @@ class KinodynamicAStar:
                 continue
             pos_s = c[0] + t * (c[1] + t * (c[2] + t * c[3]))
             # Most failing shots hit something within a few coarse samples: test those first.
-            if self._blocked(pos_s[::8], ends).any() or self._blocked(pos_s, ends).any():
+            if self.inflated_grid.occupied_at(pos_s[::8]).any():
+                continue
+            if not self._swept_free(pos_s[:1], pos_s[None])[0]:
                 continue
             return float(duration), c
         return None
@@ -374,7 +392,6 @@ class KinodynamicAStar:
                 return finish(PlanStatus.OUT_OF_MAP, f'{name} {point.tolist()} is closer than the '
                                                      f'robot radius {self._radius} m to the map border')
 
-        ends = np.stack([start_pos, goal_pos])
         cap = p.max_nodes + len(self._inputs)
         pos = np.empty((cap, d))
         vel = np.empty((cap, d))
@@ -423,7 +440,7 @@ class KinodynamicAStar:
 
             near = float(np.linalg.norm(goal_pos - p0)) <= self._shot_distance
             if near or stats.expanded_nodes % p.shot_interval == 1:
-                shot = self._shot(p0, v0, goal_pos, goal_vel, float(t_goal[node]), near, stats, ends)
+                shot = self._shot(p0, v0, goal_pos, goal_vel, float(t_goal[node]), near, stats)
                 if shot is not None and (found is None or g[node] + shot[2] < found[0]):
                     found = (g[node] + shot[2], node, shot)
                     if p.shot_refinement == 0:
@@ -440,7 +457,7 @@ class KinodynamicAStar:
             if idx.size == 0:
                 continue
             swept = p0 + v0 * ts + 0.5 * inputs[idx, None, :] * ts ** 2   # (m, n, d)
-            free = ~self._blocked(swept, ends).reshape(idx.size, -1).any(axis=1)
+            free = self._swept_free(np.broadcast_to(p0, (idx.size, d)), swept)
             idx = idx[free]
             if idx.size == 0:
                 continue
@@ -479,14 +496,14 @@ class KinodynamicAStar:
         return finish(PlanStatus.NO_PATH, f'no trajectory: search space exhausted after '
                                           f'{stats.expanded_nodes} expansions')
 
-    def _shot(self, p0, v0, goal_pos, goal_vel, t_opt: float, near: bool, stats: PlanStats, ends):
+    def _shot(self, p0, v0, goal_pos, goal_vel, t_opt: float, near: bool, stats: PlanStats):
         """Analytic shot from a popped node: (duration, coefficients, cost) or None."""
         # A shot is a gentle curve: skip it (cheaply) when the straight line is blocked.
         line = p0 + np.linspace(0.0, 1.0, 16)[:, None] * (goal_pos - p0)
-        if self._blocked(line, ends).any():
+        if self.inflated_grid.occupied_at(line).any():
             return None
         stats.analytic_attempts += 1
-        shot = self._try_shot(p0, v0, goal_pos, goal_vel, t_opt, ends)
+        shot = self._try_shot(p0, v0, goal_pos, goal_vel, t_opt)
         if shot is None:
             return None
         duration, coef = shot

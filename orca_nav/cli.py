@@ -59,9 +59,12 @@ def with_overrides(cfg: FleetConfig, duration: Optional[float] = None,
 class Progress:
     """One updating status line on a terminal; a plain line every few seconds otherwise."""
 
-    def __init__(self, stream=sys.stderr, plain_every_s: float = 5.0):
-        self._stream = stream
-        self._tty = stream.isatty()
+    def __init__(self, stream=None, plain_every_s: float = 5.0):
+        self._stream = stream if stream is not None else sys.stderr
+        try:
+            self._tty = self._stream.isatty()
+        except (AttributeError, ValueError, OSError):     # captured or closed streams
+            self._tty = False
         self._plain_every = plain_every_s
         self._last_plain = -float('inf')
 

@@ -62,16 +62,16 @@ def test_progress_prints_plain_lines_when_not_a_terminal():
 @pytest.mark.ros
 @pytest.mark.slow
 def test_circle_demo_reaches_every_goal_without_collisions(tmp_path, capsys):
-    """The README's main command, on a smaller circle to keep the test short."""
+    """The README's main command (16 robots swap across a circle), output in a temp folder."""
     out = tmp_path / 'demo'
-    status = main(['demo', '--scenario', 'circle', '--robots', '8', '--out', str(out)])
+    status = main(['demo', '--scenario', 'circle', '--out', str(out)])
     captured = capsys.readouterr()
+    assert status == 0, captured.err[-3000:]
     report = json.loads((out / 'report.json').read_text())
     fleet = report['fleet']
-    assert status == 0, captured.err[-2000:]
-    assert fleet['all_reached'] and fleet['reached'] == 8 and fleet['collisions'] == 0
+    assert fleet['all_reached'] and fleet['reached'] == 16 and fleet['collisions'] == 0
     assert fleet['min_separation'] > 0.0
-    cfg = load_scenario('circle', 8)
+    cfg = load_scenario('circle')
     for robot in cfg.robots:
         entry = report['robots'][robot.name]
         assert entry['reached'] and entry['collisions'] == 0
@@ -81,4 +81,4 @@ def test_circle_demo_reaches_every_goal_without_collisions(tmp_path, capsys):
         assert entry['path_length'] >= straight - 2 * cfg.demo.goal_tolerance
         assert 0 < entry['time_to_goal'] <= fleet['makespan'] <= cfg.demo.duration
     assert (out / 'trajectories.png').read_bytes()[:4] == b'\x89PNG'
-    assert '8/8 robots at their goals' in captured.out
+    assert '16/16 robots at their goals' in captured.out

@@ -15,6 +15,7 @@ distance they covered with the EventsExecutor in the same 10 s on the loaded 2-c
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 from contextlib import contextmanager
 from typing import Dict, Iterator, List, Optional, Sequence
@@ -57,7 +58,17 @@ def default_executor() -> str:
 def make_executor(kind: str, context, num_threads: int = 4):
     if kind == 'events':
         from rclpy.experimental import EventsExecutor
-        return EventsExecutor(context=context)
+        # EventsExecutor() calls faulthandler.enable(), which needs a real file behind
+        # sys.stderr; under output capture (pytest, some hosts) lend it the process's stderr.
+        saved = sys.stderr
+        try:
+            saved.fileno()
+        except (AttributeError, ValueError, OSError):
+            sys.stderr = sys.__stderr__
+        try:
+            return EventsExecutor(context=context)
+        finally:
+            sys.stderr = saved
     if kind == 'multi_threaded':
         return MultiThreadedExecutor(num_threads=num_threads, context=context)
     raise ValueError(f'executor: {kind!r} is not one of {", ".join(EXECUTORS)}')

@@ -4,16 +4,20 @@ Lines are given as component arrays of shape (K, L): point (px, py), unit direct
 with a `valid` mask (valid lines of an agent form a prefix). The feasible side of a line is
 the left of its direction: det(direction, point - v) <= 0.
 
-RVO2 solves linearProgram2 incrementally (Seidel): it adds lines one by one and re-solves
-linearProgram1 on the newest violated line. When the program is feasible its answer is the
-unique optimum, so here every line is solved against all other lines at once (a (K, L, L)
-computation, no loop over lines) and the best feasible candidate is taken. Where the program
-is infeasible, RVO2's failing line index is the first prefix 0..i that is infeasible; it is
-found with cumulative bounds over the same (K, L, L) arrays.
+linearProgram2. RVO2 adds lines one by one (Seidel) and re-solves linearProgram1 on each
+newly violated line. When the program is feasible its answer is the unique optimum, so it
+can be found in any order; here:
+- an active-set pass settles most agents: solve on the line the start violates most, then
+  add the line the answer violates most, up to three lines; an answer that satisfies every
+  line is the optimum of the whole program;
+- the rest solve linearProgram1 on every line the start violates, against all their lines
+  at once (the optimum always lies on such a line), and keep the best usable point.
+Where the program is infeasible, RVO2's failing line index is the first prefix 0..i that is
+infeasible; it is found with cumulative bounds over (K, L, L) arrays.
 
 linearProgram3 (minimise the largest penetration of the agent lines, obstacle lines stay
-hard) is sequential over lines by nature: a loop over line index vectorised over the
-agents that need it, each step a batched directional linearProgram2.
+hard) walks the lines in order like RVO2: a loop over line index, batched over the agents
+whose line triggers, each step a directional linearProgram2 solved the same way.
 """
 import numpy as np
 
@@ -107,34 +111,30 @@ def clamp_to_speed(opt_x, opt_y, radius):
     return opt_x * scale, opt_y * scale
 
 
-def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y, try_fast=True):
+def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y):
     """linearProgram2 (closest point to opt) for K agents whose start violates some line.
 
     Returns (vx, vy, line_fail): line_fail is -1 where feasible, otherwise RVO2's failing
     line index (the velocity is then meaningless; linearProgram3 takes over).
     """
-    count = px.shape[0]
     start_x, start_y = clamp_to_speed(opt_x, opt_y, radius)
-    if try_fast:
-        fast_x, fast_y, settled = _growing_active_set(px, py, dx, dy, valid, radius,
-                                                      opt_x, opt_y, start_x, start_y)
-        line_fail = np.full(count, -1, dtype=np.intp)
-        if not settled.all():
-            rest = np.flatnonzero(~settled)
-            fast_x[rest], fast_y[rest], line_fail[rest] = closest_point(
-                px[rest], py[rest], dx[rest], dy[rest], valid[rest], radius[rest],
-                opt_x[rest], opt_y[rest], try_fast=False)
-        return fast_x, fast_y, line_fail
-    violated = (violation(px, py, dx, dy, start_x, start_y) > 0.0) & valid
-    vx, vy, feasible = _best_on_violated_lines(px, py, dx, dy, valid, radius, violated,
-                                               opt_x, opt_y, direction=False)
-    line_fail = np.full(count, -1, dtype=np.intp)
+    vx, vy, settled = _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y,
+                                          start_x, start_y)
+    line_fail = np.full(px.shape[0], -1, dtype=np.intp)
+    if settled.all():
+        return vx, vy, line_fail
+    rest = np.flatnonzero(~settled)
+    rpx, rpy, rdx, rdy, rvalid = px[rest], py[rest], dx[rest], dy[rest], valid[rest]
+    violated = (violation(rpx, rpy, rdx, rdy, start_x[rest], start_y[rest]) > 0.0) & rvalid
+    rx, ry, feasible = _best_on_violated_lines(rpx, rpy, rdx, rdy, rvalid, radius[rest], violated,
+                                               opt_x[rest], opt_y[rest], direction=False)
+    vx[rest], vy[rest] = rx, ry
     if not feasible.all():
         bad = np.flatnonzero(~feasible)
-        line_fail[bad] = _first_infeasible_prefix(px[bad], py[bad], dx[bad], dy[bad], valid[bad],
-                                                  radius[bad], violated[bad])
-        vx[bad] = start_x[bad]
-        vy[bad] = start_y[bad]
+        line_fail[rest[bad]] = _first_infeasible_prefix(
+            rpx[bad], rpy[bad], rdx[bad], rdy[bad], rvalid[bad], radius[rest[bad]], violated[bad])
+        vx[rest[bad]] = start_x[rest[bad]]
+        vy[rest[bad]] = start_y[rest[bad]]
     return vx, vy, line_fail
 
 

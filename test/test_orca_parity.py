@@ -150,3 +150,28 @@ def test_overlapping_start_matches_pyrvo():
     print(f'overlap: <=1e-3 {np.mean(errors <= 1e-3):.5f}, max {errors.max():.3g}')
     assert np.mean(errors <= 1e-3) >= 0.999
     assert np.mean(errors <= 0.05) >= 0.999
+
+
+def test_linear_program_3_starts_where_rvo2_does(monkeypatch):
+    """Where RVO2 fell back to linearProgram3, we do too, from the same failing line."""
+    from orca_nav.core import orca
+    path = REFDATA / 'blocks_100.npz'
+    if not path.exists():
+        pytest.skip('blocks_100.npz not in refdata')
+    run = dict(np.load(path))
+    params = params_of(run)
+    obstacles = prepare_obstacles(polygons_of(run))
+    begin_lines = []
+    original = orca.min_max_penetration
+
+    def recording(*args):
+        begin_lines.append(np.sort(args[6]))
+        return original(*args)
+
+    monkeypatch.setattr(orca, 'min_max_penetration', recording)
+    for step in range(0, run['pos'].shape[0], 2):
+        begin_lines.clear()
+        compute_velocities(run['pos'][step], run['vel'][step], run['pref'][step], params, obstacles)
+        ours = begin_lines[0] if begin_lines else np.zeros(0, dtype=int)
+        recorded = run['lp3_line_fail'][step]
+        np.testing.assert_array_equal(ours, np.sort(recorded[recorded >= 0]), err_msg=f'step {step}')

@@ -25,21 +25,22 @@ RVO_EPSILON = 1e-5  # RVO2's RVO_EPSILON: (almost) parallel lines in linearProgr
 
 
 def _pair_terms(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
-    """linearProgram1's pieces for candidate lines c (K, C) bounded by lines j (K, L).
+    """linearProgram1's pieces for candidate lines c bounded by lines j, batch axis last
+    (numpy then runs its inner loops over the long batch axis).
 
-    pair_mask (K, C, L) says which j bound which c. Returns disc (K, C), the circle
-    interval (t_left0, t_right0), parallel_fail (K, C, L) and per-pair interval limits
-    (K, C, L) (-inf / +inf where j does not bound c).
+    Candidates (C, X), bounding lines (J, X), pair_mask (C, J, X) says which j bound which
+    c, radius (X,). Returns disc (C, X), the circle interval (t_left0, t_right0),
+    parallel_fail (C, J, X) and per-pair interval limits (C, J, X) (-inf / +inf where j
+    does not bound c).
     """
     dot = cpx * cdx + cpy * cdy
-    disc = dot * dot + (radius * radius)[:, None] - (cpx * cpx + cpy * cpy)
+    disc = dot * dot + radius * radius - (cpx * cpx + cpy * cpy)
     root = np.sqrt(np.maximum(disc, 0.0))
     t_left0 = -dot - root
     t_right0 = -dot + root
-    dxi, dyi = cdx[:, :, None], cdy[:, :, None]
-    dxj, dyj = dx[:, None, :], dy[:, None, :]
-    denominator = dxi * dyj - dyi * dxj
-    numerator = dxj * (cpy[:, :, None] - py[:, None, :]) - dyj * (cpx[:, :, None] - px[:, None, :])
+    dxi, dyi = cdx[:, None, :], cdy[:, None, :]
+    denominator = dxi * dy - dyi * dx
+    numerator = dx * (cpy[:, None, :] - py) - dy * (cpx[:, None, :] - px)
     parallel = np.abs(denominator) <= RVO_EPSILON
     parallel_fail = pair_mask & parallel & (numerator < 0.0)
     bounding = pair_mask & ~parallel
@@ -62,14 +63,15 @@ def _best_on_violated_lines(px, py, dx, dy, valid, radius, violated, opt_x, opt_
     width = px.shape[1]
     flat = np.flatnonzero(violated)  # grouped by agent, in line order
     agent, line = flat // width, flat % width
-    cpx, cpy, cdx, cdy = (a[agent, line][:, None] for a in (px, py, dx, dy))
-    pair_mask = (valid[agent] & (np.arange(width)[None, :] != line[:, None]))[:, None, :]
+    cpx, cpy, cdx, cdy = (a[agent, line] for a in (px, py, dx, dy))
+    # Bounding lines as (L, P): pair p's own agent's lines, batch axis last.
+    bpx, bpy, bdx, bdy, bvalid = (a.T[:, agent] for a in (px, py, dx, dy, valid))
+    pair_mask = (bvalid & (np.arange(width)[:, None] != line[None, :]))[None]
     disc, t_left0, t_right0, parallel_fail, left_limits, right_limits = _pair_terms(
-        cpx, cpy, cdx, cdy, px[agent], py[agent], dx[agent], dy[agent], pair_mask, radius[agent])
-    cpx, cpy, cdx, cdy = cpx[:, 0], cpy[:, 0], cdx[:, 0], cdy[:, 0]
-    t_left = np.maximum(t_left0[:, 0], left_limits[:, 0].max(axis=1))
-    t_right = np.minimum(t_right0[:, 0], right_limits[:, 0].min(axis=1))
-    usable = (disc[:, 0] >= 0.0) & ~parallel_fail[:, 0].any(axis=1) & (t_left <= t_right)
+        cpx[None], cpy[None], cdx[None], cdy[None], bpx, bpy, bdx, bdy, pair_mask, radius[agent])
+    t_left = np.maximum(t_left0[0], left_limits[0].max(axis=0))
+    t_right = np.minimum(t_right0[0], right_limits[0].min(axis=0))
+    usable = (disc[0] >= 0.0) & ~parallel_fail[0].any(axis=0) & (t_left <= t_right)
     ox, oy = opt_x[agent], opt_y[agent]
     if direction:
         t = np.where(ox * cdx + oy * cdy > 0.0, t_right, t_left)
@@ -89,12 +91,6 @@ def _best_on_violated_lines(px, py, dx, dy, valid, radius, violated, opt_x, opt_
     table[agent, np.arange(agent.size) - starts[agent]] = score
     best = starts + table.argmin(axis=1)
     return cand_x[best], cand_y[best], usable[best]
-
-
-def _other_lines_mask(valid):
-    count = valid.shape[1]
-    not_self = ~np.eye(count, dtype=bool)
-    return valid[:, None, :] & not_self[None, :, :]
 
 
 def violation(px, py, dx, dy, vx, vy):
@@ -199,19 +195,21 @@ def _first_infeasible_prefix(px, py, dx, dy, valid, radius, start_violates):
     Lines 0..i are feasible when the start point satisfies all of them, or when some line
     m <= i keeps a non-empty interval against the other lines of the prefix.
     """
-    disc, t_left0, t_right0, parallel_fail, left_limits, right_limits = _pair_terms(
-        px, py, dx, dy, px, py, dx, dy, _other_lines_mask(valid), radius)
     count = valid.shape[1]
     lines = np.arange(count)
-    broken = np.logical_or.accumulate(parallel_fail, axis=2)
-    t_left = np.maximum(t_left0[:, :, None], np.maximum.accumulate(left_limits, axis=2))
-    t_right = np.minimum(t_right0[:, :, None], np.minimum.accumulate(right_limits, axis=2))
-    # ok[k, m, i]: line m usable within prefix 0..i
-    ok = ((lines[:, None] <= lines[None, :])[None] & valid[:, :, None] & (disc >= 0.0)[:, :, None]
+    tpx, tpy, tdx, tdy, tvalid = (np.ascontiguousarray(a.T) for a in (px, py, dx, dy, valid))
+    pair_mask = tvalid[None, :, :] & (lines[:, None] != lines[None, :])[:, :, None]
+    disc, t_left0, t_right0, parallel_fail, left_limits, right_limits = _pair_terms(
+        tpx, tpy, tdx, tdy, tpx, tpy, tdx, tdy, pair_mask, radius)
+    # [m, i, k]: line m of agent k against the lines 0..i
+    broken = np.logical_or.accumulate(parallel_fail, axis=1)
+    t_left = np.maximum(t_left0[:, None, :], np.maximum.accumulate(left_limits, axis=1))
+    t_right = np.minimum(t_right0[:, None, :], np.minimum.accumulate(right_limits, axis=1))
+    ok = ((lines[:, None] <= lines[None, :])[:, :, None] & (tvalid & (disc >= 0.0))[:, None, :]
           & ~broken & (t_left <= t_right))
-    start_ok = ~np.logical_or.accumulate(start_violates & valid, axis=1)
-    feasible_prefix = ok.any(axis=1) | start_ok | ~valid
-    return np.argmin(feasible_prefix, axis=1)
+    start_ok = ~np.logical_or.accumulate(start_violates.T & tvalid, axis=0)
+    feasible_prefix = ok.any(axis=0) | start_ok | ~tvalid
+    return np.argmin(feasible_prefix, axis=0)
 
 
 def _best_direction(px, py, dx, dy, valid, radius, dir_x, dir_y):

@@ -237,3 +237,13 @@ def test_coarse_geodesic_goes_around_walls():
     assert np.isinf(geo.lookup(geo.from_goal(goal), start)[0])
     with pytest.raises(ValueError, match='factor'):
         CoarseGeodesic(g, 0)
+
+
+def test_coarse_geodesic_connected_components():
+    from orca_nav.core.grid import CoarseGeodesic
+    occ = np.zeros((60, 60), dtype=bool)
+    occ[:, 25:35] = True                            # a 1 m thick wall splits the map
+    geo = CoarseGeodesic(OccupancyGrid(occ, 0.1, (0.0, 0.0)), 4, optimistic=True)
+    assert geo.connected([1.0, 1.0], [2.0, 5.0])
+    assert not geo.connected([1.0, 1.0], [5.0, 1.0])
+    assert not geo.connected([1.0, 1.0], [3.0, 3.0])   # inside the wall

@@ -484,7 +484,7 @@ class CoarseGeodesic:
             raise ValueError(f'factor must be >= 1, got {factor}')
         # Local import: only this heuristic needs sparse graphs (and csgraph is slow to import).
         from scipy.sparse import coo_matrix
-        from scipy.sparse.csgraph import dijkstra
+        from scipy.sparse.csgraph import connected_components, dijkstra
         self._dijkstra = dijkstra
 
         self.grid = grid
@@ -521,6 +521,8 @@ class CoarseGeodesic:
             weight.append(np.full(pair_a.size, self.cell_size * math.sqrt(sum(o * o for o in offset))))
         src, dst, weight = (np.concatenate(x) for x in (src, dst, weight))
         self._graph = coo_matrix((weight, (src, dst)), shape=(free.size, free.size)).tocsr()
+        _, labels = connected_components(self._graph, directed=False)
+        self._labels = np.where(free.reshape(-1), labels, -1)
 
     def _centres(self, flat_ids: np.ndarray, block_shape) -> np.ndarray:
         """World centres (K, ndim) of blocks given by flat index into the [..., by, bx] array."""
@@ -562,6 +564,16 @@ class CoarseGeodesic:
         borrowed = ndimage.minimum_filter(grid_field, size=3, mode='constant', cval=np.inf)
         step = self.cell_size * math.sqrt(self.grid.ndim)
         return np.where(np.isfinite(grid_field), grid_field, borrowed + step).reshape(-1)
+
+    def connected(self, a, b) -> bool:
+        """Whether points ``a`` and ``b`` lie in free blocks joined by the graph (connected
+        components are computed with the graph, so this costs no search). With ``optimistic=True``, False proves that
+        no free path joins them."""
+        index, inside = self._block_index(np.stack([np.ravel(a), np.ravel(b)]))
+        if not inside.all():
+            return False
+        la, lb = self._labels[index]
+        return bool(la >= 0 and la == lb)
 
     def lookup(self, field: np.ndarray, points) -> np.ndarray:
         """``(K,)`` distance-to-goal estimate for points (``inf``: unreachable or outside)."""

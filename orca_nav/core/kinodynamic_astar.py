@@ -404,8 +404,7 @@ class KinodynamicAStar:
         keys[0] = self._keys(start_pos[None], start_vel[None])[0]
         goal_field = None
         if self._geodesic is not None:
-            reach = self._reachability.from_goal(goal_pos)
-            if not np.isfinite(self._reachability.lookup(reach, start_pos[None])[0]):
+            if not self._reachability.connected(start_pos, goal_pos):
                 return finish(PlanStatus.NO_PATH, 'no free path joins start and goal in the '
                                                   f'{self._radius} m-inflated map')
             goal_field = self._geodesic.from_goal(goal_pos)
@@ -462,8 +461,6 @@ class KinodynamicAStar:
             if idx.size == 0:
                 continue
             g_new = g[node] + (np.einsum('ij,ij->i', inputs[idx], inputs[idx]) + p.rho) * tau
-            h_new, t_new = self._heuristic(p1[idx], v1[idx], goal_pos, goal_vel, goal_field)
-            f_new = g_new + p.heuristic_weight * h_new
             # Duplicate detection against the open entries (pure dict/heap bookkeeping).
             accepted = []
             for i, (k, gj) in enumerate(zip(child_keys[idx].tolist(), g_new.tolist())):
@@ -479,10 +476,12 @@ class KinodynamicAStar:
                 break
             new = slice(n_nodes, n_nodes + len(accepted))
             chosen = idx[accepted]
+            h_new, t_new = self._heuristic(p1[chosen], v1[chosen], goal_pos, goal_vel, goal_field)
+            f_new = g_new[accepted] + p.heuristic_weight * h_new
             pos[new], vel[new], g[new] = p1[chosen], v1[chosen], g_new[accepted]
             parent[new], inp[new], keys[new] = node, inputs[chosen], child_keys[chosen]
-            t_goal[new] = t_new[accepted]
-            for fj, nj in zip(f_new[accepted].tolist(), range(n_nodes, n_nodes + len(accepted))):
+            t_goal[new] = t_new
+            for fj, nj in zip(f_new.tolist(), range(n_nodes, n_nodes + len(accepted))):
                 heapq.heappush(open_heap, (fj, nj))
             n_nodes += len(accepted)
 

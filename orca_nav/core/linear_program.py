@@ -1,8 +1,9 @@
 """RVO2's linearProgram1/2/3, batched over agents.
 
-Lines are given as component arrays of shape (K, L): point (px, py), unit direction (dx, dy),
-with a `valid` mask (valid lines of an agent form a prefix). The feasible side of a line is
-the left of its direction: det(direction, point - v) <= 0.
+Lines are given as component arrays of shape (L, K), line index first and agent last (numpy
+then runs its inner loops over the long agent axis): point (px, py), unit direction
+(dx, dy), with a `valid` mask (valid lines of an agent form a prefix). The feasible side of
+a line is the left of its direction: det(direction, point - v) <= 0.
 
 linearProgram2. RVO2 adds lines one by one (Seidel) and re-solves linearProgram1 on each
 newly violated line. When the program is feasible its answer is the unique optimum, so it
@@ -13,7 +14,7 @@ can be found in any order; here:
 - the rest solve linearProgram1 on every line the start violates, against all their lines
   at once (the optimum always lies on such a line), and keep the best usable point.
 Where the program is infeasible, RVO2's failing line index is the first prefix 0..i that is
-infeasible; it is found with cumulative bounds over (K, L, L) arrays.
+infeasible; it is found with cumulative bounds over (L, L, K) arrays.
 
 linearProgram3 (minimise the largest penetration of the agent lines, obstacle lines stay
 hard) walks the lines in order like RVO2: a loop over line index, batched over the agents
@@ -25,8 +26,7 @@ RVO_EPSILON = 1e-5  # RVO2's RVO_EPSILON: (almost) parallel lines in linearProgr
 
 
 def _pair_terms(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
-    """linearProgram1's pieces for candidate lines c bounded by lines j, batch axis last
-    (numpy then runs its inner loops over the long batch axis).
+    """linearProgram1's pieces for candidate lines c bounded by lines j, batch axis last.
 
     Candidates (C, X), bounding lines (J, X), pair_mask (C, J, X) says which j bound which
     c, radius (X,). Returns disc (C, X), the circle interval (t_left0, t_right0),
@@ -56,16 +56,15 @@ def _best_on_violated_lines(px, py, dx, dy, valid, radius, violated, opt_x, opt_
     agent, the best usable point (closest to opt, or furthest along opt if `direction`).
 
     The optimum always lies on a line that the unconstrained optimum violates, so only
-    those lines are candidates; they are processed as a flat list of (agent, line) pairs
-    against all lines of their agent, (P, L). Every agent must have a violated line.
+    those lines are candidates; they are processed as a flat list of P (agent, line) pairs,
+    each against all lines of its agent, (L, P). Every agent must have a violated line.
     Returns (vx, vy, ok); ok False means no point exists (the program is infeasible).
     """
-    width = px.shape[1]
-    flat = np.flatnonzero(violated)  # grouped by agent, in line order
+    width, count = px.shape
+    flat = np.flatnonzero(violated.T)  # grouped by agent, in line order
     agent, line = flat // width, flat % width
-    cpx, cpy, cdx, cdy = (a[agent, line] for a in (px, py, dx, dy))
-    # Bounding lines as (L, P): pair p's own agent's lines, batch axis last.
-    bpx, bpy, bdx, bdy, bvalid = (a.T[:, agent] for a in (px, py, dx, dy, valid))
+    cpx, cpy, cdx, cdy = (a[line, agent] for a in (px, py, dx, dy))
+    bpx, bpy, bdx, bdy, bvalid = (a[:, agent] for a in (px, py, dx, dy, valid))
     pair_mask = (bvalid & (np.arange(width)[:, None] != line[None, :]))[None]
     disc, t_left0, t_right0, parallel_fail, left_limits, right_limits = _pair_terms(
         cpx[None], cpy[None], cdx[None], cdy[None], bpx, bpy, bdx, bdy, pair_mask, radius[agent])
@@ -84,18 +83,18 @@ def _best_on_violated_lines(px, py, dx, dy, valid, radius, violated, opt_x, opt_
     else:
         score = (cand_x - ox) ** 2 + (cand_y - oy) ** 2
     score[~usable] = np.inf
-    # Best pair per agent: scatter the scores into an (agents, candidates) table.
-    per_agent = np.bincount(agent, minlength=len(px))
+    # Best pair per agent: scatter the scores into a (candidates, agents) table.
+    per_agent = np.bincount(agent, minlength=count)
     starts = np.cumsum(per_agent) - per_agent
-    table = np.full((len(px), int(per_agent.max())), np.inf)
-    table[agent, np.arange(agent.size) - starts[agent]] = score
-    best = starts + table.argmin(axis=1)
+    table = np.full((int(per_agent.max()), count), np.inf)
+    table[np.arange(agent.size) - starts[agent], agent] = score
+    best = starts + table.argmin(axis=0)
     return cand_x[best], cand_y[best], usable[best]
 
 
 def violation(px, py, dx, dy, vx, vy):
-    """det(direction, point - v) for (K, L) lines and (K,) velocities: > 0 means violated."""
-    return dx * (py - vy[:, None]) - dy * (px - vx[:, None])
+    """det(direction, point - v) for (L, K) lines and (K,) velocities: > 0 means violated."""
+    return dx * (py - vy) - dy * (px - vx)
 
 
 def clamp_to_speed(opt_x, opt_y, radius):
@@ -110,17 +109,17 @@ def clamp_to_speed(opt_x, opt_y, radius):
 def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y):
     """linearProgram2 (closest point to opt) for K agents whose start violates some line.
 
-    Returns (vx, vy, line_fail): line_fail is -1 where feasible, otherwise RVO2's failing
-    line index (the velocity is then meaningless; linearProgram3 takes over).
+    Lines (L, K). Returns (vx, vy, line_fail): line_fail is -1 where feasible, otherwise
+    RVO2's failing line index (the velocity is then meaningless; linearProgram3 takes over).
     """
     start_x, start_y = clamp_to_speed(opt_x, opt_y, radius)
     vx, vy, settled = _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y,
                                           start_x, start_y)
-    line_fail = np.full(px.shape[0], -1, dtype=np.intp)
+    line_fail = np.full(px.shape[1], -1, dtype=np.intp)
     if settled.all():
         return vx, vy, line_fail
     rest = np.flatnonzero(~settled)
-    rpx, rpy, rdx, rdy, rvalid = px[rest], py[rest], dx[rest], dy[rest], valid[rest]
+    rpx, rpy, rdx, rdy, rvalid = px[:, rest], py[:, rest], dx[:, rest], dy[:, rest], valid[:, rest]
     violated = (violation(rpx, rpy, rdx, rdy, start_x[rest], start_y[rest]) > 0.0) & rvalid
     rx, ry, feasible = _best_on_violated_lines(rpx, rpy, rdx, rdy, rvalid, radius[rest], violated,
                                                opt_x[rest], opt_y[rest], direction=False)
@@ -128,7 +127,8 @@ def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y):
     if not feasible.all():
         bad = np.flatnonzero(~feasible)
         line_fail[rest[bad]] = _first_infeasible_prefix(
-            rpx[bad], rpy[bad], rdx[bad], rdy[bad], rvalid[bad], radius[rest[bad]], violated[bad])
+            rpx[:, bad], rpy[:, bad], rdx[:, bad], rdy[:, bad], rvalid[:, bad], radius[rest[bad]],
+            violated[:, bad])
         vx[rest[bad]] = start_x[rest[bad]]
         vy[rest[bad]] = start_y[rest[bad]]
     return vx, vy, line_fail
@@ -142,13 +142,13 @@ def _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, st
     optimum of the whole program. Returns (vx, vy, settled); unsettled agents need the
     full solve.
     """
-    count, width = px.shape
+    width, count = px.shape
     start_violation = violation(px, py, dx, dy, start_x, start_y)
     start_violation[~valid] = -np.inf
-    rows = np.arange(count)
-    first = start_violation.argmax(axis=1)
+    cols = np.arange(count)
+    first = start_violation.argmax(axis=0)
     # Round one, a single line: the best point on it within the speed circle.
-    lpx, lpy, ldx, ldy = px[rows, first], py[rows, first], dx[rows, first], dy[rows, first]
+    lpx, lpy, ldx, ldy = px[first, cols], py[first, cols], dx[first, cols], dy[first, cols]
     dot = lpx * ldx + lpy * ldy
     disc = dot * dot + radius * radius - (lpx * lpx + lpy * lpy)
     root = np.sqrt(np.maximum(disc, 0.0))
@@ -159,33 +159,35 @@ def _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, st
     cx = lpx + t * ldx
     cy = lpy + t * ldy
     ok = disc >= 0.0
-    chosen = first[:, None]
+    chosen = first[None, :]
     vx, vy = start_x.copy(), start_y.copy()
     settled = np.zeros(count, dtype=bool)
-    open_rows = rows
-    rpx, rpy, rdx, rdy, rvalid = px, py, dx, dy, valid
-    for size in range(1, min(max_lines, width) + 1):
+    open_cols = cols
+    rpx, rpy, rdx, rdy, rvalid, rstart = px, py, dx, dy, valid, start_violation
+    rounds = min(max_lines, width)
+    for size in range(1, rounds + 1):
         if size > 1:
-            take = lambda a: np.take_along_axis(a, chosen, axis=1)  # noqa: E731
+            take = lambda a: np.take_along_axis(a, chosen, axis=0)  # noqa: E731
             cx, cy, ok = _best_on_violated_lines(
                 take(rpx), take(rpy), take(rdx), take(rdy), np.ones(chosen.shape, dtype=bool),
-                radius[open_rows], take(start_violation[open_rows]) > 0.0,
-                opt_x[open_rows], opt_y[open_rows], direction=direction)
+                radius[open_cols], take(rstart) > 0.0, opt_x[open_cols], opt_y[open_cols],
+                direction=direction)
         remaining = violation(rpx, rpy, rdx, rdy, cx, cy)
         remaining[~rvalid] = -np.inf
-        np.put_along_axis(remaining, chosen, -np.inf, axis=1)
-        worst = remaining.argmax(axis=1)
-        done = ok & ~(remaining[np.arange(len(open_rows)), worst] > 0.0)
-        finished = open_rows[done]
+        np.put_along_axis(remaining, chosen, -np.inf, axis=0)
+        worst = remaining.argmax(axis=0)
+        done = ok & ~(remaining[worst, np.arange(open_cols.size)] > 0.0)
+        finished = open_cols[done]
         vx[finished] = cx[done]
         vy[finished] = cy[done]
         settled[finished] = True
         keep_going = np.flatnonzero(ok & ~done)  # infeasible subsets go to the full solve
-        if keep_going.size == 0 or size == min(max_lines, width):
+        if keep_going.size == 0 or size == rounds:
             break
-        open_rows = open_rows[keep_going]
-        rpx, rpy, rdx, rdy, rvalid = px[open_rows], py[open_rows], dx[open_rows], dy[open_rows], valid[open_rows]
-        chosen = np.concatenate([chosen[keep_going], worst[keep_going, None]], axis=1)
+        open_cols = open_cols[keep_going]
+        rpx, rpy, rdx, rdy = px[:, open_cols], py[:, open_cols], dx[:, open_cols], dy[:, open_cols]
+        rvalid, rstart = valid[:, open_cols], start_violation[:, open_cols]
+        chosen = np.concatenate([chosen[:, keep_going], worst[None, keep_going]], axis=0)
     return vx, vy, settled
 
 
@@ -195,58 +197,58 @@ def _first_infeasible_prefix(px, py, dx, dy, valid, radius, start_violates):
     Lines 0..i are feasible when the start point satisfies all of them, or when some line
     m <= i keeps a non-empty interval against the other lines of the prefix.
     """
-    count = valid.shape[1]
-    lines = np.arange(count)
-    tpx, tpy, tdx, tdy, tvalid = (np.ascontiguousarray(a.T) for a in (px, py, dx, dy, valid))
-    pair_mask = tvalid[None, :, :] & (lines[:, None] != lines[None, :])[:, :, None]
+    width = valid.shape[0]
+    lines = np.arange(width)
+    pair_mask = valid[None, :, :] & (lines[:, None] != lines[None, :])[:, :, None]
     disc, t_left0, t_right0, parallel_fail, left_limits, right_limits = _pair_terms(
-        tpx, tpy, tdx, tdy, tpx, tpy, tdx, tdy, pair_mask, radius)
+        px, py, dx, dy, px, py, dx, dy, pair_mask, radius)
     # [m, i, k]: line m of agent k against the lines 0..i
     broken = np.logical_or.accumulate(parallel_fail, axis=1)
     t_left = np.maximum(t_left0[:, None, :], np.maximum.accumulate(left_limits, axis=1))
     t_right = np.minimum(t_right0[:, None, :], np.minimum.accumulate(right_limits, axis=1))
-    ok = ((lines[:, None] <= lines[None, :])[:, :, None] & (tvalid & (disc >= 0.0))[:, None, :]
+    ok = ((lines[:, None] <= lines[None, :])[:, :, None] & (valid & (disc >= 0.0))[:, None, :]
           & ~broken & (t_left <= t_right))
-    start_ok = ~np.logical_or.accumulate(start_violates.T & tvalid, axis=0)
-    feasible_prefix = ok.any(axis=0) | start_ok | ~tvalid
+    start_ok = ~np.logical_or.accumulate(start_violates & valid, axis=0)
+    feasible_prefix = ok.any(axis=0) | start_ok | ~valid
     return np.argmin(feasible_prefix, axis=0)
 
 
 def _best_direction(px, py, dx, dy, valid, radius, dir_x, dir_y):
     """linearProgram2 with directionOpt: the point of the disk and half-planes furthest along
-    the unit vector `dir`. Returns (vx, vy, ok); ok is False where it found no point."""
-    count = px.shape[0]
+    the unit vector `dir`. Lines (L, K). Returns (vx, vy, ok); ok is False where it found no
+    point."""
     start_x = dir_x * radius
     start_y = dir_y * radius
-    start_ok = ~((violation(px, py, dx, dy, start_x, start_y) > 0.0) & valid).any(axis=1)
+    start_ok = ~((violation(px, py, dx, dy, start_x, start_y) > 0.0) & valid).any(axis=0)
     vx, vy = start_x.copy(), start_y.copy()
     ok = start_ok.copy()
-    need = ~start_ok
-    if need.any():
-        sub = np.flatnonzero(need)
-        spx, spy, sdx, sdy, svalid = px[sub], py[sub], dx[sub], dy[sub], valid[sub]
-        sx, sy, settled = _growing_active_set(spx, spy, sdx, sdy, svalid, radius[sub],
-                                              dir_x[sub], dir_y[sub], start_x[sub], start_y[sub],
-                                              direction=True)
-        vx[sub], vy[sub], ok[sub] = sx, sy, settled
-        if not settled.all():
-            rest = np.flatnonzero(~settled)
-            violated = (violation(spx[rest], spy[rest], sdx[rest], sdy[rest], start_x[sub[rest]],
-                                  start_y[sub[rest]]) > 0.0) & svalid[rest]
-            vx[sub[rest]], vy[sub[rest]], ok[sub[rest]] = _best_on_violated_lines(
-                spx[rest], spy[rest], sdx[rest], sdy[rest], svalid[rest], radius[sub[rest]],
-                violated, dir_x[sub[rest]], dir_y[sub[rest]], direction=True)
+    sub = np.flatnonzero(~start_ok)
+    if sub.size == 0:
+        return vx, vy, ok
+    spx, spy, sdx, sdy, svalid = px[:, sub], py[:, sub], dx[:, sub], dy[:, sub], valid[:, sub]
+    sx, sy, settled = _growing_active_set(spx, spy, sdx, sdy, svalid, radius[sub],
+                                          dir_x[sub], dir_y[sub], start_x[sub], start_y[sub],
+                                          direction=True)
+    vx[sub], vy[sub], ok[sub] = sx, sy, settled
+    if not settled.all():
+        rest = np.flatnonzero(~settled)
+        keep = sub[rest]
+        violated = (violation(spx[:, rest], spy[:, rest], sdx[:, rest], sdy[:, rest],
+                              start_x[keep], start_y[keep]) > 0.0) & svalid[:, rest]
+        vx[keep], vy[keep], ok[keep] = _best_on_violated_lines(
+            spx[:, rest], spy[:, rest], sdx[:, rest], sdy[:, rest], svalid[:, rest], radius[keep],
+            violated, dir_x[keep], dir_y[keep], direction=True)
     return vx, vy, ok
 
 
 def _bisector_problem(px, py, dx, dy, num_hard, agents, line):
     """Directional sub-problem of linearProgram3 at line i for the given agents: lines
     j < i, hard ones as they are, soft ones replaced by the bisector of lines j and i (the
-    points of equal penetration). Returns (K, i) lines, their mask and the objective
+    points of equal penetration). Returns (i, K) lines, their mask and the objective
     direction (the left normal of line i)."""
-    ix, iy = dx[agents, line][:, None], dy[agents, line][:, None]
-    ipx, ipy = px[agents, line][:, None], py[agents, line][:, None]
-    jx, jy, jpx, jpy = dx[agents, :line], dy[agents, :line], px[agents, :line], py[agents, :line]
+    ix, iy = dx[line, agents], dy[line, agents]
+    ipx, ipy = px[line, agents], py[line, agents]
+    jx, jy, jpx, jpy = dx[:line, agents], dy[:line, agents], px[:line, agents], py[:line, agents]
     determinant = ix * jy - iy * jx
     parallel = np.abs(determinant) <= RVO_EPSILON
     same_direction = parallel & (ix * jx + iy * jy > 0.0)
@@ -258,32 +260,32 @@ def _bisector_problem(px, py, dx, dy, num_hard, agents, line):
         norm = np.sqrt(bis_dx * bis_dx + bis_dy * bis_dy)
         bis_dx = bis_dx / norm
         bis_dy = bis_dy / norm
-    hard = np.arange(line)[None, :] < num_hard[agents, None]
+    hard = np.arange(line)[:, None] < num_hard[agents][None, :]
     proj_valid = hard | ~same_direction
     soft = proj_valid & ~hard
     proj_px = np.where(hard, jpx, np.where(soft, bis_px, 0.0))
     proj_py = np.where(hard, jpy, np.where(soft, bis_py, 0.0))
     proj_dx = np.where(hard, jx, np.where(soft, bis_dx, 1.0))
     proj_dy = np.where(hard, jy, np.where(soft, bis_dy, 0.0))
-    return proj_px, proj_py, proj_dx, proj_dy, proj_valid, -iy[:, 0], ix[:, 0]
+    return proj_px, proj_py, proj_dx, proj_dy, proj_valid, -iy, ix
 
 
 def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx, vy):
     """linearProgram3 for K agents: from line `begin_line` on, keep the velocity that
     minimises the largest penetration of the soft lines; lines < num_hard stay hard.
 
-    (vx, vy) is linearProgram2's result at failure; returns the new (vx, vy). Like RVO2 it
-    walks the lines in order and, where line i is violated by more than the current
-    penetration, solves a directional linearProgram2 on the bisector lines of i; the loop is
-    over line index, each step batched over the agents whose line i triggered.
+    Lines (L, K). (vx, vy) is linearProgram2's result at failure; returns the new (vx, vy).
+    Like RVO2 it walks the lines in order and, where line i is violated by more than the
+    current penetration, solves a directional linearProgram2 on the bisector lines of i;
+    the loop is over line index, each step batched over the agents whose line i triggered.
     """
-    count, num_lines = px.shape
+    num_lines, count = px.shape
     vx, vy = vx.copy(), vy.copy()
     distance = np.zeros(count)
     for i in range(int(begin_line.min()), num_lines):
-        pen = dx[:, i] * (py[:, i] - vy) - dy[:, i] * (px[:, i] - vx)
+        pen = dx[i] * (py[i] - vy) - dy[i] * (px[i] - vx)
         # At begin_line the LP2 result violates the line by construction.
-        act = np.flatnonzero((i == begin_line) | ((i > begin_line) & valid[:, i] & (pen > distance)))
+        act = np.flatnonzero((i == begin_line) | ((i > begin_line) & valid[i] & (pen > distance)))
         if act.size == 0:
             continue
         problem = _bisector_problem(px, py, dx, dy, num_hard, act, i)
@@ -291,5 +293,5 @@ def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx,
         # RVO2 keeps the previous result when the sub-problem fails (rounding trouble only).
         vx[act] = np.where(ok, new_x, vx[act])
         vy[act] = np.where(ok, new_y, vy[act])
-        distance[act] = dx[act, i] * (py[act, i] - vy[act]) - dy[act, i] * (px[act, i] - vx[act])
+        distance[act] = dx[i, act] * (py[i, act] - vy[act]) - dy[i, act] * (px[i, act] - vx[act])
     return vx, vy

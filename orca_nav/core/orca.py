@@ -526,17 +526,16 @@ def _new_velocities(positions, velocities, pref_velocities, agent_params, time_s
         need = ((dx * (py - vy) - dy * (px - vx) > 0.0) & valid).any(axis=0)
         if need.any():
             idx = np.flatnonzero(need)
-            # Agent-major (K, L) copies of the few agents that need a linear program.
-            lpx, lpy, ldx, ldy, lvalid = (np.ascontiguousarray(a[:, idx].T)
-                                          for a in (px, py, dx, dy, valid))
+            lpx, lpy, ldx, ldy, lvalid = (a[:, idx] for a in (px, py, dx, dy, valid))
             sx, sy, line_fail = closest_point(lpx, lpy, ldx, ldy, lvalid,
                                               max_speed[idx], opt_x[idx], opt_y[idx])
             failed = np.flatnonzero(line_fail >= 0)
             if failed.size:
                 f = idx[failed]
                 sx[failed], sy[failed] = min_max_penetration(
-                    lpx[failed], lpy[failed], ldx[failed], ldy[failed], lvalid[failed], num_obst[f],
-                    line_fail[failed], max_speed[f], sx[failed], sy[failed])
+                    lpx[:, failed], lpy[:, failed], ldx[:, failed], ldy[:, failed],
+                    lvalid[:, failed], num_obst[f], line_fail[failed], max_speed[f],
+                    sx[failed], sy[failed])
             vx[idx] = sx
             vy[idx] = sy
             # Points on the speed circle may exceed it by rounding (~1e-16 relative).

@@ -155,6 +155,7 @@ class FootprintChecker:
         ci, cj = np.divmod(np.arange(nl * nw), nw)
         self._block_centers = np.column_stack([cx - hl + (ci + 0.5) * bl, -hw + (cj + 0.5) * bw])
         self._block_r = 0.5 * math.hypot(bl, bw)
+        self._block_inner = 0.5 * min(bl, bw)
 
     # ------------------------------------------------------------------ field lookups (hot path)
     def _cells(self, px, py):
@@ -191,11 +192,19 @@ class FootprintChecker:
         """Sample test restricted to the blocks that their covering disc does not clear."""
         cos, sin = np.cos(yaw), np.sin(yaw)
         bx, by = self._block_centers[:, 0], self._block_centers[:, 1]
-        lower, _ = self._distance_bounds(x[:, None] + cos[:, None] * bx - sin[:, None] * by,
-                                         y[:, None] + sin[:, None] * bx + cos[:, None] * by)
-        pose, block = np.nonzero(lower <= self._block_r)
-        result = np.ones(x.size, dtype=bool)
-        if pose.size:
+        lower, upper = self._distance_bounds(x[:, None] + cos[:, None] * bx - sin[:, None] * by,
+                                             y[:, None] + sin[:, None] * bx + cos[:, None] * by)
+        # An occupied cell centre inside a block is a certain hit; the points are for the rest.
+        result = ~np.logical_or.reduce(upper < self._block_inner, axis=1)
+        near = lower <= self._block_r
+        near &= result[:, None]
+        # Blocks nearest to an obstacle first: a hit there spares the pose's other blocks.
+        likely = near & (lower <= 0.0)
+        for mask in (likely, near & ~likely):
+            mask &= result[:, None]
+            pose, block = np.nonzero(mask)
+            if pose.size == 0:
+                continue
             pts = self._samples[self._block_samples[block]]          # (pairs, width, 2)
             hit = np.logical_or.reduce(self._points_hit(x[pose, None], y[pose, None], cos[pose, None],
                                                         sin[pose, None], pts[:, :, 0], pts[:, :, 1]), axis=1)

@@ -153,24 +153,31 @@ _MAX_SEGMENTS = 5
 
 
 def _rs_candidates():
-    """Every (formula, word, transform) combination: 48 in all, grouped by base formula."""
-    groups = []
+    """Every (formula, word, transform) combination: 48 in all, grouped by base formula.
+
+    Returns the groups as (formula, first row, last row) and per candidate row: its word, whether
+    it uses the backwards symmetry, the signs applied to x, y and phi, the sign of its segment
+    lengths, and the gather index that puts its segments in the order of its word."""
+    groups, words, back, sx, sy, sphi, order = [], [], [], [], [], [], []
     for func, word, backwards in _RS_BASES:
         variants = [(False, False, False), (True, False, False), (False, True, False), (True, True, False)]
         if backwards:
             variants += [(flip, refl, True) for flip, refl, _ in variants]
-        words = []
-        for flip, reflect, back in variants:
+        groups.append((func, len(words), len(words) + len(variants)))
+        k = len(word)
+        for flip, reflect, bk in variants:
             w = word.translate(_SWAP) if reflect else word
-            words.append(w[::-1] if back else w)
-        flips = np.array([v[0] for v in variants])
-        groups.append((func, np.array([v[2] for v in variants]), flips,
-                       np.array([v[1] for v in variants]), words))
-    return groups
+            words.append(w[::-1] if bk else w)
+            back.append(bk)
+            sx.append(-1.0 if flip else 1.0)
+            sy.append(-1.0 if reflect else 1.0)
+            sphi.append(-1.0 if flip != reflect else 1.0)
+            idx = list(range(k))[::-1] if bk else list(range(k))
+            order.append(idx + list(range(k, _MAX_SEGMENTS)))
+    return (groups, words, np.array(back), np.array(sx), np.array(sy), np.array(sphi), np.array(order))
 
 
-_RS_GROUPS = _rs_candidates()
-_RS_WORDS = [w for group in _RS_GROUPS for w in group[4]]
+_RS_GROUPS, _RS_WORDS, _RS_BACK, _RS_SX, _RS_SY, _RS_SPHI, _RS_ORDER = _rs_candidates()
 
 
 def _local_goal(start, goal, radius):
@@ -189,28 +196,24 @@ def _rs_all(x, y, phi, need_segments):
 
     Each base formula runs once on all its symmetric variants of all pairs stacked together."""
     n = x.shape[0]
-    xb = x * np.cos(phi) + y * np.sin(phi)
-    yb = x * np.sin(phi) - y * np.cos(phi)
-    totals = []
-    segs = []
+    c, s = np.cos(phi), np.sin(phi)
+    # (C, N) inputs of every candidate: the goal, or its 'backwards' image, reflected/flipped.
+    px = np.where(_RS_BACK[:, None], x * c + y * s, x) * _RS_SX[:, None]
+    py = np.where(_RS_BACK[:, None], x * s - y * c, y) * _RS_SY[:, None]
+    pphi = phi * _RS_SPHI[:, None]
+    segs = np.zeros((len(_RS_WORDS), n, _MAX_SEGMENTS))
+    ok = np.empty((len(_RS_WORDS), n), dtype=bool)
     with np.errstate(invalid='ignore', divide='ignore'):
-        for func, back, flip, reflect, _words in _RS_GROUPS:
-            v = back.size
-            px = np.where(back[:, None], xb, x) * np.where(flip, -1.0, 1.0)[:, None]
-            py = np.where(back[:, None], yb, y) * np.where(reflect, -1.0, 1.0)[:, None]
-            pphi = phi * np.where(flip != reflect, -1.0, 1.0)[:, None]
-            ok, lengths = func(px.ravel(), py.ravel(), pphi.ravel())
-            parts = np.stack(lengths, axis=-1).reshape(v, n, -1)
-            parts = parts * np.where(flip, -1.0, 1.0)[:, None, None]
-            parts = np.where(back[:, None, None], parts[:, :, ::-1], parts)
-            total = np.abs(parts).sum(axis=2)
-            ok = ok.reshape(v, n) & np.isfinite(total)
-            totals.append(np.where(ok, total, np.inf).T)
-            if need_segments:
-                padded = np.zeros((n, v, _MAX_SEGMENTS))
-                padded[:, :, :parts.shape[2]] = parts.transpose(1, 0, 2)
-                segs.append(padded)
-    return np.concatenate(totals, axis=1), (np.concatenate(segs, axis=1) if need_segments else None)
+        for func, lo, hi in _RS_GROUPS:
+            valid, lengths = func(px[lo:hi].ravel(), py[lo:hi].ravel(), pphi[lo:hi].ravel())
+            ok[lo:hi] = valid.reshape(hi - lo, n)
+            segs[lo:hi, :, :len(lengths)] = np.stack(lengths, axis=-1).reshape(hi - lo, n, -1)
+    # Time flip negates the lengths; 'backwards' reverses the segment order.
+    segs *= _RS_SX[:, None, None]
+    segs = np.take_along_axis(segs, _RS_ORDER[:, None, :], axis=2)
+    total = np.abs(segs).sum(axis=2)
+    total = np.where(ok & np.isfinite(total), total, np.inf).T
+    return total, (segs.transpose(1, 0, 2) if need_segments else None)
 
 
 def _as_pose_array(poses, name):

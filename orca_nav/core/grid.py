@@ -465,8 +465,9 @@ class CoarseGeodesic:
     The grid is cut into blocks of ``factor`` cells per axis, one graph node per block, and
     nodes are joined to their 8 (2-D) / 26 (3-D) neighbours by edges as long as the distance
     between block centres. :meth:`from_goal` runs one Dijkstra (``scipy.sparse.csgraph``) from
-    the goal; :meth:`lookup` gives points the distance of their block minus one block diagonal
-    (clipped at 0), ``inf`` where the graph has no path.
+    the goal; :meth:`lookup` gives points the distance of their block minus half a block
+    diagonal (a point may sit anywhere in its block; clipped at 0), ``inf`` where the graph has
+    no path. It estimates, and does not bound, the free-space path length.
 
     * ``optimistic=True``: a block is free if *any* of its cells is free and free neighbours
       are always joined. Distances leak through walls thinner than a block, but ``inf`` is a
@@ -578,5 +579,5 @@ class CoarseGeodesic:
     def lookup(self, field: np.ndarray, points) -> np.ndarray:
         """``(K,)`` distance-to-goal estimate for points (``inf``: unreachable or outside)."""
         index, inside = self._block_index(points)
-        slack = self.cell_size * math.sqrt(self.grid.ndim)
+        slack = 0.5 * self.cell_size * math.sqrt(self.grid.ndim)
         return np.where(inside, np.maximum(field[index] - slack, 0.0), np.inf)

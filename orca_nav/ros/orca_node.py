@@ -159,7 +159,8 @@ class OrcaNode(Node):
         self._seam = self.make_trajectory_seam()
         self._last_warn: Dict[tuple, float] = {}
         self._last_cycle = -math.inf
-        self._cycle_ms: List[float] = []
+        self._cycle_ms: List[float] = []       # wall-clock duration of recent cycles
+        self._cycle_cpu_ms: List[float] = []   # CPU time of this thread in them (load-independent)
         self._map_lock = threading.Lock()
         self._grid = None
         self._obstacles = prepare_obstacles([])
@@ -418,7 +419,7 @@ class OrcaNode(Node):
             self._cycle()
 
     def _cycle(self) -> None:
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.thread_time()
         now = time.monotonic()
         period = 1.0 / self._cfg['control_rate']
         dt = min(max(now - self._last_cycle, 1e-3), 2.0 * period)
@@ -448,8 +449,9 @@ class OrcaNode(Node):
             self._publish_diagnostics()
         if run.any():   # idle cycles (nobody to command) would flatter the statistics
             self._cycle_ms.append(1e3 * (time.perf_counter() - started))
-        if len(self._cycle_ms) > _CYCLE_HISTORY:
-            del self._cycle_ms[:len(self._cycle_ms) - _CYCLE_HISTORY]
+            self._cycle_cpu_ms.append(1e3 * (time.thread_time() - started_cpu))
+        for history in (self._cycle_ms, self._cycle_cpu_ms):
+            del history[:max(0, len(history) - _CYCLE_HISTORY)]
 
     def _agents(self, known: np.ndarray, run: np.ndarray) -> np.ndarray:
         """Indices of the agents ORCA needs: the robots to command and every known robot within
@@ -523,9 +525,9 @@ class OrcaNode(Node):
             pub.publish(msg)
 
     # ------------------------------------------------------------------ outputs
-    def cycle_times_ms(self) -> np.ndarray:
-        """Durations of the recent control cycles (ms), oldest first."""
-        return np.array(self._cycle_ms)
+    def cycle_times_ms(self):
+        """(wall-clock, CPU) durations of the last control cycles (ms), oldest first."""
+        return np.array(self._cycle_ms), np.array(self._cycle_cpu_ms)
 
     def _publish_markers(self) -> None:
         stamp = self.get_clock().now().to_msg()
@@ -583,13 +585,13 @@ class OrcaNode(Node):
             status.values = [KeyValue(key='odom_age_s', value=f'{age:.3f}'),
                              KeyValue(key='speed', value=f'{np.hypot(*self._orca_velocity[i]):.3f}')]
             msg.status.append(status)
-        times = self.cycle_times_ms()
+        wall, cpu = self.cycle_times_ms()
         fleet = DiagnosticStatus(name='orca_node: control cycle', level=DiagnosticStatus.OK,
-                                 message=f'{len(times)} cycles')
-        if len(times):
-            fleet.values = [KeyValue(key='cycle_p50_ms', value=f'{np.percentile(times, 50):.3f}'),
-                            KeyValue(key='cycle_p99_ms', value=f'{np.percentile(times, 99):.3f}'),
-                            KeyValue(key='cycles', value=str(len(times)))]
+                                 message=f'last {len(wall)} cycles')
+        if len(wall):
+            fleet.values = [KeyValue(key=f'cycle{kind}_p{q}_ms', value=f'{np.percentile(t, q):.3f}')
+                            for kind, t in (('', wall), ('_cpu', cpu)) for q in (50, 99)]
+            fleet.values.append(KeyValue(key='cycles', value=str(len(wall))))
         msg.status.append(fleet)
         self._diag_pub.publish(msg)
 

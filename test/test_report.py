@@ -54,6 +54,7 @@ def test_unreached_goal_and_collisions():
     b = straight('b', [0.0, 3.0], [4.0, 3.0], 4.0)
     report = fleet_report([a, b], collision_events=2)
     assert not report['robots']['a']['reached']
+    assert report['robots']['a']['final_goal_distance'] == pytest.approx(0.0)
     assert report['robots']['a']['time_to_goal'] is None
     assert report['fleet']['reached'] == 1 and not report['fleet']['all_reached']
     assert report['fleet']['makespan'] is None
@@ -69,9 +70,11 @@ def test_several_goals_reached_in_turn():
     assert entry['reached'] and entry['goals_reached'] == 2 and entry['time_to_goal'] == 8.0
     assert entry['path_length'] == pytest.approx(8.0)
     assert entry['min_separation'] is None          # no other robot
-    partial = RobotTrack('r', 0.2, t, xy, goals=[[4.0, 0.0], [4.0, 4.0]], goal_times=[4.0, None])
+    partial = RobotTrack('r', 0.2, t[:61], xy[:61], goals=[[4.0, 0.0], [4.0, 4.0]],
+                         goal_times=[4.0, None])
     entry = fleet_report([partial])['robots']['r']
     assert not entry['reached'] and entry['goals_reached'] == 1
+    assert entry['final_goal_distance'] == pytest.approx(2.0)     # at (4, 2), heading for (4, 4)
 
 
 def test_obstacle_clearance_against_a_wall():

@@ -142,6 +142,7 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
             'time_to_goal': _finite_or_none(max(reached_times)) if reached else None,
             'goal_times': [_finite_or_none(t) for t in tr.goal_times],
             'path_length': path_length(tr.xy),
+            'final_goal_distance': _final_goal_distance(tr),
             'min_separation': _finite_or_none(gap[index]),
             'min_center_distance': _finite_or_none(centre[index]),
             'closest_robot': names[other[index]] if other[index] >= 0 else None,
@@ -187,6 +188,16 @@ def format_table(report: Dict[str, Any]) -> str:
                  f'{num(f["makespan"], 1)} s, collisions {f["collisions"]}, min separation '
                  f'{num(f["min_separation"])} m')
     return '\n'.join(lines)
+
+
+def _final_goal_distance(track: RobotTrack) -> Optional[float]:
+    """Distance from the last recorded position to the goal the robot was heading for last
+    (its final goal once every goal is reached)."""
+    if len(track.xy) == 0 or len(track.goals) == 0:
+        return None
+    pending = [i for i, t in enumerate(track.goal_times) if t is None]
+    goal = track.goals[pending[0] if pending else -1]
+    return float(np.linalg.norm(track.xy[-1] - goal))
 
 
 def _finite_or_none(value) -> Optional[float]:

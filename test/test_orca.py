@@ -199,8 +199,10 @@ def test_simulator_rejects_bad_obstacle_and_agent():
         sim.add_obstacle(SQUARE[::-1])
     with pytest.raises(ValueError, match=r'params\.radius'):
         sim.add_agent((0.0, 0.0), radius=-1.0)
-    with pytest.raises(ValueError, match=r'position\[0\]'):
+    with pytest.raises(ValueError, match=r'position is not finite'):
         sim.add_agent((np.nan, 0.0))
+    with pytest.raises(ValueError, match=r'velocity: expected 2 numbers'):
+        sim.add_agent((0.0, 0.0), velocity=(1.0, 2.0, 3.0))
     sim.add_agent((0.0, 0.0))
     with pytest.raises(ValueError, match=r'pref: expected shape \(1, 2\)'):
         sim.set_pref_velocities(np.zeros((2, 2)))

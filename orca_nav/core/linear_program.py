@@ -106,15 +106,16 @@ def clamp_to_speed(opt_x, opt_y, radius):
     return opt_x * scale, opt_y * scale
 
 
-def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y):
+def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y, start_violation=None):
     """linearProgram2 (closest point to opt) for K agents whose start violates some line.
 
-    Lines (L, K). Returns (vx, vy, line_fail): line_fail is -1 where feasible, otherwise
+    Lines (L, K); start_violation: `violation` of the lines at clamp_to_speed(opt), if the
+    caller has it. Returns (vx, vy, line_fail): line_fail is -1 where feasible, otherwise
     RVO2's failing line index (the velocity is then meaningless; linearProgram3 takes over).
     """
     start_x, start_y = clamp_to_speed(opt_x, opt_y, radius)
     vx, vy, settled = _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y,
-                                          start_x, start_y)
+                                          start_x, start_y, start_violation=start_violation)
     line_fail = np.full(px.shape[1], -1, dtype=np.intp)
     if settled.all():
         return vx, vy, line_fail
@@ -135,7 +136,7 @@ def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y):
 
 
 def _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y,
-                        direction=False, max_lines=3):
+                        direction=False, max_lines=3, start_violation=None):
     """Cheap exact path for most agents: solve the program on a small subset of lines
     (first the line the start violates most, then, round by round, the line the current
     answer violates most). Once the subset's optimum satisfies every line it is the
@@ -143,8 +144,9 @@ def _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, st
     full solve.
     """
     width, count = px.shape
-    start_violation = violation(px, py, dx, dy, start_x, start_y)
-    start_violation[~valid] = -np.inf
+    if start_violation is None:
+        start_violation = violation(px, py, dx, dy, start_x, start_y)
+    start_violation = np.where(valid, start_violation, -np.inf)
     cols = np.arange(count)
     first = start_violation.argmax(axis=0)
     # Round one, a single line: the best point on it within the speed circle.

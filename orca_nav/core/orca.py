@@ -140,6 +140,19 @@ def _check_finite(label, array):
         raise ValueError(f'{label}[{flat}] is not finite: {array[flat].tolist()}')
 
 
+def _as_point(label, value):
+    """One (x, y) pair as a float64 (2,) array; ValueError naming `label` otherwise."""
+    try:
+        point = np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(f'{label} must be a numeric (x, y) pair, got {value!r}') from None
+    if point.shape != (2,):
+        raise ValueError(f'{label}: expected 2 numbers (x, y), got shape {np.shape(value)}')
+    if not np.isfinite(point).all():
+        raise ValueError(f'{label} is not finite: {point.tolist()}')
+    return point
+
+
 def _as_vectors(label, value, count=None):
     try:
         array = np.asarray(value, dtype=np.float64)
@@ -523,12 +536,13 @@ def _new_velocities(positions, velocities, pref_velocities, agent_params, time_s
     opt_y = pref_velocities[:, 1]
     vx, vy = clamp_to_speed(opt_x, opt_y, max_speed)
     if px.shape[0]:
-        need = ((dx * (py - vy) - dy * (px - vx) > 0.0) & valid).any(axis=0)
+        start_violation = violation(px, py, dx, dy, vx, vy)
+        need = ((start_violation > 0.0) & valid).any(axis=0)
         if need.any():
             idx = np.flatnonzero(need)
             lpx, lpy, ldx, ldy, lvalid = (a[:, idx] for a in (px, py, dx, dy, valid))
-            sx, sy, line_fail = closest_point(lpx, lpy, ldx, ldy, lvalid,
-                                              max_speed[idx], opt_x[idx], opt_y[idx])
+            sx, sy, line_fail = closest_point(lpx, lpy, ldx, ldy, lvalid, max_speed[idx],
+                                              opt_x[idx], opt_y[idx], start_violation[:, idx])
             failed = np.flatnonzero(line_fail >= 0)
             if failed.size:
                 f = idx[failed]
@@ -569,7 +583,7 @@ class OrcaSimulator:
                 raise ValueError(f'params.{name}: simulator defaults must be scalars')
             defaults[name] = value.item()
         # Validate the defaults once through the common path.
-        OrcaParams(self.time_step, **defaults).per_agent(1)
+        self._default_params, _ = OrcaParams(self.time_step, **defaults).per_agent(1)
         self.defaults = defaults
         self.global_time = 0.0
         self._ids = np.zeros(0, dtype=np.int64)
@@ -592,13 +606,15 @@ class OrcaSimulator:
         if unknown:
             raise ValueError(f'add_agent: unknown parameter(s) {sorted(unknown)}; '
                              f'known: {list(PER_AGENT_FIELDS)}')
-        settings = dict(self.defaults, **overrides)
-        checked, _ = OrcaParams(self.time_step, **settings).per_agent(1)
-        position = _as_vectors('position', np.reshape(np.asarray(position, dtype=np.float64), (1, -1)))
-        velocity = _as_vectors('velocity', np.reshape(np.asarray(velocity, dtype=np.float64), (1, -1)))
+        if overrides:
+            checked, _ = OrcaParams(self.time_step, **dict(self.defaults, **overrides)).per_agent(1)
+        else:
+            checked = self._default_params  # validated once in __init__
+        position = _as_point('position', position)
+        velocity = _as_point('velocity', velocity)
         agent_id = self._next_id
         self._next_id += 1
-        self._pending.append((agent_id, position[0], velocity[0], checked))
+        self._pending.append((agent_id, position, velocity, checked))
         return agent_id
 
     def _flush(self):

@@ -120,6 +120,23 @@ def test_simulator_replaces_obstacles_at_run_time():
     assert len(sim.obstacles) == 4
 
 
+def test_obstacle_neighbour_prefilter_matches_brute_force(monkeypatch):
+    from orca_nav.core import obstacles as obstacle_module
+    rng = np.random.default_rng(2)
+    polygons = [SQUARE * rng.uniform(0.5, 3.0) + rng.uniform(-40, 40, 2) for _ in range(40)]
+    polygons.append(np.array([[-60.0, -50.0], [60.0, -50.0]]))  # a long wall (segment)
+    prepared = prepare_obstacles(polygons)
+    assert isinstance(prepared, ObstacleSet)
+    positions = rng.uniform(-50, 50, (300, 2))
+    range_sq = rng.uniform(1.0, 12.0, 300) ** 2
+    brute = prepared.neighbors(positions, range_sq)
+    monkeypatch.setattr(obstacle_module, '_BRUTE_FORCE_PAIRS', 0)  # force the kd-tree prefilter
+    prefiltered = prepared.neighbors(positions, range_sq)
+    assert brute[0].size > 100
+    np.testing.assert_array_equal(brute[0], prefiltered[0])
+    np.testing.assert_array_equal(brute[1], prefiltered[1])
+
+
 def test_enclosures_only_through_prepare_obstacles():
     room = np.array([[-5.0, -5.0], [5.0, -5.0], [5.0, 5.0], [-5.0, 5.0]])[::-1]  # clockwise
     with pytest.raises(ValueError, match=r'obstacles\[0\]: vertices must be counter-clockwise'):

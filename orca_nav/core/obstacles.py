@@ -252,7 +252,8 @@ class ObstacleSet:
             self._sample_edge = np.repeat(np.arange(count), pieces)
             offsets = np.arange(len(self._sample_edge)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
             fraction = (offsets + 0.5) / np.repeat(pieces, pieces)
-            self._sample_points = self.points[self._sample_edge] + fraction[:, None] * vector[self._sample_edge]
+            self._sample_points = (self.points[self._sample_edge]
+                                   + fraction[:, None] * vector[self._sample_edge])
             self._sample_half = 0.5 * float(np.max(lengths / pieces))
 
     # ---- per-step query -------------------------------------------------------------

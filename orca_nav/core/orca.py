@@ -409,7 +409,8 @@ def _obstacle_line(obstacles, vertex, pos, vel, radius, inv_time):
                              unit1)
     # Legs never point into a neighbouring edge at a convex vertex: use that edge instead
     # ("foreign" leg; projecting onto it adds no constraint).
-    left_foreign = q1_convex & (left_leg[:, 0] * -q1_prev_unit[:, 1] - left_leg[:, 1] * -q1_prev_unit[:, 0] >= 0.0)
+    left_foreign = q1_convex & (left_leg[:, 0] * -q1_prev_unit[:, 1]
+                                - left_leg[:, 1] * -q1_prev_unit[:, 0] >= 0.0)
     left_leg = np.where(left_foreign[:, None], -q1_prev_unit, left_leg)
     right_foreign = q2_convex & (right_leg[:, 0] * q2_unit[:, 1] - right_leg[:, 1] * q2_unit[:, 0] <= 0.0)
     right_leg = np.where(right_foreign[:, None], q2_unit, right_leg)

@@ -246,8 +246,8 @@ def main(argv=None):
             if peers is None:
                 continue
             p = peers[planner][name]
-            print(f'{"":18s} {planner:11s} {p["success"]}/{p["runs"]:<3d} {fmt(p["time_s"] and p["time_s"] * 1000, "8.1f")} '
-                  f'{fmt(p["cpu_s"] and p["cpu_s"] * 1000, "7.1f")} '
+            ms = [None if v is None else v * 1000 for v in (p['time_s'], p['cpu_s'])]
+            print(f'{"":18s} {planner:11s} {p["success"]}/{p["runs"]:<3d} {fmt(ms[0], "8.1f")} {fmt(ms[1], "7.1f")} '
                   f'{fmt(p["length"], "9.1f")} {fmt(p["switches"], "6.1f")} {p["posthoc_clean"]:>5d}')
             if p['length'] is not None:
                 best = p['length'] if best is None else min(best, p['length'])

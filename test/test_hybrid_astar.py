@@ -32,8 +32,10 @@ def _footprint_points(poses, length, width, rear):
     """Independent check: rectangle edges every 0.05 m and interior every 0.1 m, world frame."""
     xs = np.linspace(-rear, length - rear, int(round(length / 0.05)) + 1)
     ys = np.linspace(-width / 2, width / 2, int(round(width / 0.05)) + 1)
-    edge = np.concatenate([np.column_stack([xs, np.full_like(xs, ys[0])]), np.column_stack([xs, np.full_like(xs, ys[-1])]),
-                           np.column_stack([np.full_like(ys, xs[0]), ys]), np.column_stack([np.full_like(ys, xs[-1]), ys])])
+    edge = np.concatenate([np.column_stack([xs, np.full_like(xs, ys[0])]),
+                           np.column_stack([xs, np.full_like(xs, ys[-1])]),
+                           np.column_stack([np.full_like(ys, xs[0]), ys]),
+                           np.column_stack([np.full_like(ys, xs[-1]), ys])])
     gx, gy = np.meshgrid(xs[::2], ys[::2])
     local = np.concatenate([edge, np.column_stack([gx.ravel(), gy.ravel()])])
     c, s = np.cos(poses[:, 2])[:, None], np.sin(poses[:, 2])[:, None]

@@ -112,7 +112,8 @@ class HybridParams:
             _require(name, getattr(self, name), positive=False)
         if self.step_length is not None:
             _require('step_length', self.step_length, positive=True)
-        for name in ('yaw_bins', 'steering_samples', 'analytic_interval', 'analytic_batch', 'analytic_candidates', 'max_expansions'):
+        for name in ('yaw_bins', 'steering_samples', 'analytic_interval', 'analytic_batch',
+                     'analytic_candidates', 'max_expansions'):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f'{name} must be an integer >= 1, got {value!r}')

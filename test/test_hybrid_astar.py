@@ -146,6 +146,17 @@ def test_yaw_is_wrapped_and_pi_equals_minus_pi(parking, car_planner):
     assert a.path.length == pytest.approx(b.path.length, abs=1e-6) == pytest.approx(c.path.length, abs=1e-6)
 
 
+def test_start_at_goal_and_turn_on_the_spot_request(parking, car_planner):
+    grid, _ = parking
+    same = car_planner.plan((20.0, 30.0, 0.0), (20.0, 30.0, 2 * math.pi))
+    path = _check_path(grid, same, (20.0, 30.0, 0.0), (20.0, 30.0, 0.0), 5.0)
+    assert path.length == pytest.approx(0.0, abs=1e-9)
+    # A car asked to turn around on the spot has to manoeuvre (it cannot rotate in place).
+    turn = car_planner.plan((20.0, 30.0, 0.0), (20.0, 30.0, math.pi))
+    path = _check_path(grid, turn, (20.0, 30.0, 0.0), (20.0, 30.0, math.pi), 5.0)
+    assert path.length > 5.0 and path.direction_switches >= 1
+
+
 def test_every_failure_status(parking, car_planner):
     grid, queries = parking
     q = queries['Q1_cross']

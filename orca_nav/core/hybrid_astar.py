@@ -609,6 +609,8 @@ class HybridAStar:
         curve = _split(curve, 0.75 * self._step)
         waypoints = curve.segment_starts()
         n = len(curve.lengths)
+        if n < 2:
+            return curve
         seg_cost = self._segment_costs(curve.lengths, curve.curvatures, curve.spins)
         moving = curve.lengths != 0.0
         sign = np.sign(curve.lengths)

@@ -23,6 +23,8 @@ whose line triggers, each step a directional linearProgram2 solved the same way.
 import numpy as np
 
 RVO_EPSILON = 1e-5  # RVO2's RVO_EPSILON: (almost) parallel lines in linearProgram1/3
+# Below this many agents the active-set rounds cost more numpy calls than they save.
+_ACTIVE_SET_MIN_AGENTS = 200
 
 
 def _pair_terms(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
@@ -114,11 +116,14 @@ def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y, start_violation=N
     RVO2's failing line index (the velocity is then meaningless; linearProgram3 takes over).
     """
     start_x, start_y = clamp_to_speed(opt_x, opt_y, radius)
-    vx, vy, settled = _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y,
-                                          start_x, start_y, start_violation=start_violation)
     line_fail = np.full(px.shape[1], -1, dtype=np.intp)
-    if settled.all():
-        return vx, vy, line_fail
+    if px.shape[1] >= _ACTIVE_SET_MIN_AGENTS:
+        vx, vy, settled = _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y,
+                                              start_x, start_y, start_violation=start_violation)
+        if settled.all():
+            return vx, vy, line_fail
+    else:
+        vx, vy, settled = start_x.copy(), start_y.copy(), np.zeros(px.shape[1], dtype=bool)
     rest = np.flatnonzero(~settled)
     rpx, rpy, rdx, rdy, rvalid = px[:, rest], py[:, rest], dx[:, rest], dy[:, rest], valid[:, rest]
     violated = (violation(rpx, rpy, rdx, rdy, start_x[rest], start_y[rest]) > 0.0) & rvalid
@@ -228,10 +233,13 @@ def _best_direction(px, py, dx, dy, valid, radius, dir_x, dir_y):
     if sub.size == 0:
         return vx, vy, ok
     spx, spy, sdx, sdy, svalid = px[:, sub], py[:, sub], dx[:, sub], dy[:, sub], valid[:, sub]
-    sx, sy, settled = _growing_active_set(spx, spy, sdx, sdy, svalid, radius[sub],
-                                          dir_x[sub], dir_y[sub], start_x[sub], start_y[sub],
-                                          direction=True)
-    vx[sub], vy[sub], ok[sub] = sx, sy, settled
+    if sub.size >= _ACTIVE_SET_MIN_AGENTS:
+        sx, sy, settled = _growing_active_set(spx, spy, sdx, sdy, svalid, radius[sub],
+                                              dir_x[sub], dir_y[sub], start_x[sub], start_y[sub],
+                                              direction=True)
+        vx[sub], vy[sub], ok[sub] = sx, sy, settled
+    else:
+        settled = np.zeros(sub.size, dtype=bool)
     if not settled.all():
         rest = np.flatnonzero(~settled)
         keep = sub[rest]

@@ -7,9 +7,10 @@ horizons 10, radius 1.5, max_speed 2):
   the centre, so the crowd meets in the middle.
 
 Preferred velocities: (goal - position) clamped to max_speed, set from arrays for orca_nav,
-and with the usual Python loop over agents for pyrvo. Reported: median ms per step for
-orca_nav, pyrvo's do_step alone and pyrvo's full step (loop + do_step), their ratios, and the
-peak extra memory of one orca_nav step (tracemalloc) per agent.
+and with the usual Python loop over agents for pyrvo. The two simulations run interleaved,
+step by step, so they share the machine's load. Reported: median ms per step for orca_nav,
+pyrvo's do_step alone and pyrvo's full step (loop + do_step), their ratios, and the peak
+memory allocated during one orca_nav step (tracemalloc) per agent.
 
 Usage: python -m bench.bench_orca [--quick] [--sizes 100 1000] [--steps 60]
 """
@@ -53,51 +54,79 @@ def preferred(positions, goals, max_speed):
     return offset * scale[:, None]
 
 
-def time_orca_nav(start, goals, steps):
+def orca_nav_simulator(start):
     sim = OrcaSimulator(OrcaParams(**PARAMS))
     for position in start:
         sim.add_agent(position)
-    times = []
-    for _ in range(steps):
-        tic = time.perf_counter()
-        sim.set_pref_velocities(preferred(sim.positions, goals, PARAMS['max_speed']))
-        sim.step()
-        times.append(time.perf_counter() - tic)
-    final_positions = sim.positions
-    tracemalloc.start()
-    sim.set_pref_velocities(preferred(sim.positions, goals, PARAMS['max_speed']))
-    sim.step()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return 1e3 * float(np.median(times)), peak / len(start), final_positions
+    return sim
 
 
-def time_pyrvo(pyrvo, start, goals, steps):
+def pyrvo_simulator(pyrvo, start):
     sim = pyrvo.RVOSimulator()
     sim.set_time_step(PARAMS['time_step'])
+    # pyrvo: defaults must be set before add_agent (otherwise it returns an invalid index).
     sim.set_agent_defaults(PARAMS['neighbor_dist'], PARAMS['max_neighbors'], PARAMS['time_horizon'],
                            PARAMS['time_horizon_obst'], PARAMS['radius'], PARAMS['max_speed'])
     for x, y in start:
         sim.add_agent((float(x), float(y)))
-    goal_list = goals.tolist()
+    return sim
+
+
+def orca_nav_step(sim, goals):
+    tic = time.perf_counter()
+    sim.set_pref_velocities(preferred(sim.positions, goals, PARAMS['max_speed']))
+    sim.step()
+    return time.perf_counter() - tic
+
+
+def pyrvo_step(sim, goal_list):
+    """The usual Python loop setting preferred velocities, then do_step: (full, do_step) s."""
     max_speed = PARAMS['max_speed']
-    full, do_step = [], []
+    tic = time.perf_counter()
+    for i, (gx, gy) in enumerate(goal_list):
+        p = sim.get_agent_position(i)
+        vx, vy = gx - p.x, gy - p.y
+        length = (vx * vx + vy * vy) ** 0.5
+        if length > max_speed:
+            vx, vy = vx * max_speed / length, vy * max_speed / length
+        sim.set_agent_pref_velocity(i, (vx, vy))
+    mid = time.perf_counter()
+    sim.do_step()
+    end = time.perf_counter()
+    return end - tic, end - mid
+
+
+def peak_bytes_per_agent(sim, goals):
+    """Peak memory allocated during one orca_nav step (tracemalloc), per agent."""
+    tracemalloc.start()
+    orca_nav_step(sim, goals)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak / sim.num_agents
+
+
+def run_workload(pyrvo, start, goals, steps):
+    """Both simulators step by step, interleaved, so they share the machine's load."""
+    ours = orca_nav_simulator(start)
+    peer = pyrvo_simulator(pyrvo, start) if pyrvo is not None else None
+    goal_list = goals.tolist()
+    our_times, peer_full, peer_do_step = [], [], []
     for _ in range(steps):
-        tic = time.perf_counter()
-        for i, (gx, gy) in enumerate(goal_list):
-            p = sim.get_agent_position(i)
-            vx, vy = gx - p.x, gy - p.y
-            length = (vx * vx + vy * vy) ** 0.5
-            if length > max_speed:
-                vx, vy = vx * max_speed / length, vy * max_speed / length
-            sim.set_agent_pref_velocity(i, (vx, vy))
-        mid = time.perf_counter()
-        sim.do_step()
-        end = time.perf_counter()
-        full.append(end - tic)
-        do_step.append(end - mid)
-    positions = np.array([sim.get_agent_position(i).to_tuple() for i in range(len(start))])
-    return 1e3 * float(np.median(do_step)), 1e3 * float(np.median(full)), positions
+        our_times.append(orca_nav_step(ours, goals))
+        if peer is not None:
+            full, do_step = pyrvo_step(peer, goal_list)
+            peer_full.append(full)
+            peer_do_step.append(do_step)
+    row = dict(n=len(start), steps=steps, orca_nav_ms=1e3 * float(np.median(our_times)))
+    if peer is not None:
+        peer_positions = np.array([peer.get_agent_position(i).to_tuple() for i in range(len(start))])
+        row.update(pyrvo_do_step_ms=1e3 * float(np.median(peer_do_step)),
+                   pyrvo_full_ms=1e3 * float(np.median(peer_full)),
+                   max_position_difference=float(np.abs(ours.positions - peer_positions).max()))
+        row.update(ratio_do_step=row['orca_nav_ms'] / row['pyrvo_do_step_ms'],
+                   ratio_full=row['orca_nav_ms'] / row['pyrvo_full_ms'])
+    row['peak_bytes_per_agent'] = peak_bytes_per_agent(ours, goals)
+    return row
 
 
 def main(argv=None):
@@ -121,20 +150,14 @@ def main(argv=None):
     for name, build in WORKLOADS.items():
         for count in sizes:
             start, goals = build(count)
-            ours, bytes_per_agent, our_positions = time_orca_nav(start, goals, steps)
-            row = dict(workload=name, n=count, steps=steps, orca_nav_ms=ours,
-                       peak_bytes_per_agent=bytes_per_agent)
-            if pyrvo is not None:
-                peer_step, peer_full, peer_positions = time_pyrvo(pyrvo, start, goals, steps)
-                row.update(pyrvo_do_step_ms=peer_step, pyrvo_full_ms=peer_full,
-                           ratio_do_step=ours / peer_step, ratio_full=ours / peer_full,
-                           max_position_difference=float(np.abs(our_positions - peer_positions).max()))
+            row = dict(workload=name, **run_workload(pyrvo, start, goals, steps))
             rows.append(row)
             peer = (f"{row['pyrvo_do_step_ms']:>14.3f} {row['pyrvo_full_ms']:>11.3f} "
                     f"{row['ratio_do_step']:>10.2f} {row['ratio_full']:>7.2f}" if pyrvo else
                     f"{'-':>14} {'-':>11} {'-':>10} {'-':>7}")
             diff = f"{row['max_position_difference']:>11.2e}" if pyrvo else f"{'-':>11}"
-            print(f"{name:<9} {count:>6} {ours:>12.3f} {peer} {bytes_per_agent:>12.0f} {diff}", flush=True)
+            print(f"{name:<9} {count:>6} {row['orca_nav_ms']:>12.3f} {peer} "
+                  f"{row['peak_bytes_per_agent']:>12.0f} {diff}", flush=True)
     print('x = orca_nav time / pyrvo time (lower is better; < 1 means orca_nav is faster).')
     print('max |dpos|: largest position difference to pyrvo after the run (float64 vs float32).')
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

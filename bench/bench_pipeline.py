@@ -5,11 +5,14 @@
    against the same graph without the planner (orca_node heads straight for the goal): the
    peer is the pipeline's own no-planning path, so the ratio is the price of planning.
 2. Fleet makespan on the `warehouse` and `parking` scenarios (`orca-nav demo`: planner + ORCA),
-   against a baseline of the same robots driving the same planner's paths with ORCA off: the
-   core tracker and kinematics in a lock-step simulation (core.fleet_sim) where every robot
-   ignores the others. The baseline's collisions are what ORCA prevents.
+   against a baseline of the same robots driving their planned paths with ORCA off: the same
+   DDS graph with orca_node's neighbour set emptied (neighbor_dist 0, time_horizon_obst
+   0.01 s), and, without ROS latency, the core tracker and kinematics in a lock-step simulation
+   (core.fleet_sim). The baselines' collisions are what ORCA prevents.
 
-`python -m bench.bench_pipeline [--quick]`; writes bench/results/pipeline.json.
+`python -m bench.bench_pipeline [--quick]`; writes bench/results/pipeline.json. The DDS runs
+take real time (each demo about a minute), so the full run takes about 6 minutes; --quick
+measures the diff-drive latency and the core baseline only.
 """
 from __future__ import annotations
 
@@ -28,8 +31,8 @@ RESULTS = Path(__file__).resolve().parent / 'results' / 'pipeline.json'
 
 # One robot per kinematics, on the map of its scenario: (scenario, start, goals).
 LATENCY_CASES = {
-    'holonomic': ('forest', (2.0, 20.0, 0.0), [(12.0, 20.0, 0.0), (2.0, 20.0, 0.0)]),
-    'quadrotor': ('forest', (2.0, 2.0, 0.0), [(12.0, 12.0, 0.0), (2.0, 2.0, 0.0)]),
+    'holonomic': ('forest', (2.0, 20.0, 0.0), [(10.0, 20.0, 0.0), (2.0, 20.0, 0.0)]),
+    'quadrotor': ('forest', (2.0, 2.0, 0.0), [(14.0, 14.0, 0.0), (2.0, 2.0, 0.0)]),
     'diff_drive': ('warehouse', (2.0, 5.0, 0.0), [(10.0, 5.0, 0.0), (2.0, 8.0, 0.0)]),
     'car': ('parking', (4.0, 6.0, 0.0), [(22.0, 7.0, 0.0), (4.0, 15.0, 1.571)]),
 }
@@ -114,6 +117,17 @@ def baseline_run(cfg, dt: float = 0.05):
 
 
 # ------------------------------------------------------------------ ROS pipeline runs
+def with_orca_off(cfg):
+    """The same fleet with orca_node's ORCA reduced to nothing: no agent neighbours and an
+    obstacle horizon of 0.01 s, so every robot drives its planned path ignoring the others."""
+    from orca_nav.core.fleet_config import load_fleet_config
+    raw = cfg.to_dict()
+    raw['orca_node'] = {**raw.get('orca_node', {}), 'neighbor_dist': 0.0, 'max_neighbors': 0,
+                        'time_horizon_obst': 0.01}
+    raw['name'] = f'{cfg.name}_orca_off'
+    return load_fleet_config(raw)
+
+
 def pipeline_run(cfg):
     """`orca-nav demo` on cfg (planner + ORCA over DDS); returns the fleet part of report.json."""
     from orca_nav.cli import run_demo
@@ -133,9 +147,10 @@ def pipeline_run(cfg):
 
 
 def latency_run(kinematics: str, planner: bool, repeats: int):
-    """Goal -> first non-zero cmd_vel wall time (s) for one robot of `kinematics`."""
+    """Goal -> first non-zero cmd_vel wall times (s) for one stopped robot of `kinematics`."""
     import rclpy
-    from geometry_msgs.msg import PoseStamped, Twist, TwistStamped
+    from geometry_msgs.msg import PoseStamped, Twist
+    from nav_msgs.msg import Odometry
     from orca_nav.bringup import describe_graph
     from orca_nav.core.fleet_config import load_fleet_config
     from orca_nav.ros.convert import yaw_to_quaternion
@@ -144,74 +159,81 @@ def latency_run(kinematics: str, planner: bool, repeats: int):
 
     scenario, start, goals = LATENCY_CASES[kinematics]
     base = scenario_config(scenario)
-    raw = base.to_dict()
-    template = dict(raw['robots'][0])
-    template.pop('goals', None)
-    template.pop('goal', None)
-    raw['robots'] = [{**template, 'name': 'robot0', 'kinematics': kinematics,
-                      'start': list(start)}]
-    raw['planner'] = {**raw.get('planner', {}), 'enabled': planner,
-                      'plan_configured_goals': False} if planner else {'enabled': False}
-    raw.pop('planner_node', None)
-    raw['map'] = str(base.map_path)
-    cfg = load_fleet_config(raw)
+    robot = {k: getattr(base.robots[0], k) for k in (
+        'radius', 'max_speed', 'max_accel', 'max_yaw_rate', 'wheelbase', 'min_turning_radius')}
+    cfg = load_fleet_config({
+        'name': f'latency_{kinematics}', 'map': str(base.map_path),
+        'robots': [{**robot, 'name': 'robot0', 'kinematics': kinematics, 'start': list(start)}],
+        'planner': {'enabled': planner, **({'plan_configured_goals': False} if planner else {})},
+        'orca_node': {'trajectories_only': planner}})
     latencies = []
+    state = {'moving_at': -1.0, 'pose': None}
+    lock = threading.Lock()
     with run_graph(describe_graph(cfg)) as graph:
         node = graph.add_node(rclpy.create_node('latency_probe', context=graph.context))
-        first = {'t': None}
-        lock = threading.Lock()
 
         def on_cmd(msg):
-            twist = msg.twist if isinstance(msg, TwistStamped) else msg
-            moving = abs(twist.linear.x) + abs(twist.linear.y) + abs(twist.angular.z) > 1e-6
+            if abs(msg.linear.x) + abs(msg.linear.y) + abs(msg.angular.z) > 1e-6:
+                with lock:
+                    state['moving_at'] = time.monotonic()
+
+        def on_odom(msg):
             with lock:
-                if moving and first['t'] is None:
-                    first['t'] = time.monotonic()
+                state['pose'] = msg.pose.pose
 
         node.create_subscription(Twist, '/robot0/cmd_vel', on_cmd, 10)
+        node.create_subscription(Odometry, '/robot0/odom', on_odom, 10)
         goal_pub = node.create_publisher(PoseStamped, '/robot0/goal_pose', 10)
-        deadline = time.monotonic() + 30.0
-        while goal_pub.get_subscription_count() == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(1.0)        # map latched in, odometry flowing
-        for k in range(repeats):
-            goal = goals[k % len(goals)]
-            # Stop first: publish the robot's own pose as goal and wait until cmd_vel is idle.
-            with lock:
-                first['t'] = None
+
+        def send(x, y, orientation):
             msg = PoseStamped()
             msg.header.frame_id = 'map'
             msg.header.stamp = node.get_clock().now().to_msg()
-            msg.pose.position.x, msg.pose.position.y = goal[0], goal[1]
-            msg.pose.orientation = yaw_to_quaternion(goal[2])
-            sent = time.monotonic()
+            msg.pose.position.x, msg.pose.position.y = float(x), float(y)
+            msg.pose.orientation = orientation
             goal_pub.publish(msg)
-            deadline = sent + 15.0
+            return time.monotonic()
+
+        def wait_until(condition, timeout):
+            deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 with lock:
-                    if first['t'] is not None and first['t'] >= sent:
-                        break
+                    if condition():
+                        return True
                 time.sleep(0.002)
+            return False
+
+        wait_until(lambda: state['pose'] is not None and goal_pub.get_subscription_count() > 0,
+                   30.0)
+        time.sleep(1.0)        # the latched map reaches every node
+        for k in range(repeats):
+            # Stop where it is (a goal at its own pose) and wait until cmd_vel stays zero.
             with lock:
-                if first['t'] is not None and first['t'] >= sent:
-                    latencies.append(first['t'] - sent)
-            time.sleep(2.5)     # let it drive a bit before the next goal reverses it
+                pose = state['pose']
+            send(pose.position.x, pose.position.y, pose.orientation)
+            wait_until(lambda: time.monotonic() - state['moving_at'] > 0.7, 15.0)
+            x, y, yaw = goals[k % len(goals)]
+            sent = send(x, y, yaw_to_quaternion(yaw))
+            if wait_until(lambda: state['moving_at'] >= sent, 15.0):
+                latencies.append(state['moving_at'] - sent)
+            time.sleep(1.5)    # drive a little before stopping again
     return latencies
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='python -m bench.bench_pipeline',
                                      description=__doc__.splitlines()[0])
-    parser.add_argument('--quick', action='store_true', help='fewer repeats, warehouse only')
+    parser.add_argument('--quick', action='store_true',
+                        help='diff-drive latency and the core baseline only (< 30 s)')
     args = parser.parse_args(argv)
     from orca_nav.scenarios import scenario_config
 
     results = {'latency': {}, 'makespan': {}}
-    repeats = 2 if args.quick else 4
+    repeats = 2 if args.quick else 3
     print('\nplan latency: goal -> first non-zero cmd_vel (median of '
           f'{repeats}, wall-clock ms)')
     print(f'{"kinematics":<12} {"planner":>9} {"direct":>9} {"ratio":>7}')
-    kinds = ('diff_drive', 'holonomic') if args.quick else tuple(LATENCY_CASES)
+    kinds = ('diff_drive',) if args.quick else tuple(LATENCY_CASES)
     for kind in kinds:
         with_plan = latency_run(kind, True, repeats)
         direct = latency_run(kind, False, repeats)
@@ -222,21 +244,31 @@ def main(argv=None):
         print(f'{kind:<12} {p * 1e3:>9.0f} {d * 1e3:>9.0f} {p / d if d > 0 else float("nan"):>7.1f}',
               flush=True)
 
-    print('\nfleet makespan: planner + ORCA over DDS vs the same planned paths with ORCA off')
-    print(f'{"scenario":<10} {"robots":>6} {"ORCA s":>8} {"coll.":>6} {"no-ORCA s":>10} '
-          f'{"coll.":>6} {"ratio":>6}')
+    print('\nfleet makespan (s) and collisions: planner + ORCA over DDS, against the same '
+          'robots driving their planned paths with ORCA off (same DDS graph; and the core '
+          'simulation without ROS)')
+    print(f'{"scenario":<10} {"robots":>6} {"ORCA":>7} {"coll.":>5} {"ORCA off":>9} '
+          f'{"coll.":>5} {"ratio":>6} {"core off":>9} {"coll.":>5}')
+    fmt = (lambda v: f'{v:.1f}' if v is not None else 'n/a')
     for name in ('warehouse',) if args.quick else ('warehouse', 'parking'):
         cfg = scenario_config(name)
+        core = baseline_run(cfg)
+        if args.quick:      # the DDS runs take the scenario's real time (about a minute each)
+            print(f'{name:<10} {len(cfg.robots):>6} {"-":>7} {"-":>5} {"-":>9} {"-":>5} '
+                  f'{"-":>6} {fmt(core["makespan"]):>9} '
+                  f'{core["robot_collisions"] + core["map_collisions"]:>5}')
+            results['makespan'][name] = {'robots': len(cfg.robots), 'core_orca_off': core}
+            continue
         ours = pipeline_run(cfg)
-        base = baseline_run(cfg)
-        results['makespan'][name] = {'robots': len(cfg.robots), 'orca': ours, 'no_orca': base}
-        base_coll = base['robot_collisions'] + base['map_collisions']
-        ratio = (ours['makespan'] / base['makespan']) if ours['makespan'] and base['makespan'] \
+        off = pipeline_run(with_orca_off(cfg))
+        results['makespan'][name] = {'robots': len(cfg.robots), 'orca': ours, 'orca_off': off,
+                                     'core_orca_off': core}
+        ratio = (ours['makespan'] / off['makespan']) if ours['makespan'] and off['makespan'] \
             else float('nan')
-        fmt = (lambda v: f'{v:.1f}' if v is not None else 'n/a')
-        print(f'{name:<10} {len(cfg.robots):>6} {fmt(ours["makespan"]):>8} '
-              f'{ours["collisions"]:>6} {fmt(base["makespan"]):>10} {base_coll:>6} {ratio:>6.2f}',
-              flush=True)
+        core_coll = core['robot_collisions'] + core['map_collisions']
+        print(f'{name:<10} {len(cfg.robots):>6} {fmt(ours["makespan"]):>7} '
+              f'{ours["collisions"]:>5} {fmt(off["makespan"]):>9} {off["collisions"]:>5} '
+              f'{ratio:>6.2f} {fmt(core["makespan"]):>9} {core_coll:>5}', flush=True)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + '\n')
     print(f'wrote {RESULTS}', file=sys.stderr)

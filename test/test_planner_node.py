@@ -284,3 +284,15 @@ def test_bad_parameter_rejected_with_reason(harness_factory):
     with pytest.raises(ValueError, match='plan_time_budget'):
         h.planner.__class__(context=h.context, parameter_overrides=[
             Parameter('plan_time_budget', value=0.0)])
+
+
+def test_start_inside_the_safety_margin_still_plans(harness_factory):
+    """A robot pushed within safety_margin of a wall is not in collision: it gets a plan."""
+    h = harness_factory({'robot0': HOLONOMIC}, {'safety_margin': 0.1})
+    h.publish_map(room())
+    h.set_pose('robot0', 0.48, 5.0)       # 0.33 m from the wall's cell centres: r 0.25 + 0.1 > 0.33
+    time.sleep(0.3)
+    h.send_goal('robot0', 5.0, 5.0)
+    assert h.wait_for(lambda: nonempty(h.trajectories['robot0']))
+    ref, _, _ = msg_to_reference(nonempty(h.trajectories['robot0'])[-1])
+    np.testing.assert_allclose(ref.positions[0], [0.48, 5.0], atol=0.05)

@@ -237,6 +237,9 @@ def _agent_lines(positions, velocities, radius, time_horizon, time_step, neighbo
     """
     f32 = np.float32
     count, width = neighbors.shape
+    if width == 0:
+        empty = np.zeros((0, count))
+        return empty, empty, empty, empty
     pos = np.empty((count + 1, 2), dtype=f32)
     pos[:count] = positions
     pos[count] = np.abs(positions).max(initial=0.0) * 4.0 + 1e4  # sentinel, far from all
@@ -276,38 +279,53 @@ def _agent_lines_block(columns, block, other, inv_horizon, inv_step, keep_t, out
     dot1 = w_x * rel_x + w_y * rel_y
     colliding = dist_sq <= combined_sq
     special = ((dot1 < 0.0) & (dot1 * dot1 > combined_sq * (w_x * w_x + w_y * w_y))) | colliding
-    hit = colliding.astype(f32)
-    miss = f32(1.0) - hit
-    on_circle = special.astype(f32)
-    on_legs = f32(1.0) - on_circle
+    any_legs = not special.all()  # unused slots (far sentinel) count as cut-off circle
+    any_circle = special.any()
 
-    # Legs: left (rx*leg - ry*cr, rx*cr + ry*leg) / d2, right -(rx*leg + ry*cr, -rx*cr + ry*leg) / d2.
-    leg = np.sqrt(np.maximum(dist_sq - combined_sq, f32(0.0)))
-    sign = (rel_x * w_y - rel_y * w_x > 0.0).astype(f32) * f32(2.0) - f32(1.0)
-    cr = combined * sign
-    inv_d2 = sign / np.maximum(dist_sq, f32(1e-30))  # sign * (1/d2): the sign flip is exact
-    leg_x = (rel_x * leg - rel_y * cr) * inv_d2
-    leg_y = (rel_x * cr + rel_y * leg) * inv_d2
-    dot2 = rv_x * leg_x + rv_y * leg_y
-
-    # Cut-off circle of the time horizon or, when already colliding, of one time step.
-    inv_time = inv_horizon * miss + inv_step * hit
-    cw_x = w_x * miss + (rv_x - inv_step * rel_x) * hit
-    cw_y = w_y * miss + (rv_y - inv_step * rel_y) * hit
-    cw_len = np.sqrt(cw_x * cw_x + cw_y * cw_y)
-    inv_len = f32(1.0) / np.maximum(cw_len, f32(1e-30))
-    unit_x = cw_x * inv_len
-    unit_y = cw_y * inv_len
-    degenerate = np.flatnonzero((cw_len == 0.0) & special & keep_t)
-    if degenerate.size:
-        unit_x, unit_y = _separating_fallback(unit_x, unit_y, rel_x, rel_y, other, degenerate,
-                                              block.start)
-    circle_u = combined * inv_time - cw_len
-
-    d_x = unit_y * on_circle + leg_x * on_legs
-    d_y = -unit_x * on_circle + leg_y * on_legs
-    u_x = (circle_u * unit_x) * on_circle + (dot2 * leg_x - rv_x) * on_legs
-    u_y = (circle_u * unit_y) * on_circle + (dot2 * leg_y - rv_y) * on_legs
+    if any_legs:
+        # Legs: left (rx*leg - ry*cr, rx*cr + ry*leg) / d2, right -(rx*leg + ry*cr, -rx*cr + ry*leg) / d2.
+        leg = np.sqrt(np.maximum(dist_sq - combined_sq, f32(0.0)))
+        sign = (rel_x * w_y - rel_y * w_x > 0.0).astype(f32) * f32(2.0) - f32(1.0)
+        cr = combined * sign
+        inv_d2 = sign / np.maximum(dist_sq, f32(1e-30))  # sign * (1/d2): the sign flip is exact
+        leg_x = (rel_x * leg - rel_y * cr) * inv_d2
+        leg_y = (rel_x * cr + rel_y * leg) * inv_d2
+        dot2 = rv_x * leg_x + rv_y * leg_y
+        leg_ux = dot2 * leg_x - rv_x
+        leg_uy = dot2 * leg_y - rv_y
+    if any_circle:
+        # Cut-off circle of the time horizon or, when already colliding, of one time step.
+        if colliding.any():
+            hit = colliding.astype(f32)
+            miss = f32(1.0) - hit
+            inv_time = inv_horizon * miss + inv_step * hit
+            cw_x = w_x * miss + (rv_x - inv_step * rel_x) * hit
+            cw_y = w_y * miss + (rv_y - inv_step * rel_y) * hit
+        else:
+            inv_time, cw_x, cw_y = inv_horizon, w_x, w_y
+        cw_len = np.sqrt(cw_x * cw_x + cw_y * cw_y)
+        inv_len = f32(1.0) / np.maximum(cw_len, f32(1e-30))
+        unit_x = cw_x * inv_len
+        unit_y = cw_y * inv_len
+        degenerate = np.flatnonzero((cw_len == 0.0) & special & keep_t)
+        if degenerate.size:
+            unit_x, unit_y = _separating_fallback(unit_x, unit_y, rel_x, rel_y, other, degenerate,
+                                                  block.start)
+        circle_u = combined * inv_time - cw_len
+        circle_ux = circle_u * unit_x
+        circle_uy = circle_u * unit_y
+    # Blend the branches arithmetically (exact: the unused branch is finite, times 0).
+    if any_legs and any_circle:
+        on_circle = special.astype(f32)
+        on_legs = f32(1.0) - on_circle
+        d_x = unit_y * on_circle + leg_x * on_legs
+        d_y = -unit_x * on_circle + leg_y * on_legs
+        u_x = circle_ux * on_circle + leg_ux * on_legs
+        u_y = circle_uy * on_circle + leg_uy * on_legs
+    elif any_legs:
+        d_x, d_y, u_x, u_y = leg_x, leg_y, leg_ux, leg_uy
+    else:
+        d_x, d_y, u_x, u_y = unit_y, -unit_x, circle_ux, circle_uy
     out[0] = own_vx + f32(0.5) * u_x
     out[1] = own_vy + f32(0.5) * u_y
     # Unit length in float64: the linear programs rely on it (float32 leaves ~1e-7).

@@ -162,13 +162,14 @@ def demo_command(args) -> int:
 
 
 def bench_command(args) -> int:
-    script = share_dir() / 'bench' / 'run.py'
-    if not script.is_file():
-        print(f'orca-nav bench: {script} not found (benchmarks ship with the source checkout)',
-              file=sys.stderr)
+    """Runs `python -m bench.run [options] [area ...]` in the source checkout."""
+    root = share_dir()
+    if not (root / 'bench' / 'run.py').is_file():
+        print(f'orca-nav bench: {root / "bench" / "run.py"} not found (the benchmarks ship with '
+              'the source checkout, not the installed package)', file=sys.stderr)
         return 2
-    return subprocess.call([sys.executable, str(script)] + list(args.areas),
-                           cwd=str(script.parent.parent))
+    return subprocess.call([sys.executable, '-m', 'bench.run'] + list(args.bench_args),
+                           cwd=str(root))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -186,14 +187,19 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument('--seed', type=int, help='seed of the simulator noise')
     demo.set_defaults(run=demo_command)
     bench = commands.add_parser('bench', help='run benchmarks (bench/run.py)')
-    bench.add_argument('areas', nargs=argparse.REMAINDER,
-                       help='benchmark areas and options, passed to bench/run.py')
+    bench.add_argument('areas', nargs='*', help='benchmark areas (default: all); options such '
+                       'as --quick are passed on to bench/run.py too')
     bench.set_defaults(run=bench_command)
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command == 'bench':
+        args.bench_args = list(args.areas) + extra
+    elif extra:
+        parser.error(f'unrecognized arguments: {" ".join(extra)}')
     return args.run(args)
 
 

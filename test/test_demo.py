@@ -82,3 +82,11 @@ def test_circle_demo_reaches_every_goal_without_collisions(tmp_path, capsys):
         assert 0 < entry['time_to_goal'] <= fleet['makespan'] <= cfg.demo.duration
     assert (out / 'trajectories.png').read_bytes()[:4] == b'\x89PNG'
     assert '16/16 robots at their goals' in captured.out
+
+
+def test_bench_passes_areas_and_options_to_bench_run(capfd):
+    """`orca-nav bench` runs `python -m bench.run` in the checkout with the same arguments."""
+    assert main(['bench', '--quick', 'no_such_area']) == 2
+    assert "unknown area 'no_such_area'" in capfd.readouterr().err
+    with pytest.raises(SystemExit):
+        main(['demo', '--quick'])          # options unknown to demo are still refused

@@ -247,6 +247,7 @@ def test_cubic_reaches_boundary_states():
     ('max_vel', 0.0), ('max_vel', -1.0), ('max_acc', 0.0), ('max_acc', float('nan')),
     ('robot_radius', -0.1), ('tau', 0.0), ('rho', 0.0), ('max_speed', 0.0), ('max_time', 0.0),
     ('acc_resolution', 1.5), ('max_nodes', 0), ('check_dt', float('inf')),
+    ('max_expansions_per_cell', 0), ('heuristic_weight', 0.0), ('safety_margin', -0.1),
 ])
 def test_bad_params(field, value):
     params = dict(max_vel=1.0, max_acc=1.0)

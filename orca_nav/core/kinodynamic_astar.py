@@ -20,7 +20,10 @@ Search (after Fast-Planner's kinodynamic A*, seed 003):
   ``shot_refinement`` more expansions and returns the cheapest solution found.
 * Open list: a binary heap with lazy deletion; closed set and duplicate detection keyed by the
   position cell of size ``search_resolution`` plus (unless ``velocity_resolution`` is 0) the
-  velocity cell, so a slow robot starting at rest is not pruned inside its own start cell.
+  velocity cell, so a slow robot starting at rest is not pruned inside its own start cell. A
+  position cell is expanded at most ``max_expansions_per_cell`` times (different velocities),
+  which keeps the search from flooding dead ends with velocity variants; the price is that
+  ``NO_PATH`` means "none at this resolution" (its message counts the children dropped).
 * Collisions: the robot is a disc/ball of ``robot_radius + safety_margin``; the grid is inflated
   by that radius (clearance measure: see :mod:`orca_nav.core.grid`). Trajectories are sampled
   every ``check_dt`` s and at most 0.9 cell of travel apart; a copy of the inflated map grown by
@@ -80,6 +83,7 @@ class KinodynamicParams:
     tie_breaker: float = 1.0 + 1e-3
     search_resolution: Optional[float] = None    # closed-set cell, m (None: max(map res, v*tau/2))
     velocity_resolution: Optional[float] = None  # closed-set velocity cell, m/s (0: position only)
+    max_expansions_per_cell: int = 4     # expansions (distinct velocities) per position cell
     shot_distance: Optional[float] = None        # m (None: v^2/a + 2*v*tau)
     geodesic_heuristic: bool = True      # bound the OBVP time by an obstacle-aware distance
     heuristic_resolution: Optional[float] = None  # its block size, m (None: max(search res, 4 cells))
@@ -114,7 +118,7 @@ class KinodynamicParams:
             raise ValueError(f'heuristic_weight must be > 0, got {self.heuristic_weight}')
         if self.tie_breaker < 1.0:
             raise ValueError(f'tie_breaker must be >= 1, got {self.tie_breaker}')
-        for name in ('shot_interval', 'max_nodes', 'shot_refinement'):
+        for name in ('shot_interval', 'max_nodes', 'shot_refinement', 'max_expansions_per_cell'):
             value = getattr(self, name)
             minimum = 0 if name == 'shot_refinement' else 1
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
@@ -192,6 +196,7 @@ class KinodynamicAStar:
             np.cumprod(np.concatenate(([1], pos_cells[:-1]))) * vel_cells ** ndim,
             vel_cells ** np.arange(ndim)]).astype(np.int64)
         self._vel_offset = vel_cells // 2
+        self._vel_key_span = vel_cells ** ndim     # key // span = the position cell's part
         self._shot_distance = (p.shot_distance if p.shot_distance is not None
                                else p.max_vel ** 2 / p.max_acc + 2.0 * p.max_vel * tau)
         self._geodesic = self._reachability = None
@@ -414,6 +419,9 @@ class KinodynamicAStar:
         open_heap = [(p.heuristic_weight * h0[0], 0)]
         best = {int(keys[0]): (0.0, 0)}          # key -> (g, node) of the current open entry
         closed = set()
+        expansions_in_cell = {}                  # position cell -> expansions (any velocity)
+        cell_cap = p.max_expansions_per_cell
+        capped = 0                               # children dropped by that cap
         tau = self.tau
         ts = self._check_times[None, :, None]       # (1, n, 1)
 
@@ -434,6 +442,8 @@ class KinodynamicAStar:
                     break
                 refine_left -= 1
             closed.add(key)
+            cell = key // self._vel_key_span
+            expansions_in_cell[cell] = expansions_in_cell.get(cell, 0) + 1
             stats.expanded_nodes += 1
             p0, v0 = pos[node], vel[node]
 
@@ -451,7 +461,12 @@ class KinodynamicAStar:
             p1 = p0 + v0 * tau + 0.5 * inputs * tau ** 2
             ok = self._within_limits(v1)
             child_keys = self._keys(p1, v1)
-            ok &= np.fromiter((k not in closed for k in child_keys.tolist()), bool, len(child_keys))
+            keys_list = child_keys.tolist()
+            ok &= np.fromiter((k not in closed for k in keys_list), bool, len(keys_list))
+            crowded = np.fromiter((expansions_in_cell.get(k // self._vel_key_span, 0) >= cell_cap
+                                   for k in keys_list), bool, len(keys_list))
+            capped += int(np.count_nonzero(ok & crowded))
+            ok &= ~crowded
             idx = np.flatnonzero(ok)
             if idx.size == 0:
                 continue
@@ -493,7 +508,8 @@ class KinodynamicAStar:
         if stop_reason is not None:
             return finish(PlanStatus.TIMEOUT, stop_reason)
         return finish(PlanStatus.NO_PATH, f'no trajectory: search space exhausted after '
-                                          f'{stats.expanded_nodes} expansions')
+                                          f'{stats.expanded_nodes} expansions ({capped} children '
+                                          f'dropped by max_expansions_per_cell)')
 
     def _shot(self, p0, v0, goal_pos, goal_vel, t_opt: float, near: bool, stats: PlanStats):
         """Analytic shot from a popped node: (duration, coefficients, cost) or None."""

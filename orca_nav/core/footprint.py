@@ -16,6 +16,8 @@ map) without touching the footprint's shape:
    occupied cell centre deep inside the rectangle -> in collision;
 3. the rest (poses that graze an obstacle) get the sample test: points on the rectangle's edges
    every resolution / 2 and an interior lattice every resolution, each looked up in the grid.
+   The points are grouped in blocks about 5 cells wide; a block whose covering disc is clear
+   skips its points, a block holding an occupied cell centre is a hit without them.
 
 The clearance c at a point p bounds the true distance to the nearest occupied square from below
 by ``c - |p - centre of p's cell| - resolution / sqrt(2)``; tiers 1-2 only use such bounds, so

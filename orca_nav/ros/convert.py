@@ -41,11 +41,11 @@ def stamp_to_seconds(stamp) -> float:
 
 
 def _finite(values, field: str) -> np.ndarray:
-    arr = np.asarray(values, dtype=float)
-    bad = np.flatnonzero(~np.isfinite(arr))
-    if bad.size:
-        raise ValueError(f'{field}[{int(bad[0])}] is not finite ({arr.flat[bad[0]]})')
-    return arr
+    # Plain math on the few floats of one message: called for every odometry message of a fleet.
+    for k, value in enumerate(values):
+        if not math.isfinite(value):
+            raise ValueError(f'{field}[{k}] is not finite ({float(value)})')
+    return np.array(values, dtype=float)
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def odom_to_state(msg: Odometry) -> OdomState:
     t = msg.twist.twist
     position = _finite((p.x, p.y, p.z), 'pose.pose.position')
     quat = _finite((q.x, q.y, q.z, q.w), 'pose.pose.orientation')
-    if not np.isclose(np.dot(quat, quat), 1.0, atol=1e-3):
+    if abs(float(quat @ quat) - 1.0) > 1e-3 + 1e-5:   # np.isclose(., 1, atol=1e-3), faster
         raise ValueError(f'pose.pose.orientation is not a unit quaternion ({quat.tolist()})')
     body_vel = _finite((t.linear.x, t.linear.y, t.linear.z), 'twist.twist.linear')
     yaw_rate = float(_finite((t.angular.z,), 'twist.twist.angular.z')[0])

@@ -194,7 +194,7 @@ class _Primitives:
 
 @dataclass
 class _Search:
-    """Node storage of one plan() call (grown geometrically)."""
+    """Node storage of one plan() call: parallel lists indexed by node id (appends are cheap)."""
     x: list = field(default_factory=list)
     y: list = field(default_factory=list)
     yaw: list = field(default_factory=list)
@@ -222,7 +222,6 @@ class HybridAStar:
         self._by_margin = {}
         self.exact_checker = FootprintChecker(grid, self.footprint, 0.0)
         p = params
-        kmax = p.max_curvature
         self._step = p.step_length if p.step_length is not None else 1.5 * p.xy_resolution * math.sqrt(2.0)
         self._use_margin(p.collision_margin)
         lo, hi = grid.extent

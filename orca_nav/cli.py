@@ -2,13 +2,14 @@
 
     orca-nav demo [--scenario NAME|FILE] [--robots N] [--out DIR] [--duration S]
                   [--mode centralized|per_robot] [--seed N]
-    orca-nav bench [AREA ...]
+    orca-nav bench [--quick] [AREA ...]
 
 `demo` starts the whole node graph of a fleet (map publisher, embedded simulator, ORCA, planner
 when the fleet enables it) in this process over real DDS topics, sends every robot its goals in
 turn, and stops when all are reached or after the duration. It writes DIR/report.json and
 DIR/trajectories.png and prints a summary table. Exit status 0 means every robot reached every
-goal without a collision, 1 that the run ended otherwise, 2 a start-up error.
+goal without a collision, 1 that the run ended otherwise, 2 a start-up error. Ctrl-C ends the
+run early and still writes the report of what was recorded.
 """
 from __future__ import annotations
 
@@ -68,8 +69,12 @@ class Progress:
         self._plain_every = plain_every_s
         self._last_plain = -float('inf')
 
-    def update(self, elapsed: float, at_goal: int, robots: int, collisions: int) -> None:
+    def update(self, elapsed: float, at_goal: int, robots: int, collisions: int,
+               goals: Optional[tuple] = None) -> None:
+        """goals: (reached, total) over all robots, shown when robots have several goals."""
         line = f't = {elapsed:6.1f} s   at goal {at_goal:3d}/{robots:<3d}   collisions {collisions}'
+        if goals is not None and goals[1] > robots:
+            line += f'   goals {goals[0]}/{goals[1]}'
         if self._tty:
             self._stream.write('\r' + line + '\x1b[K')
             self._stream.flush()
@@ -111,16 +116,20 @@ def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
             print(f'orca-nav demo: warning: {warning}', file=sys.stderr)
         # Odometry time drives the run; the wall-clock cap only guards against a stalled sim.
         wall_cap = time.monotonic() + 2.0 * cfg.demo.duration + 30.0
-        while not mission.finished() and mission.elapsed() < cfg.demo.duration \
-                and time.monotonic() < wall_cap:
-            if mission.error():
-                raise RuntimeError(mission.error())
-            state = mission.progress()
-            progress.update(mission.elapsed(), state['at_goal'], state['robots'],
-                            state['collisions'])
-            time.sleep(0.1)
+        try:
+            while not mission.finished() and mission.elapsed() < cfg.demo.duration \
+                    and time.monotonic() < wall_cap:
+                if mission.error():
+                    raise RuntimeError(mission.error())
+                state = mission.progress()
+                progress.update(mission.elapsed(), state['at_goal'], state['robots'],
+                                state['collisions'], (state['goals_reached'], state['goals']))
+                time.sleep(0.1)
+        except KeyboardInterrupt:       # Ctrl-C ends the run early; report what was recorded
+            print('\norca-nav demo: interrupted', file=sys.stderr)
         state = mission.progress()
-        progress.update(mission.elapsed(), state['at_goal'], state['robots'], state['collisions'])
+        progress.update(mission.elapsed(), state['at_goal'], state['robots'], state['collisions'],
+                        (state['goals_reached'], state['goals']))
         progress.close()
         tracks, plans = mission.tracks(), mission.plans()
         collisions = mission.collision_events()

@@ -57,6 +57,9 @@ def test_progress_prints_plain_lines_when_not_a_terminal():
     lines = stream.getvalue().splitlines()
     assert len(lines) == 3 and '\r' not in stream.getvalue()       # t = 0, 5, 10 s
     assert lines[1].split() == ['t', '=', '5.0', 's', 'at', 'goal', '2/4', 'collisions', '0']
+    several = io.StringIO()
+    Progress(several).update(1.0, 0, 4, 0, goals=(5, 12))
+    assert several.getvalue().split()[-2:] == ['goals', '5/12']
 
 
 @pytest.mark.ros

@@ -141,8 +141,11 @@ class DemoMission(Node):
 
     def progress(self) -> Dict[str, int]:
         with self._lock:
-            done = sum(log.goal_index >= len(log.config.goals) for log in self._logs.values())
-            return {'at_goal': done, 'robots': len(self._logs),
+            logs = self._logs.values()
+            return {'at_goal': sum(log.goal_index >= len(log.config.goals) for log in logs),
+                    'robots': len(self._logs),
+                    'goals_reached': sum(log.goal_index for log in logs),
+                    'goals': sum(len(log.config.goals) for log in logs),
                     'collisions': self._collision_events}
 
     def finished(self) -> bool:

@@ -20,10 +20,10 @@ Search (after Fast-Planner's kinodynamic A*, seed 003):
   ``shot_refinement`` more expansions and returns the cheapest solution found.
 * Open list: a binary heap with lazy deletion; closed set and duplicate detection keyed by the
   position cell of size ``search_resolution`` plus (unless ``velocity_resolution`` is 0) the
-  velocity cell, so a slow robot starting at rest is not pruned inside its own start cell. A
-  position cell is expanded at most ``max_expansions_per_cell`` times (different velocities),
-  which keeps the search from flooding dead ends with velocity variants; the price is that
-  ``NO_PATH`` means "none at this resolution" (its message counts the children dropped).
+  velocity cell, so a slow robot starting at rest is not pruned inside its own start cell.
+  Children in a position cell already expanded ``max_expansions_per_cell`` times (with other
+  velocities) get a large f penalty: dead ends are not flooded with velocity variants, yet the
+  search stays complete.
 * Collisions: the robot is a disc/ball of ``robot_radius + safety_margin``; the grid is inflated
   by that radius (clearance measure: see :mod:`orca_nav.core.grid`). Trajectories are sampled
   every ``check_dt`` s and at most 0.9 cell of travel apart; a copy of the inflated map grown by
@@ -83,7 +83,7 @@ class KinodynamicParams:
     tie_breaker: float = 1.0 + 1e-3
     search_resolution: Optional[float] = None    # closed-set cell, m (None: max(map res, v*tau/2))
     velocity_resolution: Optional[float] = None  # closed-set velocity cell, m/s (0: position only)
-    max_expansions_per_cell: int = 4     # expansions (distinct velocities) per position cell
+    max_expansions_per_cell: int = 4     # expansions per position cell before a penalty
     shot_distance: Optional[float] = None        # m (None: v^2/a + 2*v*tau)
     geodesic_heuristic: bool = True      # bound the OBVP time by an obstacle-aware distance
     heuristic_resolution: Optional[float] = None  # its block size, m (None: max(search res, 4 cells))
@@ -421,7 +421,7 @@ class KinodynamicAStar:
         closed = set()
         expansions_in_cell = {}                  # position cell -> expansions (any velocity)
         cell_cap = p.max_expansions_per_cell
-        capped = 0                               # children dropped by that cap
+        crowd_penalty = 10.0 * p.heuristic_weight * max(float(h0[0]), 1.0)
         tau = self.tau
         ts = self._check_times[None, :, None]       # (1, n, 1)
 
@@ -465,8 +465,6 @@ class KinodynamicAStar:
             ok &= np.fromiter((k not in closed for k in keys_list), bool, len(keys_list))
             crowded = np.fromiter((expansions_in_cell.get(k // self._vel_key_span, 0) >= cell_cap
                                    for k in keys_list), bool, len(keys_list))
-            capped += int(np.count_nonzero(ok & crowded))
-            ok &= ~crowded
             idx = np.flatnonzero(ok)
             if idx.size == 0:
                 continue
@@ -492,7 +490,10 @@ class KinodynamicAStar:
             new = slice(n_nodes, n_nodes + len(accepted))
             chosen = idx[accepted]
             h_new, t_new = self._heuristic(p1[chosen], v1[chosen], goal_pos, goal_vel, goal_field)
-            f_new = g_new[accepted] + p.heuristic_weight * h_new
+            # Children in cells already expanded max_expansions_per_cell times wait behind
+            # everything else: dead ends are not flooded with velocity variants, and the search
+            # still ends up complete.
+            f_new = g_new[accepted] + p.heuristic_weight * h_new + crowd_penalty * crowded[chosen]
             pos[new], vel[new], g[new] = p1[chosen], v1[chosen], g_new[accepted]
             parent[new], inp[new], keys[new] = node, inputs[chosen], child_keys[chosen]
             t_goal[new] = t_new
@@ -508,8 +509,7 @@ class KinodynamicAStar:
         if stop_reason is not None:
             return finish(PlanStatus.TIMEOUT, stop_reason)
         return finish(PlanStatus.NO_PATH, f'no trajectory: search space exhausted after '
-                                          f'{stats.expanded_nodes} expansions ({capped} children '
-                                          f'dropped by max_expansions_per_cell)')
+                                          f'{stats.expanded_nodes} expansions')
 
     def _shot(self, p0, v0, goal_pos, goal_vel, t_opt: float, near: bool, stats: PlanStats):
         """Analytic shot from a popped node: (duration, coefficients, cost) or None."""

@@ -13,8 +13,8 @@ can be found in any order; here:
   line is the optimum of the whole program;
 - the rest solve linearProgram1 on every line the start violates, against all their lines
   at once (the optimum always lies on such a line), and keep the best usable point.
-Where the program is infeasible, RVO2's failing line index is the first prefix 0..i that is
-infeasible; it is found with cumulative bounds over (L, L, K) arrays.
+Where the program is infeasible, RVO2's failing line index (where linearProgram3 starts) is
+found by running its incremental algorithm, batched over just those agents.
 
 linearProgram3 (minimise the largest penetration of the agent lines, obstacle lines stay
 hard) walks the lines in order like RVO2: a loop over line index, batched over the agents
@@ -132,11 +132,11 @@ def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y, start_violation=N
     vx[rest], vy[rest] = rx, ry
     if not feasible.all():
         bad = np.flatnonzero(~feasible)
-        line_fail[rest[bad]] = _first_infeasible_prefix(
-            rpx[:, bad], rpy[:, bad], rdx[:, bad], rdy[:, bad], rvalid[:, bad], radius[rest[bad]],
-            violated[:, bad])
-        vx[rest[bad]] = start_x[rest[bad]]
-        vy[rest[bad]] = start_y[rest[bad]]
+        worse = rest[bad]
+        fail, vx[worse], vy[worse] = _first_infeasible_prefix(
+            rpx[:, bad], rpy[:, bad], rdx[:, bad], rdy[:, bad], rvalid[:, bad], radius[worse],
+            opt_x[worse], opt_y[worse], start_x[worse], start_y[worse])
+        line_fail[worse] = np.where(fail < px.shape[0], fail, -1)
     return vx, vy, line_fail
 
 
@@ -198,26 +198,47 @@ def _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, st
     return vx, vy, settled
 
 
-def _first_infeasible_prefix(px, py, dx, dy, valid, radius, start_violates):
-    """Smallest i such that lines 0..i (with the speed circle) have no common point.
+def _first_infeasible_prefix(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y):
+    """RVO2's failing line for agents whose linearProgram2 is infeasible: its incremental
+    algorithm, one loop step per line, batched over the agents that violate that line.
 
-    Lines 0..i are feasible when the start point satisfies all of them, or when some line
-    m <= i keeps a non-empty interval against the other lines of the prefix.
+    At step i the result is the optimum of lines 0..i-1; if it violates line i,
+    linearProgram1 on line i against lines 0..i-1 either moves it or fails (i is the
+    failing line). Returns (line_fail, vx, vy); line_fail is L where the incremental
+    algorithm found the program feasible after all (rounding), (vx, vy) its result.
     """
-    width = valid.shape[0]
-    lines = np.arange(width)
-    pair_mask = valid[None, :, :] & (lines[:, None] != lines[None, :])[:, :, None]
-    disc, t_left0, t_right0, parallel_fail, left_limits, right_limits = _pair_terms(
-        px, py, dx, dy, px, py, dx, dy, pair_mask, radius)
-    # [m, i, k]: line m of agent k against the lines 0..i
-    broken = np.logical_or.accumulate(parallel_fail, axis=1)
-    t_left = np.maximum(t_left0[:, None, :], np.maximum.accumulate(left_limits, axis=1))
-    t_right = np.minimum(t_right0[:, None, :], np.minimum.accumulate(right_limits, axis=1))
-    ok = ((lines[:, None] <= lines[None, :])[:, :, None] & (valid & (disc >= 0.0))[:, None, :]
-          & ~broken & (t_left <= t_right))
-    start_ok = ~np.logical_or.accumulate(start_violates & valid, axis=0)
-    feasible_prefix = ok.any(axis=0) | start_ok | ~valid
-    return np.argmin(feasible_prefix, axis=0)
+    width, count = px.shape
+    vx, vy = start_x.copy(), start_y.copy()
+    line_fail = np.full(count, width, dtype=np.intp)
+    open_cols = np.arange(count)
+    for i in range(width):
+        ox, oy = vx[open_cols], vy[open_cols]
+        hit = valid[i, open_cols] & (dx[i, open_cols] * (py[i, open_cols] - oy)
+                                     - dy[i, open_cols] * (px[i, open_cols] - ox) > 0.0)
+        cols = open_cols[hit]
+        if cols.size == 0:
+            continue
+        if i == 0:
+            bounds = (np.zeros((0, cols.size)),) * 4
+            mask = np.zeros((1, 0, cols.size), dtype=bool)
+        else:
+            bounds = (px[:i, cols], py[:i, cols], dx[:i, cols], dy[:i, cols])
+            mask = np.ones((1, i, cols.size), dtype=bool)
+        cpx, cpy, cdx, cdy = px[i, cols], py[i, cols], dx[i, cols], dy[i, cols]
+        disc, t_left0, t_right0, parallel_fail, left_limits, right_limits = _pair_terms(
+            cpx[None], cpy[None], cdx[None], cdy[None], *bounds, mask, radius[cols])
+        t_left = np.maximum(t_left0[0], left_limits[0].max(axis=0, initial=-np.inf))
+        t_right = np.minimum(t_right0[0], right_limits[0].min(axis=0, initial=np.inf))
+        usable = (disc[0] >= 0.0) & ~parallel_fail[0].any(axis=0) & (t_left <= t_right)
+        t = np.minimum(np.maximum(cdx * (opt_x[cols] - cpx) + cdy * (opt_y[cols] - cpy), t_left),
+                       t_right)
+        vx[cols] = np.where(usable, cpx + t * cdx, vx[cols])
+        vy[cols] = np.where(usable, cpy + t * cdy, vy[cols])
+        line_fail[cols[~usable]] = i
+        open_cols = np.setdiff1d(open_cols, cols[~usable], assume_unique=True)
+        if open_cols.size == 0:
+            break
+    return line_fail, vx, vy
 
 
 def _best_direction(px, py, dx, dy, valid, radius, dir_x, dir_y):

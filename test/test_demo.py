@@ -93,3 +93,28 @@ def test_bench_passes_areas_and_options_to_bench_run(capfd):
     assert "unknown area 'no_such_area'" in capfd.readouterr().err
     with pytest.raises(SystemExit):
         main(['demo', '--quick'])          # options unknown to demo are still refused
+
+
+@pytest.mark.ros
+def test_mission_refuses_to_share_odometry_topics_with_another_fleet():
+    """A second publisher on /robot0/odom (another fleet on this ROS domain) stops the run."""
+    import time
+    from nav_msgs.msg import Odometry
+    from rclpy.node import Node
+    from orca_nav.bringup import describe_graph
+    from orca_nav.ros.demo_mission import DemoMission
+    from orca_nav.ros.runner import run_graph
+    cfg = load_scenario('circle', 2)
+    specs = [s for s in describe_graph(cfg) if s.executable == 'fleet_sim_node']
+    with run_graph(specs) as graph:
+        mission = graph.add_node(DemoMission(cfg, subscriber_wait_s=0.5, context=graph.context))
+        deadline = time.monotonic() + 20.0
+        while not mission.started() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert mission.started() and mission.error() is None
+        assert 'nothing subscribes to /robot0/goal_pose' in mission.warnings()[0]
+        intruder = graph.add_node(Node('other_fleet', context=graph.context))
+        intruder.create_publisher(Odometry, '/robot0/odom', 10)
+        while mission.error() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert '/robot0/odom has another publisher' in (mission.error() or '')

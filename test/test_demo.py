@@ -5,7 +5,6 @@ import json
 import pytest
 
 from orca_nav.cli import Progress, build_parser, load_scenario, main, with_overrides
-from orca_nav.core.fleet_config import load_fleet_config
 
 
 def test_demo_arguments_and_defaults():

@@ -140,7 +140,8 @@ def test_file_errors_name_the_file(tmp_path):
         load_fleet_config(empty)
     # a map YAML whose image is missing names the image and the YAML
     (tmp_path / 'm.yaml').write_text('image: gone.pgm\nresolution: 0.1\norigin: [0, 0, 0]\n')
-    with pytest.raises(ValueError, match=r'map: image .*gone\.pgm \(named in .*m\.yaml\) not found'):
+    with pytest.raises(ValueError,
+                       match=r'map: image .*gone\.pgm \(named in .*m\.yaml\) not found'):
         load_fleet_config(fleet(map='m.yaml'), base_dir=tmp_path)
 
 

@@ -134,7 +134,8 @@ def test_table_lists_every_robot_and_the_totals():
     text = format_table(fleet_report([a, b]))
     lines = text.splitlines()
     assert lines[0].split()[:3] == ['robot', 'reached', 'time_s']
-    assert lines[2].split()[:3] == ['a', '1/1', '10.0'] and lines[3].split()[:3] == ['b', '0/1', '-']
+    assert lines[2].split()[:3] == ['a', '1/1', '10.0']
+    assert lines[3].split()[:3] == ['b', '0/1', '-']
     assert '1/2 robots at their goals' in lines[-1]
 
 

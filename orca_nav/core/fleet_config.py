@@ -270,7 +270,8 @@ def _pose(value, where: str) -> Pose:
 def _robot_field(key: str, value, where: str):
     if key == 'kinematics':
         if value not in KINEMATICS:
-            raise ValueError(f'{where}: unknown kinematics {value!r} (one of: {", ".join(KINEMATICS)})')
+            raise ValueError(f'{where}: unknown kinematics {value!r} '
+                             f'(one of: {", ".join(KINEMATICS)})')
         return value
     _default, low, high = NUMERIC_ROBOT_FIELDS[key]
     return _number(value, where, low, high)

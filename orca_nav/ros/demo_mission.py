@@ -3,8 +3,9 @@
 It publishes `/<robot>/goal_pose` (the next goal once the previous one is reached), records
 every robot's odometry (time, x, y), the simulator's collision reports (`/fleet_sim/collisions`,
 std_msgs/String holding one JSON object per new contact, with the robots' names under `robots`)
-and any planned path on `/<robot>/plan`. Times are odometry stamps, in seconds since the run started: once every robot
-has odometry and every goal topic has a subscriber (or after `subscriber_wait_s`).
+and any planned path on `/<robot>/plan`. Times are odometry stamps, in seconds since the run
+started: once every robot has odometry and every goal topic has a subscriber (or after
+`subscriber_wait_s`).
 All rclpy calls happen in callbacks on the graph's executor (calling into rclpy from another
 thread while the EventsExecutor spins can deadlock); the CLI only reads the recorded state,
 which one lock guards.
@@ -71,7 +72,8 @@ class DemoMission(Node):
                                      lambda msg, n=name: self._on_odom(n, msg),
                                      qos_profile_sensor_data)
             self.create_subscription(Path, robot_topic(name, 'plan'),
-                                     lambda msg, n=name: self._on_plan(n, msg), QoSProfile(depth=10))
+                                     lambda msg, n=name: self._on_plan(n, msg),
+                                     QoSProfile(depth=10))
         self.create_subscription(String, COLLISIONS_TOPIC, self._on_collision,
                                  QoSProfile(depth=100))
         self.create_timer(0.1, self._on_watch)

@@ -22,6 +22,11 @@ Conventions (every caller relies on these):
   the true geometry; add a margin to ``r`` if the map's cells only approximate the obstacles.
 * ``segment_free`` samples each segment at spacing <= resolution / 2 (both end points included).
 
+Also here: ``to_int8`` / ``save_map_yaml`` (nav_msgs data and map_server files out),
+``border_distance_at`` (the border part of the clearance measure), ``read_pgm`` / ``write_pgm``
+and :class:`CoarseGeodesic` (an obstacle-aware distance-to-goal on a coarse graph, for search
+heuristics).
+
 Memory: the grid itself stores one byte per cell (a bool array; a bool, C-contiguous input is
 used without a copy and is exposed read-only). The clearance field is only built (and then
 cached) when ``clearance()``, ``clearance_at`` or a radius > 0 check needs it; ``inflated``

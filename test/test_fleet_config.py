@@ -119,7 +119,7 @@ def test_robot_without_goal_has_no_goal_parameter():
     (fleet(orca_node=[1]), 'orca_node: expected a mapping'),
     (fleet(demo={'duration': 0}), r'demo\.duration: 0 is below the minimum'),
     (fleet(demo={'speedup': 2}), r'demo\.speedup: unknown key'),
-    (fleet(map='missing.yaml'), r'map: map file .*missing\.yaml not found'),
+    (fleet(map='missing.yaml'), r'map: file .*missing\.yaml not found'),
 ])
 def test_bad_config_names_the_field(raw, message):
     with pytest.raises(ValueError, match=message):
@@ -128,11 +128,11 @@ def test_bad_config_names_the_field(raw, message):
 
 def test_file_errors_name_the_file(tmp_path):
     missing = tmp_path / 'nope.yaml'
-    with pytest.raises(ValueError, match=f'fleet config {missing}: file not found'):
+    with pytest.raises(ValueError, match=f'fleet config: file {missing} not found'):
         load_fleet_config(missing)
     broken = tmp_path / 'broken.yaml'
     broken.write_text('robots: [\n')
-    with pytest.raises(ValueError, match=f'fleet config {broken}: malformed YAML'):
+    with pytest.raises(ValueError, match=f'fleet config: {broken} is not valid YAML'):
         load_fleet_config(broken)
     empty = tmp_path / 'empty.yaml'
     empty.write_text('')

@@ -175,12 +175,7 @@ def load_fleet_config(source: Union[str, os.PathLike, Mapping[str, Any]],
         default_name = 'fleet'
     else:
         path = Path(source)
-        if not path.is_file():
-            raise ValueError(f'fleet config {path}: file not found')
-        try:
-            raw = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as err:
-            raise ValueError(f'fleet config {path}: malformed YAML: {err}') from err
+        raw = _read_yaml(path, 'fleet config: ')
         folder = Path(base_dir) if base_dir is not None else path.parent
         default_name = path.name.split('.')[0]
     where = f'fleet config {path}: ' if path is not None else 'fleet config: '
@@ -234,6 +229,15 @@ def _parse(raw, folder: Path, default_name: str, path: Optional[Path]) -> FleetC
         planner_enabled=enabled,
         node_parameters=MappingProxyType({k: MappingProxyType(v) for k, v in sections.items()}),
         demo=demo, source=path)
+
+
+def _read_yaml(path: Path, prefix: str):
+    if not path.is_file():
+        raise ValueError(f'{prefix}file {path} not found')
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ValueError(f'{prefix}{path} is not valid YAML: {err}') from err
 
 
 def _reject_unknown(mapping: Mapping, allowed, prefix: str) -> None:
@@ -335,12 +339,7 @@ def _parse_map(raw, folder: Path) -> Optional[Path]:
     path = Path(_string(raw, 'map'))
     if not path.is_absolute():
         path = (folder / path).resolve()
-    if not path.is_file():
-        raise ValueError(f'map: map file {path} not found')
-    try:
-        meta = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise ValueError(f'map: {path} is not valid YAML: {err}') from err
+    meta = _read_yaml(path, 'map: ')
     image = meta.get('image') if isinstance(meta, Mapping) else None
     if not isinstance(image, str):
         raise ValueError(f'map: {path} has no `image` entry (not a map_server YAML)')

@@ -6,7 +6,7 @@ Search:
   ``xy_resolution`` metres and ``yaw_bins`` headings. Closed set and best cost per cell live in
   flat arrays over all cells.
 * Motion primitives: arcs of length ``step_length`` (default 1.5 cell diagonals, so every one
-  leaves its cell) at ``2 * steering_samples + 1`` curvatures from -1/R to +1/R, forward and,
+  leaves its cell, capped at a quarter turn at full steering) at ``2 * steering_samples + 1`` curvatures from -1/R to +1/R, forward and,
   when ``allow_reverse``, backward; the ``diff_drive`` model also turns in place by +-45 and
   +-90 degrees. The primitives are precomputed as pose samples; expanding a node transforms all
   of them at once and collision-checks every sample of every primitive in one batch.
@@ -82,7 +82,8 @@ class HybridParams:
     xy_resolution: float = 1.0                  # search cell (m)
     yaw_bins: int = 36                          # search heading cells
     steering_samples: int = 2                   # curvatures per side (plus straight)
-    step_length: Optional[float] = None         # primitive arc length (m); None: 1.5 cells
+    step_length: Optional[float] = None         # primitive arc length (m); None: 1.5 cell
+                                                # diagonals, at most a quarter turn
     reverse_penalty: float = 1.2                # multiplier on reverse arc length
     switch_penalty: float = 2.0                 # per direction change (m)
     steer_change_penalty: float = 0.3           # per unit change of curvature / max curvature (m)
@@ -168,7 +169,7 @@ class HybridPath:
     x: np.ndarray
     y: np.ndarray
     yaw: np.ndarray               # wrapped to [-pi, pi)
-    direction: np.ndarray         # +1 forward, -1 reverse (in-place turns: +1)
+    direction: np.ndarray         # int8: +1 forward, -1 reverse (in-place turns: +1)
     length: float                 # metres driven by the reference point
     curve: CurvePath              # the exact geometry (arcs, lines, in-place turns)
     direction_switches: int = 0
@@ -222,7 +223,10 @@ class HybridAStar:
         self._by_margin = {}
         self.exact_checker = FootprintChecker(grid, self.footprint, 0.0)
         p = params
-        self._step = p.step_length if p.step_length is not None else 1.5 * p.xy_resolution * math.sqrt(2.0)
+        # Default: 1.5 cell diagonals (leaves the xy cell), but at most a quarter turn at full
+        # steering (a small turning radius then still changes the heading cell).
+        self._step = p.step_length if p.step_length is not None else \
+            min(1.5 * p.xy_resolution * math.sqrt(2.0), 0.5 * math.pi * p.min_turning_radius)
         self._use_margin(p.collision_margin)
         lo, hi = grid.extent
         self._lo = np.asarray(lo, dtype=float)
@@ -650,8 +654,8 @@ class HybridAStar:
 
     def _output(self, curve: CurvePath) -> HybridPath:
         poses, direction = curve.sample(self.params.path_resolution)
-        return HybridPath(poses[:, 0], poses[:, 1], wrap_angle(poses[:, 2]), direction, curve.length,
-                          curve, curve.direction_switches)
+        return HybridPath(poses[:, 0], poses[:, 1], wrap_angle(poses[:, 2]), direction.astype(np.int8),
+                          curve.length, curve, curve.direction_switches)
 
 
 def _split(curve: CurvePath, max_length: float) -> CurvePath:

@@ -122,6 +122,8 @@ class ObstacleSet:
         self._convex = convex
         self._next = [int(v) for v in next_vertex]
         self._prev = [int(v) for v in prev_vertex]
+        self._polygon_next = list(self._next)  # before any split
+        self._origin = list(range(len(points)))  # the polygon vertex each vertex comes from
         self._nodes = []
         if points:
             self._build_tree()
@@ -210,6 +212,7 @@ class ObstacleSet:
         new = len(self._points)
         self._points.append((p1x + t * (p2x - p1x), p1y + t * (p2y - p1y)))
         self._unit_dir.append(self._unit_dir[edge])
+        self._origin.append(self._origin[edge])
         self._convex.append(True)
         self._prev.append(edge)
         self._next.append(end)
@@ -219,6 +222,15 @@ class ObstacleSet:
 
     def _prepare_queries(self):
         count = len(self.points)
+        # float32 copies for the ORCA lines, which follow RVO2's float32 arithmetic:
+        # unit directions as RVO2's normalize computes them, v * (1 / |v|).
+        # A split vertex keeps the direction of the polygon edge it was cut from.
+        self.points32 = self.points.astype(np.float32)
+        origin = np.array(self._origin, dtype=np.intp)
+        edge32 = (self.points32[np.array(self._polygon_next, dtype=np.intp)[origin]]
+                  - self.points32[origin]) if count else np.zeros((0, 2), np.float32)
+        length = np.sqrt(edge32[:, 0] * edge32[:, 0] + edge32[:, 1] * edge32[:, 1])
+        self.unit_dir32 = edge32 * (np.float32(1.0) / length)[:, None]
         self.edge_end = self.points[self.next_vertex] if count else np.zeros((0, 2))
         vector = self.edge_end - self.points
         self.edge_length_sq = (vector ** 2).sum(axis=1)

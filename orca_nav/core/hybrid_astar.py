@@ -96,7 +96,8 @@ class HybridParams:
     analytic_interval: int = 10                 # ... and every this many expansions farther away
     analytic_batch: int = 4                     # near-goal nodes connected per vectorised attempt
     analytic_candidates: int = 3                # shortest curves tried per node (fallbacks)
-    collision_margin: float = 0.1               # footprint growth in the search (m), > 0
+    collision_margin: float = 0.1               # footprint growth in the search (m), > 0; sets the
+                                                # sample spacing, so at least 1/4 grid cell is used
     smoothing: bool = True
     refine_on_failure: bool = True              # search exhausted: retry on a lattice twice as fine
     path_resolution: float = 0.1                # output pose spacing (m)
@@ -227,7 +228,7 @@ class HybridAStar:
         # steering (a small turning radius then still changes the heading cell).
         self._step = p.step_length if p.step_length is not None else \
             min(1.5 * p.xy_resolution * math.sqrt(2.0), 0.5 * math.pi * p.min_turning_radius)
-        self._use_margin(p.collision_margin)
+        self._use_margin(max(p.collision_margin, 0.25 * grid.resolution))
         lo, hi = grid.extent
         self._lo = np.asarray(lo, dtype=float)
         self._hi = np.asarray(hi, dtype=float)
@@ -263,7 +264,8 @@ class HybridAStar:
     def _margin_for(self, start, goal):
         """The configured margin, halved (up to 3 times) until start and goal are free with it:
         a start or goal closer to an obstacle than the margin must still be usable."""
-        margin = self.params.collision_margin
+        # A tiny margin would need very dense samples: at least a quarter cell is used.
+        margin = max(self.params.collision_margin, 0.25 * self.grid.resolution)
         poses = np.array([start, goal])
         for _ in range(3):
             self._use_margin(margin)

@@ -285,16 +285,21 @@ class ObstacleSet:
             edge = np.tile(np.arange(count), n_agents)
         else:
             agent, edge = self._candidate_pairs(positions, range_sq)
-        px, py = positions[agent, 0], positions[agent, 1]
-        ax, ay = self.points[edge, 0], self.points[edge, 1]
-        bx, by = self.edge_end[edge, 0], self.edge_end[edge, 1]
+        # float32 like RVO2, so near-ties order and the range cut-off agree with it.
+        pos32 = positions.astype(np.float32)
+        range32 = np.asarray(range_sq, dtype=np.float32)
+        px, py = pos32[agent, 0], pos32[agent, 1]
+        ends = self.next_vertex[edge]
+        ax, ay = self.points32[edge, 0], self.points32[edge, 1]
+        bx, by = self.points32[ends, 0], self.points32[ends, 1]
         outside = _left_of(ax, ay, bx, by, px, py) < 0.0
-        dist_sq = _dist_sq_point_segment(ax, ay, bx, by, px, py, self.edge_length_sq[edge])
-        keep = outside & (dist_sq < range_sq[agent])
+        ex, ey = bx - ax, by - ay
+        dist_sq = _dist_sq_point_segment(ax, ay, bx, by, px, py, ex * ex + ey * ey)
+        keep = outside & (dist_sq < range32[agent])
         agent, edge, dist_sq = agent[keep], edge[keep], dist_sq[keep]
         if agent.size == 0:
             return agent, edge
-        order_keys = self._traversal_keys(positions[agent], edge)
+        order_keys = self._traversal_keys(pos32[agent], edge)
         order = np.lexsort(tuple(order_keys[:, ::-1].T) + (dist_sq, agent))
         return agent[order], edge[order]
 
@@ -318,8 +323,9 @@ class ObstacleSet:
         if depth:
             ancestors = self._ancestor_edge[edge]
             sides = self._ancestor_side[edge]
-            ax, ay = self.points[ancestors, 0], self.points[ancestors, 1]
-            bx, by = self.edge_end[ancestors, 0], self.edge_end[ancestors, 1]
+            ends = self.next_vertex[ancestors]
+            ax, ay = self.points32[ancestors, 0], self.points32[ancestors, 1]
+            bx, by = self.points32[ends, 0], self.points32[ends, 1]
             near_side = np.where(_left_of(ax, ay, bx, by, agent_positions[:, :1],
                                           agent_positions[:, 1:]) >= 0.0, 0, 1)
             digits[:, :depth] = np.where(sides < 0, 0, np.where(sides == near_side, 0, 2))
@@ -328,7 +334,7 @@ class ObstacleSet:
 
 
 def _dist_sq_point_segment(ax, ay, bx, by, cx, cy, length_sq):
-    """RVO2 distSqPointLineSegment(a, b, c), vectorised."""
+    """RVO2 distSqPointLineSegment(a, b, c), vectorised (same operation order)."""
     r = ((cx - ax) * (bx - ax) + (cy - ay) * (by - ay)) / length_sq
     # Exact endpoints outside [0, 1], so a shared vertex gives bit-equal distances to both
     # of its edges (RVO2 then orders the tie by tree traversal).

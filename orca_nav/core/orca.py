@@ -507,7 +507,7 @@ def _obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_ho
     the per-agent line count."""
     f32 = np.float32
     count = len(positions)
-    reach = time_horizon_obst * max_speed + radius
+    reach = (time_horizon_obst.astype(f32) * max_speed.astype(f32) + radius.astype(f32))
     agent, vertex = obstacles.neighbors(positions, reach * reach)
     num_lines = np.zeros(count, dtype=np.intp)
     if agent.size == 0:

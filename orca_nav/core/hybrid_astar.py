@@ -45,12 +45,14 @@ reference point outside the map and bad parameters raise ``ValueError`` naming t
 accepted in any range and wrapped; +-pi are the same heading.
 
 A planner instance holds per-map precomputation (clearance field, heuristic graph, primitives,
-Reeds-Shepp table; see ``precompute_time``) and serves one ``plan()`` call at a time.
+Reeds-Shepp table; see ``precompute_time``) and serves one ``plan()`` call at a time (concurrent
+calls wait for each other).
 """
 from __future__ import annotations
 
 import heapq
 import math
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import Optional
@@ -222,6 +224,7 @@ class HybridAStar:
         self.params = params
         self.footprint = params.footprint()
         self._by_margin = {}
+        self._lock = threading.Lock()
         self.exact_checker = FootprintChecker(grid, self.footprint, 0.0)
         p = params
         # Default: 1.5 cell diagonals (leaves the xy cell), but at most a quarter turn at full
@@ -444,7 +447,12 @@ class HybridAStar:
 
     # ------------------------------------------------------------------ planning
     def plan(self, start, goal) -> PlanResult:
-        """Plan from ``start`` to ``goal``, both ``(x, y, yaw)`` of the reference point."""
+        """Plan from ``start`` to ``goal``, both ``(x, y, yaw)`` of the reference point.
+        Calls from several threads are served one after the other."""
+        with self._lock:    # the margin-dependent checker and primitives are switched per plan
+            return self._plan(start, goal)
+
+    def _plan(self, start, goal) -> PlanResult:
         t_begin = time.perf_counter()
         p = self.params
         start = self._pose('start', start)

@@ -89,7 +89,7 @@ class KinodynamicParams:
     heuristic_resolution: Optional[float] = None  # its block size, m (None: max(search res, 4 cells))
     shot_interval: int = 10              # expansions between shots far from the goal
     far_shot_slack: float = 1.15         # far shots must take <= slack * (cruise-time bound)
-    shot_refinement: int = 30            # expansions after the first shot, keeping the cheapest
+    shot_refinement: int = 15            # expansions after the first shot, keeping the cheapest
     check_dt: float = 0.02               # collision/limit check period along the trajectory, s
     safety_margin: float = 0.0           # added to robot_radius for the collision check, m
     max_nodes: int = 200_000             # node budget (nodes created)

@@ -75,6 +75,7 @@ def test_several_goals_reached_in_turn():
     entry = fleet_report([partial])['robots']['r']
     assert not entry['reached'] and entry['goals_reached'] == 1
     assert entry['final_goal_distance'] == pytest.approx(2.0)     # at (4, 2), heading for (4, 4)
+    assert entry['final_position'] == pytest.approx([4.0, 2.0])
 
 
 def test_obstacle_clearance_against_a_wall():

@@ -142,6 +142,7 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
             'time_to_goal': _finite_or_none(max(reached_times)) if reached else None,
             'goal_times': [_finite_or_none(t) for t in tr.goal_times],
             'path_length': path_length(tr.xy),
+            'final_position': [float(v) for v in tr.xy[-1]] if len(tr.xy) else None,
             'final_goal_distance': _final_goal_distance(tr),
             'min_separation': _finite_or_none(gap[index]),
             'min_center_distance': _finite_or_none(centre[index]),

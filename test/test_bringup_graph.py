@@ -18,7 +18,7 @@ from visualization_msgs.msg import MarkerArray  # noqa: E402
 
 from orca_nav.bringup import NodeSpec, describe_graph  # noqa: E402
 from orca_nav.ros.convert import latched_qos  # noqa: E402
-from orca_nav.ros.runner import node_class, run_graph  # noqa: E402
+from orca_nav.ros.runner import EXECUTORS, default_executor, node_class, run_graph  # noqa: E402
 from orca_nav.scenarios import corridor  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -49,10 +49,13 @@ class Probe:
         raise AssertionError(f'no messages on {missing} within {timeout} s')
 
 
-def test_sim_and_map_nodes_publish_odometry_and_the_map():
+@pytest.mark.parametrize('executor', EXECUTORS)
+def test_sim_and_map_nodes_publish_odometry_and_the_map(executor):
+    if executor == 'events' and default_executor() != 'events':
+        pytest.skip('this rclpy has no EventsExecutor')
     cfg = corridor(2)
     specs = [s for s in describe_graph(cfg) if s.executable in ('map_publisher', 'fleet_sim_node')]
-    with run_graph(specs) as graph:
+    with run_graph(specs, executor=executor) as graph:
         assert sorted(graph.nodes) == ['/fleet_sim', '/map_publisher']
         assert graph.nodes['/fleet_sim'].get_parameter('robot1.radius').value == 0.25
         assert list(graph.nodes['/fleet_sim'].get_parameter('robot0.start').value) == \
@@ -120,6 +123,9 @@ def test_a_node_that_fails_to_start_stops_the_graph():
 def test_only_orca_nav_nodes_run_in_process():
     with pytest.raises(ValueError, match='rviz2/rviz2 must be started as its own process'):
         with run_graph([NodeSpec('rviz2', 'rviz2', package='rviz2')]):
+            pass
+    with pytest.raises(ValueError, match="executor: 'green' is not one of events, multi"):
+        with run_graph([], executor='green'):
             pass
     with pytest.raises(ValueError, match="executable 'teleop' has no in-process node class"):
         node_class('teleop')

@@ -89,6 +89,16 @@ def test_full_graph_drives_robots_with_cmd_vel_and_markers():
         probe.listen(MarkerArray, '/orca_nav/markers')
         probe.listen(Odometry, '/robot0/odom', qos_profile_sensor_data)
         probe.wait_for(['/robot0/cmd_vel', '/orca_nav/markers'], count=5)
+        topics = dict(probe.node.get_topic_names_and_types())
+        documented = {
+            '/map': 'nav_msgs/msg/OccupancyGrid', '/robot0/odom': 'nav_msgs/msg/Odometry',
+            '/robot1/cmd_vel': 'geometry_msgs/msg/Twist',
+            '/robot1/goal_pose': 'geometry_msgs/msg/PoseStamped',
+            '/orca_nav/markers': 'visualization_msgs/msg/MarkerArray',
+            '/diagnostics': 'diagnostic_msgs/msg/DiagnosticArray',
+            '/fleet_sim/collisions': 'std_msgs/msg/String'}
+        for topic, msg_type in documented.items():
+            assert topics.get(topic) == [msg_type], topic
         time.sleep(1.0)
         odom = probe.wait_for(['/robot0/odom'])['/robot0/odom'][-1]
         # robot0 starts at x = -5.5 heading for x = +5.5

@@ -143,7 +143,7 @@ def pipeline_run(cfg):
         report = run_demo(cfg, Path(folder), progress=Quiet())
     fleet = report['fleet']
     return {'makespan': fleet['makespan'], 'all_reached': fleet['all_reached'],
-            'collisions': fleet['collisions'], 'wall_time': report['meta']['wall_time']}
+            'collisions': fleet['collisions'], 'wall_time': report['wall_time']}
 
 
 def latency_run(kinematics: str, planner: bool, repeats: int):
@@ -210,6 +210,8 @@ def latency_run(kinematics: str, planner: bool, repeats: int):
             # Stop where it is (a goal at its own pose) and wait until cmd_vel stays zero.
             with lock:
                 pose = state['pose']
+            if pose is None:
+                raise RuntimeError(f'latency {kinematics}: no odometry from fleet_sim')
             send(pose.position.x, pose.position.y, pose.orientation)
             wait_until(lambda: time.monotonic() - state['moving_at'] > 0.7, 15.0)
             x, y, yaw = goals[k % len(goals)]

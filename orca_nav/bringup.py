@@ -88,7 +88,7 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
         # Every per-robot node knows the whole fleet (the others are reciprocal agents seen
         # through their odometry) and commands only its own robot.
         specs.extend(NodeSpec('orca_node', ORCA, namespace=name, parameters=[{
-            **fleet, 'controlled_robots': [name], **sections['orca_node']}])
+            **fleet, 'mode': 'per_robot', 'robot_name': name, **sections['orca_node']}])
             for name in cfg.robot_names)
     if cfg.planner_enabled:
         specs.append(NodeSpec('planner_node', PLANNER,

@@ -72,7 +72,8 @@ def test_per_robot_mode_namespaces_one_orca_node_per_robot(fleet_with_map):
     for spec in orcas:
         (params,) = spec.parameters
         # the whole fleet is known (reciprocal agents), only the namespace's robot is commanded
-        assert params['robots'] == ['a', 'b'] and params['controlled_robots'] == [spec.namespace]
+        assert params['robots'] == ['a', 'b']
+        assert (params['mode'], params['robot_name']) == ('per_robot', spec.namespace)
         assert params['time_horizon'] == 4.0
 
 

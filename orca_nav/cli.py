@@ -106,6 +106,8 @@ def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
                                              context=graph.context))
         deadline = time.monotonic() + ODOM_WAIT_S + GOAL_SUBSCRIBER_WAIT_S
         while not mission.started():
+            if graph.error:
+                raise RuntimeError('a node failed: ' + graph.error.strip().splitlines()[-1])
             if time.monotonic() > deadline:
                 missing = mission.missing_odometry()
                 raise RuntimeError(f'no odometry from {", ".join(missing[:3])} after '
@@ -121,6 +123,8 @@ def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
                     and time.monotonic() < wall_cap:
                 if mission.error():
                     raise RuntimeError(mission.error())
+                if graph.error:
+                    raise RuntimeError('a node failed: ' + graph.error.strip().splitlines()[-1])
                 state = mission.progress()
                 progress.update(mission.elapsed(), state['at_goal'], state['robots'],
                                 state['collisions'], (state['goals_reached'], state['goals']))

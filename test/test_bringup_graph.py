@@ -141,3 +141,16 @@ def test_only_orca_nav_nodes_run_in_process():
         node_class('teleop')
     for executable in ('fleet_sim_node', 'map_publisher', 'orca_node', 'planner_node'):
         assert issubclass(node_class(executable), Node)
+
+
+def test_a_callback_exception_is_kept_for_the_caller():
+    with run_graph([]) as graph:
+        node = graph.add_node(Node('faulty', context=graph.context))
+
+        def explode():
+            raise ZeroDivisionError('boom')
+        node.create_timer(0.05, explode)
+        deadline = time.monotonic() + 10.0
+        while graph.error is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert 'ZeroDivisionError: boom' in graph.error

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
+import traceback
 from contextlib import contextmanager
 from typing import Dict, Iterator, List, Optional, Sequence
 
@@ -82,6 +83,8 @@ class RunningGraph:
         self.executor = executor
         self.nodes: Dict[str, Node] = {}
         self._extra: List[Node] = []
+        # The traceback of a callback exception; the executor thread has stopped when set.
+        self.error: Optional[str] = None
 
     def add_node(self, node: Node) -> Node:
         """Spins a node of the caller's (created with `context=graph.context`) with the graph;
@@ -138,7 +141,13 @@ def run_graph(specs: Sequence[NodeSpec], executor: Optional[str] = None,
 
         def spin():
             while not stop.is_set():
-                executor.spin_once(timeout_sec=0.1)
+                try:
+                    executor.spin_once(timeout_sec=0.1)
+                except Exception:       # a node's callback raised: keep it for the caller
+                    graph.error = traceback.format_exc()
+                    print(f'orca_nav graph stopped: a callback raised\n{graph.error}',
+                          file=sys.stderr)
+                    return
 
         spinner = threading.Thread(target=spin, name='orca_nav_graph', daemon=True)
         spinner.start()

@@ -115,26 +115,31 @@ def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y, start_violation=N
     caller has it. Returns (vx, vy, line_fail): line_fail is -1 where feasible, otherwise
     RVO2's failing line index (the velocity is then meaningless; linearProgram3 takes over).
     """
+    count = px.shape[1]
     start_x, start_y = clamp_to_speed(opt_x, opt_y, radius)
-    line_fail = np.full(px.shape[1], -1, dtype=np.intp)
-    if px.shape[1] >= _ACTIVE_SET_MIN_AGENTS:
-        vx, vy, settled = _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y,
-                                              start_x, start_y, start_violation=start_violation)
+    line_fail = np.full(count, -1, dtype=np.intp)
+    infeasible = np.zeros(count, dtype=bool)
+    if count >= _ACTIVE_SET_MIN_AGENTS:
+        vx, vy, settled, infeasible = _growing_active_set(
+            px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y,
+            start_violation=start_violation)
         if settled.all():
             return vx, vy, line_fail
     else:
-        vx, vy, settled = start_x.copy(), start_y.copy(), np.zeros(px.shape[1], dtype=bool)
-    rest = np.flatnonzero(~settled)
-    rpx, rpy, rdx, rdy, rvalid = px[:, rest], py[:, rest], dx[:, rest], dy[:, rest], valid[:, rest]
-    violated = (violation(rpx, rpy, rdx, rdy, start_x[rest], start_y[rest]) > 0.0) & rvalid
-    rx, ry, feasible = _best_on_violated_lines(rpx, rpy, rdx, rdy, rvalid, radius[rest], violated,
-                                               opt_x[rest], opt_y[rest], direction=False)
-    vx[rest], vy[rest] = rx, ry
-    if not feasible.all():
-        bad = np.flatnonzero(~feasible)
-        worse = rest[bad]
+        vx, vy, settled = start_x.copy(), start_y.copy(), np.zeros(count, dtype=bool)
+    rest = np.flatnonzero(~settled & ~infeasible)
+    if rest.size:
+        rpx, rpy, rdx, rdy, rvalid = (a[:, rest] for a in (px, py, dx, dy, valid))
+        violated = (violation(rpx, rpy, rdx, rdy, start_x[rest], start_y[rest]) > 0.0) & rvalid
+        rx, ry, feasible = _best_on_violated_lines(rpx, rpy, rdx, rdy, rvalid, radius[rest],
+                                                   violated, opt_x[rest], opt_y[rest],
+                                                   direction=False)
+        vx[rest], vy[rest] = rx, ry
+        infeasible[rest[~feasible]] = True
+    worse = np.flatnonzero(infeasible)
+    if worse.size:
         fail, vx[worse], vy[worse] = _first_infeasible_prefix(
-            rpx[:, bad], rpy[:, bad], rdx[:, bad], rdy[:, bad], rvalid[:, bad], radius[worse],
+            *(a[:, worse] for a in (px, py, dx, dy, valid)), radius[worse],
             opt_x[worse], opt_y[worse], start_x[worse], start_y[worse])
         line_fail[worse] = np.where(fail < px.shape[0], fail, -1)
     return vx, vy, line_fail
@@ -145,8 +150,8 @@ def _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, st
     """Cheap exact path for most agents: solve the program on a small subset of lines
     (first the line the start violates most, then, round by round, the line the current
     answer violates most). Once the subset's optimum satisfies every line it is the
-    optimum of the whole program. Returns (vx, vy, settled); unsettled agents need the
-    full solve.
+    optimum of the whole program; once a subset has no solution, neither has the program.
+    Returns (vx, vy, settled, infeasible); agents with neither need the full solve.
     """
     width, count = px.shape
     if start_violation is None:
@@ -169,6 +174,7 @@ def _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, st
     chosen = first[None, :]
     vx, vy = start_x.copy(), start_y.copy()
     settled = np.zeros(count, dtype=bool)
+    infeasible = np.zeros(count, dtype=bool)
     open_cols = cols
     rpx, rpy, rdx, rdy, rvalid, rstart = px, py, dx, dy, valid, start_violation
     rounds = min(max_lines, width)
@@ -188,14 +194,15 @@ def _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, st
         vx[finished] = cx[done]
         vy[finished] = cy[done]
         settled[finished] = True
-        keep_going = np.flatnonzero(ok & ~done)  # infeasible subsets go to the full solve
+        infeasible[open_cols[~ok]] = True
+        keep_going = np.flatnonzero(ok & ~done)
         if keep_going.size == 0 or size == rounds:
             break
         open_cols = open_cols[keep_going]
         rpx, rpy, rdx, rdy = px[:, open_cols], py[:, open_cols], dx[:, open_cols], dy[:, open_cols]
         rvalid, rstart = valid[:, open_cols], start_violation[:, open_cols]
         chosen = np.concatenate([chosen[:, keep_going], worst[None, keep_going]], axis=0)
-    return vx, vy, settled
+    return vx, vy, settled, infeasible
 
 
 def _first_infeasible_prefix(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y):
@@ -255,14 +262,14 @@ def _best_direction(px, py, dx, dy, valid, radius, dir_x, dir_y):
         return vx, vy, ok
     spx, spy, sdx, sdy, svalid = px[:, sub], py[:, sub], dx[:, sub], dy[:, sub], valid[:, sub]
     if sub.size >= _ACTIVE_SET_MIN_AGENTS:
-        sx, sy, settled = _growing_active_set(spx, spy, sdx, sdy, svalid, radius[sub],
-                                              dir_x[sub], dir_y[sub], start_x[sub], start_y[sub],
-                                              direction=True)
+        sx, sy, settled, infeasible = _growing_active_set(
+            spx, spy, sdx, sdy, svalid, radius[sub], dir_x[sub], dir_y[sub], start_x[sub],
+            start_y[sub], direction=True)
         vx[sub], vy[sub], ok[sub] = sx, sy, settled
     else:
-        settled = np.zeros(sub.size, dtype=bool)
-    if not settled.all():
-        rest = np.flatnonzero(~settled)
+        settled = infeasible = np.zeros(sub.size, dtype=bool)
+    if not (settled | infeasible).all():
+        rest = np.flatnonzero(~settled & ~infeasible)
         keep = sub[rest]
         violated = (violation(spx[:, rest], spy[:, rest], sdx[:, rest], sdy[:, rest],
                               start_x[keep], start_y[keep]) > 0.0) & svalid[:, rest]

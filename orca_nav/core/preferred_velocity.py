@@ -21,8 +21,8 @@ neighbours, so a ring cannot even rotate. Someone has to wait. The breaker there
    less than ``min_progress`` (a fraction of what ``max_speed`` allows) over the last
    ``stall_time`` seconds is stalled;
 2. gives a stalled robot one of two recoveries for ``recovery_time`` seconds:
-   - *yield* (zero preferred velocity) when a robot of higher priority (lower index in the
-     fleet) is near: centres closer than ``yield_factor`` times the sum of both radii (with the
+   - *yield* (zero preferred velocity) when a stuck (stalled or recovering) robot of higher
+     priority (lower index in the fleet) is near: centres closer than ``yield_factor`` times the sum of both radii (with the
      default 2, less than one combined radius of free space between them), and that robot
      still has more than ``yield_factor`` times its own diameter to go. ORCA's reciprocity then
      makes the yielding robot step aside for it;
@@ -192,7 +192,8 @@ class DeadlockBreaker:
             self._reference_time[stalled] = now  # judge the recovery by the next window
             self._reference_distance[stalled] = distance[stalled]
             self._recover_until[stalled] = now + p.recovery_time
-            self._yielding[stalled] = self._outranked(positions, radius, distance, arrived)[stalled]
+            stuck = self._recover_until > now  # stalled now or still recovering
+            self._yielding[stalled] = self._outranked(positions, radius, distance, stuck)[stalled]
         self._recover_until[arrived] = -np.inf
         recovering = self._recover_until > now
         turn = np.where(recovering & ~self._yielding, self._angle, 0.0)
@@ -201,14 +202,16 @@ class DeadlockBreaker:
         out[recovering & self._yielding] = 0.0
         return out
 
-    def _outranked(self, positions, radius, distance, arrived):
-        """(N,) bool: a higher-priority (lower index) robot with a long way to go is near.
+    def _outranked(self, positions, radius, distance, stuck):
+        """(N,) bool: a stuck higher-priority (lower index) robot with a long way to go is near.
 
-        Robots within yield_factor diameters of their own goal claim no priority: whoever
-        stands on or near that goal must not be made to wait for them, or neither ever moves.
+        Only stuck robots (stalled or recovering) claim priority: in a crowd that still flows
+        nobody needs to wait. Robots within yield_factor diameters of their own goal claim none
+        either: whoever stands on or near that goal must not be made to wait for them, or
+        neither ever moves.
         """
         factor = self.params.yield_factor
-        waiting = np.flatnonzero(~arrived)
+        waiting = np.flatnonzero(stuck)
         outranked = np.zeros(len(positions), dtype=bool)
         if len(waiting) > 1:
             reach = factor * 2.0 * radius[waiting].max()

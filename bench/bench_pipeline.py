@@ -227,15 +227,31 @@ def main(argv=None):
                                      description=__doc__.splitlines()[0])
     parser.add_argument('--quick', action='store_true',
                         help='diff-drive latency and the core baseline only (< 30 s)')
+    parser.add_argument('--part', choices=('all', 'latency', 'makespan'), default='all',
+                        help='run one part; its results replace that part in the JSON file')
     args = parser.parse_args(argv)
-    from orca_nav.scenarios import scenario_config
 
     results = {'latency': {}, 'makespan': {}}
+    if args.part != 'all' and RESULTS.exists():
+        results.update(json.loads(RESULTS.read_text()))
     repeats = 2 if args.quick else 3
+    if args.part in ('all', 'latency'):
+        results['latency'] = {}
+        latency_table(results, args.quick, repeats)
+    if args.part in ('all', 'makespan'):
+        results['makespan'] = {}
+        makespan_table(results, args.quick)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + '\n')
+    print(f'wrote {RESULTS}', file=sys.stderr)
+    return results
+
+
+def latency_table(results, quick: bool, repeats: int) -> None:
     print('\nplan latency: goal -> first non-zero cmd_vel (median of '
           f'{repeats}, wall-clock ms)')
     print(f'{"kinematics":<12} {"planner":>9} {"direct":>9} {"ratio":>7}')
-    kinds = ('diff_drive',) if args.quick else tuple(LATENCY_CASES)
+    kinds = ('diff_drive',) if quick else tuple(LATENCY_CASES)
     for kind in kinds:
         with_plan = latency_run(kind, True, repeats)
         direct = latency_run(kind, False, repeats)
@@ -246,16 +262,19 @@ def main(argv=None):
         print(f'{kind:<12} {p * 1e3:>9.0f} {d * 1e3:>9.0f} {p / d if d > 0 else float("nan"):>7.1f}',
               flush=True)
 
+
+def makespan_table(results, quick: bool) -> None:
+    from orca_nav.scenarios import scenario_config
     print('\nfleet makespan (s) and collisions: planner + ORCA over DDS, against the same '
           'robots driving their planned paths with ORCA off (same DDS graph; and the core '
           'simulation without ROS)')
     print(f'{"scenario":<10} {"robots":>6} {"ORCA":>7} {"coll.":>5} {"ORCA off":>9} '
           f'{"coll.":>5} {"ratio":>6} {"core off":>9} {"coll.":>5}')
     fmt = (lambda v: f'{v:.1f}' if v is not None else 'n/a')
-    for name in ('warehouse',) if args.quick else ('warehouse', 'parking'):
+    for name in ('warehouse',) if quick else ('warehouse', 'parking'):
         cfg = scenario_config(name)
         core = baseline_run(cfg)
-        if args.quick:      # the DDS runs take the scenario's real time (about a minute each)
+        if quick:      # the DDS runs take the scenario's real time (about a minute each)
             print(f'{name:<10} {len(cfg.robots):>6} {"-":>7} {"-":>5} {"-":>9} {"-":>5} '
                   f'{"-":>6} {fmt(core["makespan"]):>9} '
                   f'{core["robot_collisions"] + core["map_collisions"]:>5}')
@@ -271,10 +290,6 @@ def main(argv=None):
         print(f'{name:<10} {len(cfg.robots):>6} {fmt(ours["makespan"]):>7} '
               f'{ours["collisions"]:>5} {fmt(off["makespan"]):>9} {off["collisions"]:>5} '
               f'{ratio:>6.2f} {fmt(core["makespan"]):>9} {core_coll:>5}', flush=True)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + '\n')
-    print(f'wrote {RESULTS}', file=sys.stderr)
-    return results
 
 
 if __name__ == '__main__':

@@ -211,6 +211,10 @@ def _agent_neighbors(positions, neighbor_dist, max_neighbors):
     keep = dist < neighbor_dist[:, None]
     if max_neighbors.min() < k:
         keep &= np.arange(k)[None, :] < max_neighbors[:, None]
+    # Slots no agent uses would only carry masked sentinel lines through every later stage.
+    used = int(keep.sum(axis=1).max())
+    if used < k:
+        neighbors, dist, keep = neighbors[:, :used], dist[:, :used], keep[:, :used]
     # Unused slots point at index `count` (cKDTree's "missing"), a far sentinel agent.
     if not np.array_equal(keep, neighbors < count):
         neighbors = neighbors.copy()

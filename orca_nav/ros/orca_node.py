@@ -15,9 +15,10 @@ cycle (`cycle_trigger: odometry`, lowest odom->cmd_vel latency) and at the lates
 `control_rate` timer. A robot whose odometry is older than `odom_timeout` gets a zero cmd_vel and
 a /diagnostics warning; the others treat it as a static agent at its last pose.
 
-Modes: `centralized` commands every robot; `per_robot` commands only `robot_name` (or the
-`controlled_robots` list bringup passes) and sees the other robots as reciprocal agents through
-their odometry, so a fleet can spread over machines.
+Modes: `centralized` commands every robot; `per_robot` commands only `robot_name` and sees the
+other robots as reciprocal agents through their odometry, so a fleet can spread over machines
+(each per-robot node pays the ORCA core's fixed cost per cycle, so many of them in ONE Python
+process saturate it).
 Also publishes `/orca_nav/markers` (robot discs, velocity arrows, goals) and `/diagnostics`.
 """
 from __future__ import annotations
@@ -57,9 +58,6 @@ NODE_SPECS = [
     ParamSpec('mode', 'centralized', 'centralized: command every robot; per_robot: command only '
               'robot_name, the others are reciprocal agents', choices=MODES, read_only=True),
     ParamSpec('robot_name', '', 'per_robot mode: the robot this node commands', read_only=True),
-    ParamSpec('controlled_robots', [], 'Explicit list of the robots this node commands '
-              '(overrides mode/robot_name; empty: decided by mode)', type_hint='string_array',
-              read_only=True),
     ParamSpec('global_frame', 'map', 'Frame of odometry poses, goals and the map', read_only=True),
     ParamSpec('neighbor_dist', 5.0, 'RVO2 neighborDist: max distance to agents considered (m)',
               min=0.0, max=1000.0),
@@ -208,10 +206,7 @@ class OrcaNode(Node):
                             trajectories_only=self._cfg['trajectories_only'])
 
     def _commanded_robots(self, cfg) -> List[str]:
-        explicit = list(cfg['controlled_robots'])
-        if explicit:
-            chosen, field = explicit, 'controlled_robots'
-        elif cfg['mode'] == 'per_robot':
+        if cfg['mode'] == 'per_robot':
             if not cfg['robot_name']:
                 raise ValueError('robot_name: required in per_robot mode (which robot to command)')
             chosen, field = [cfg['robot_name']], 'robot_name'

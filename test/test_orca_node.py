@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 rclpy = pytest.importorskip('rclpy')
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
@@ -329,7 +330,6 @@ def test_params_file_start_loads_the_parameters(tmp_path):
             proc.terminate()
             output = proc.communicate(timeout=10)[0]
             pytest.fail(f'orca_node did not answer within 60 s; its output:\n{output}')
-        import yaml
         expected = yaml.safe_load((REPO / 'config' / 'orca_node.yaml').read_text())
         expected = expected['orca_node']['ros__parameters']
         assert values[0].double_value == expected['time_horizon']

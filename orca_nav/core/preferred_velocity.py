@@ -22,8 +22,9 @@ neighbours, so a ring cannot even rotate. Someone has to wait. The breaker there
    ``stall_time`` seconds is stalled;
 2. gives a stalled robot one of two recoveries for ``recovery_time`` seconds:
    - *yield* (zero preferred velocity) when a stuck (stalled or recovering) robot of higher
-     priority (lower index in the fleet) is near: centres closer than ``yield_factor`` times the sum of both radii (with the
-     default 2, less than one combined radius of free space between them), and that robot
+     priority (lower index in the fleet) is near: centres closer than ``yield_factor`` times
+     the sum of both radii (with the default 2, less than one combined radius of free space
+     between them), and that robot
      still has more than ``yield_factor`` times its own diameter to go. ORCA's reciprocity then
      makes the yielding robot step aside for it;
    - otherwise *detour* by the right-hand rule: the goal direction rotated clockwise by

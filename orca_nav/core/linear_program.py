@@ -27,6 +27,18 @@ RVO_EPSILON = 1e-5  # RVO2's RVO_EPSILON: (almost) parallel lines in linearProgr
 _ACTIVE_SET_MIN_AGENTS = 200
 
 
+def take_columns(arrays, columns):
+    """The given columns (agents) of each (L, K) array; np.take is several times faster than
+    a[:, columns] fancy indexing."""
+    return tuple(np.take(a, columns, axis=1) for a in arrays)
+
+
+def take_entries(arrays, rows, columns):
+    """a[rows, columns] of each (L, K) array, by flat C-order index (faster than fancy indexing)."""
+    flat = rows * arrays[0].shape[1] + columns
+    return tuple(np.take(a, flat) for a in arrays)
+
+
 def _pair_terms(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
     """linearProgram1's pieces for candidate lines c bounded by lines j, batch axis last.
 
@@ -65,8 +77,8 @@ def _best_on_violated_lines(px, py, dx, dy, valid, radius, violated, opt_x, opt_
     width, count = px.shape
     flat = np.flatnonzero(violated.T)  # grouped by agent, in line order
     agent, line = flat // width, flat % width
-    cpx, cpy, cdx, cdy = (a[line, agent] for a in (px, py, dx, dy))
-    bpx, bpy, bdx, bdy, bvalid = (a[:, agent] for a in (px, py, dx, dy, valid))
+    cpx, cpy, cdx, cdy = take_entries((px, py, dx, dy), line, agent)
+    bpx, bpy, bdx, bdy, bvalid = take_columns((px, py, dx, dy, valid), agent)
     pair_mask = (bvalid & (np.arange(width)[:, None] != line[None, :]))[None]
     disc, t_left0, t_right0, parallel_fail, left_limits, right_limits = _pair_terms(
         cpx[None], cpy[None], cdx[None], cdy[None], bpx, bpy, bdx, bdy, pair_mask, radius[agent])
@@ -129,7 +141,7 @@ def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y, start_violation=N
         vx, vy, settled = start_x.copy(), start_y.copy(), np.zeros(count, dtype=bool)
     rest = np.flatnonzero(~settled & ~infeasible)
     if rest.size:
-        rpx, rpy, rdx, rdy, rvalid = (a[:, rest] for a in (px, py, dx, dy, valid))
+        rpx, rpy, rdx, rdy, rvalid = take_columns((px, py, dx, dy, valid), rest)
         violated = (violation(rpx, rpy, rdx, rdy, start_x[rest], start_y[rest]) > 0.0) & rvalid
         rx, ry, feasible = _best_on_violated_lines(rpx, rpy, rdx, rdy, rvalid, radius[rest],
                                                    violated, opt_x[rest], opt_y[rest],
@@ -139,7 +151,7 @@ def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y, start_violation=N
     worse = np.flatnonzero(infeasible)
     if worse.size:
         fail, vx[worse], vy[worse] = _first_infeasible_prefix(
-            *(a[:, worse] for a in (px, py, dx, dy, valid)), radius[worse],
+            *take_columns((px, py, dx, dy, valid), worse), radius[worse],
             opt_x[worse], opt_y[worse], start_x[worse], start_y[worse])
         line_fail[worse] = np.where(fail < px.shape[0], fail, -1)
     return vx, vy, line_fail
@@ -160,7 +172,7 @@ def _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, st
     cols = np.arange(count)
     first = start_violation.argmax(axis=0)
     # Round one, a single line: the best point on it within the speed circle.
-    lpx, lpy, ldx, ldy = px[first, cols], py[first, cols], dx[first, cols], dy[first, cols]
+    lpx, lpy, ldx, ldy = take_entries((px, py, dx, dy), first, cols)
     dot = lpx * ldx + lpy * ldy
     disc = dot * dot + radius * radius - (lpx * lpx + lpy * lpy)
     root = np.sqrt(np.maximum(disc, 0.0))
@@ -180,14 +192,15 @@ def _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, st
     rounds = min(max_lines, width)
     for size in range(1, rounds + 1):
         if size > 1:
-            take = lambda a: np.take_along_axis(a, chosen, axis=0)  # noqa: E731
+            chosen_flat = chosen * open_cols.size + np.arange(open_cols.size)
+            take = lambda a: np.take(a, chosen_flat)  # noqa: E731  (flat C-order index)
             cx, cy, ok = _best_on_violated_lines(
                 take(rpx), take(rpy), take(rdx), take(rdy), np.ones(chosen.shape, dtype=bool),
                 radius[open_cols], take(rstart) > 0.0, opt_x[open_cols], opt_y[open_cols],
                 direction=direction)
         remaining = violation(rpx, rpy, rdx, rdy, cx, cy)
         remaining[~rvalid] = -np.inf
-        np.put_along_axis(remaining, chosen, -np.inf, axis=0)
+        np.put(remaining, chosen * open_cols.size + np.arange(open_cols.size), -np.inf)
         worst = remaining.argmax(axis=0)
         done = ok & ~(remaining[worst, np.arange(open_cols.size)] > 0.0)
         finished = open_cols[done]
@@ -199,9 +212,10 @@ def _growing_active_set(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, st
         if keep_going.size == 0 or size == rounds:
             break
         open_cols = open_cols[keep_going]
-        rpx, rpy, rdx, rdy = px[:, open_cols], py[:, open_cols], dx[:, open_cols], dy[:, open_cols]
-        rvalid, rstart = valid[:, open_cols], start_violation[:, open_cols]
-        chosen = np.concatenate([chosen[:, keep_going], worst[None, keep_going]], axis=0)
+        rpx, rpy, rdx, rdy, rvalid, rstart = take_columns(
+            (px, py, dx, dy, valid, start_violation), open_cols)
+        chosen = np.concatenate([np.take(chosen, keep_going, axis=1), worst[None, keep_going]],
+                                axis=0)
     return vx, vy, settled, infeasible
 
 
@@ -229,7 +243,7 @@ def _first_infeasible_prefix(px, py, dx, dy, valid, radius, opt_x, opt_y, start_
             bounds = (np.zeros((0, cols.size)),) * 4
             mask = np.zeros((1, 0, cols.size), dtype=bool)
         else:
-            bounds = (px[:i, cols], py[:i, cols], dx[:i, cols], dy[:i, cols])
+            bounds = take_columns((px[:i], py[:i], dx[:i], dy[:i]), cols)
             mask = np.ones((1, i, cols.size), dtype=bool)
         cpx, cpy, cdx, cdy = px[i, cols], py[i, cols], dx[i, cols], dy[i, cols]
         disc, t_left0, t_right0, parallel_fail, left_limits, right_limits = _pair_terms(
@@ -260,7 +274,7 @@ def _best_direction(px, py, dx, dy, valid, radius, dir_x, dir_y):
     sub = np.flatnonzero(~start_ok)
     if sub.size == 0:
         return vx, vy, ok
-    spx, spy, sdx, sdy, svalid = px[:, sub], py[:, sub], dx[:, sub], dy[:, sub], valid[:, sub]
+    spx, spy, sdx, sdy, svalid = take_columns((px, py, dx, dy, valid), sub)
     if sub.size >= _ACTIVE_SET_MIN_AGENTS:
         sx, sy, settled, infeasible = _growing_active_set(
             spx, spy, sdx, sdy, svalid, radius[sub], dir_x[sub], dir_y[sub], start_x[sub],
@@ -271,11 +285,11 @@ def _best_direction(px, py, dx, dy, valid, radius, dir_x, dir_y):
     if not (settled | infeasible).all():
         rest = np.flatnonzero(~settled & ~infeasible)
         keep = sub[rest]
-        violated = (violation(spx[:, rest], spy[:, rest], sdx[:, rest], sdy[:, rest],
-                              start_x[keep], start_y[keep]) > 0.0) & svalid[:, rest]
+        rpx, rpy, rdx, rdy, rvalid = take_columns((spx, spy, sdx, sdy, svalid), rest)
+        violated = (violation(rpx, rpy, rdx, rdy, start_x[keep], start_y[keep]) > 0.0) & rvalid
         vx[keep], vy[keep], ok[keep] = _best_on_violated_lines(
-            spx[:, rest], spy[:, rest], sdx[:, rest], sdy[:, rest], svalid[:, rest], radius[keep],
-            violated, dir_x[keep], dir_y[keep], direction=True)
+            rpx, rpy, rdx, rdy, rvalid, radius[keep], violated, dir_x[keep], dir_y[keep],
+            direction=True)
     return vx, vy, ok
 
 
@@ -286,7 +300,7 @@ def _bisector_problem(px, py, dx, dy, num_hard, agents, line):
     direction (the left normal of line i)."""
     ix, iy = dx[line, agents], dy[line, agents]
     ipx, ipy = px[line, agents], py[line, agents]
-    jx, jy, jpx, jpy = dx[:line, agents], dy[:line, agents], px[:line, agents], py[:line, agents]
+    jx, jy, jpx, jpy = take_columns((dx[:line], dy[:line], px[:line], py[:line]), agents)
     determinant = ix * jy - iy * jx
     parallel = np.abs(determinant) <= RVO_EPSILON
     same_direction = parallel & (ix * jx + iy * jy > 0.0)

@@ -51,7 +51,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from .linear_program import (RVO_EPSILON, clamp_to_speed, closest_point, min_max_penetration,
-                             violation)
+                             take_columns, violation)
 from .obstacles import ObstacleSet, as_obstacle_set, validate_polygons
 
 __all__ = ['OrcaParams', 'compute_velocities', 'OrcaSimulator', 'ObstacleSet',
@@ -604,16 +604,16 @@ def _new_velocities(positions, velocities, pref_velocities, agent_params, time_s
         need = ((start_violation > 0.0) & valid).any(axis=0)
         if need.any():
             idx = np.flatnonzero(need)
-            lpx, lpy, ldx, ldy, lvalid = (a[:, idx] for a in (px, py, dx, dy, valid))
+            lpx, lpy, ldx, ldy, lvalid, lstart = take_columns(
+                (px, py, dx, dy, valid, start_violation), idx)
             sx, sy, line_fail = closest_point(lpx, lpy, ldx, ldy, lvalid, max_speed[idx],
-                                              opt_x[idx], opt_y[idx], start_violation[:, idx])
+                                              opt_x[idx], opt_y[idx], lstart)
             failed = np.flatnonzero(line_fail >= 0)
             if failed.size:
                 f = idx[failed]
                 sx[failed], sy[failed] = min_max_penetration(
-                    lpx[:, failed], lpy[:, failed], ldx[:, failed], ldy[:, failed],
-                    lvalid[:, failed], num_obst[f], line_fail[failed], max_speed[f],
-                    sx[failed], sy[failed])
+                    *take_columns((lpx, lpy, ldx, ldy, lvalid), failed), num_obst[f],
+                    line_fail[failed], max_speed[f], sx[failed], sy[failed])
             vx[idx] = sx
             vy[idx] = sy
             # Points on the speed circle may exceed it by rounding (~1e-16 relative).

@@ -137,6 +137,34 @@ def test_obstacle_neighbour_prefilter_matches_brute_force(monkeypatch):
     np.testing.assert_array_equal(brute[1], prefiltered[1])
 
 
+def test_dense_and_pairwise_linear_program_1_agree(monkeypatch):
+    """Few lines run linearProgram1 densely over all line pairs; many lines as a flat list
+    of (agent, violated line) pairs: same points, same feasibility, bit for bit."""
+    from orca_nav.core import linear_program
+    rng = np.random.default_rng(1)
+    for trial in range(60):
+        width, count = int(rng.integers(1, 4)), 300
+        angle = rng.uniform(0.0, 2.0 * np.pi, (width, count))
+        dx, dy = np.cos(angle), np.sin(angle)
+        if trial % 3 == 0:  # parallel lines
+            dx[-1], dy[-1] = dx[0], dy[0]
+        px, py = rng.normal(0.0, 1.5, (2, width, count))
+        valid = rng.random((width, count)) < 0.9
+        opt_x, opt_y = rng.normal(0.0, 2.0, (2, count))
+        violated = (linear_program.violation(px, py, dx, dy, opt_x, opt_y) > 0.0) & valid
+        violated[0] |= ~violated.any(axis=0)  # every agent needs a violated line
+        valid[0] |= violated[0]
+        args = (px, py, dx, dy, valid, np.full(count, 2.0), violated, opt_x, opt_y, trial % 2 == 0)
+        dense_x, dense_y, dense_ok = linear_program._best_on_violated_lines(*args)
+        monkeypatch.setattr(linear_program, '_DENSE_MAX_LINES', 0)
+        pair_x, pair_y, pair_ok = linear_program._best_on_violated_lines(*args)
+        monkeypatch.undo()
+        assert 0 < dense_ok.sum() < count
+        np.testing.assert_array_equal(dense_ok, pair_ok)
+        np.testing.assert_array_equal(dense_x[dense_ok], pair_x[pair_ok])
+        np.testing.assert_array_equal(dense_y[dense_ok], pair_y[pair_ok])
+
+
 def test_enclosures_only_through_prepare_obstacles():
     room = np.array([[-5.0, -5.0], [5.0, -5.0], [5.0, 5.0], [-5.0, 5.0]])[::-1]  # clockwise
     with pytest.raises(ValueError, match=r'obstacles\[0\]: vertices must be counter-clockwise'):

@@ -25,6 +25,8 @@ import numpy as np
 RVO_EPSILON = 1e-5  # RVO2's RVO_EPSILON: (almost) parallel lines in linearProgram1/3
 # Below this many agents the active-set rounds cost more numpy calls than they save.
 _ACTIVE_SET_MIN_AGENTS = 200
+# Up to this many lines, linearProgram1 runs on every line pair densely (no gathers).
+_DENSE_MAX_LINES = 3
 
 
 def take_columns(arrays, columns):
@@ -39,53 +41,37 @@ def take_entries(arrays, rows, columns):
     return tuple(np.take(a, flat) for a in arrays)
 
 
-def _pair_terms(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
-    """linearProgram1's pieces for candidate lines c bounded by lines j, batch axis last.
+def _interval_on_lines(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
+    """linearProgram1 on candidate lines c bounded by lines j, batch axis last: the
+    feasible interval [t_left, t_right] along each candidate.
 
     Candidates (C, X), bounding lines (J, X), pair_mask (C, J, X) says which j bound which
-    c, radius (X,). Returns disc (C, X), the circle interval (t_left0, t_right0),
-    parallel_fail (C, J, X) and per-pair interval limits (C, J, X) (-inf / +inf where j
-    does not bound c).
+    c, radius (X,). Returns (t_left, t_right, usable), each (C, X); usable False where the
+    candidate misses the speed circle, a parallel line excludes it, or the interval is empty.
     """
     dot = cpx * cdx + cpy * cdy
     disc = dot * dot + radius * radius - (cpx * cpx + cpy * cpy)
     root = np.sqrt(np.maximum(disc, 0.0))
-    t_left0 = -dot - root
-    t_right0 = -dot + root
     dxi, dyi = cdx[:, None, :], cdy[:, None, :]
     denominator = dxi * dy - dyi * dx
     numerator = dx * (cpy[:, None, :] - py) - dy * (cpx[:, None, :] - px)
     parallel = np.abs(denominator) <= RVO_EPSILON
-    parallel_fail = pair_mask & parallel & (numerator < 0.0)
-    bounding = pair_mask & ~parallel
+    parallel_fail = (pair_mask & parallel & (numerator < 0.0)).any(axis=1)
+    # NaN where j does not bound c: both comparisons below are then false (no limit).
+    denominator = np.where(pair_mask & ~parallel, denominator, np.nan)
     with np.errstate(divide='ignore', invalid='ignore'):
         t = numerator / denominator
-    right_limits = np.where(bounding & (denominator >= 0.0), t, np.inf)
-    left_limits = np.where(bounding & (denominator < 0.0), t, -np.inf)
-    return disc, t_left0, t_right0, parallel_fail, left_limits, right_limits
+    t_right = np.minimum(-dot + root,
+                         np.where(denominator >= 0.0, t, np.inf).min(axis=1, initial=np.inf))
+    t_left = np.maximum(-dot - root,
+                        np.where(denominator < 0.0, t, -np.inf).max(axis=1, initial=-np.inf))
+    usable = (disc >= 0.0) & ~parallel_fail & (t_left <= t_right)
+    return t_left, t_right, usable
 
 
-def _best_on_violated_lines(px, py, dx, dy, valid, radius, violated, opt_x, opt_y, direction):
-    """Solve linearProgram1 on every violated line against all other lines and keep, per
-    agent, the best usable point (closest to opt, or furthest along opt if `direction`).
-
-    The optimum always lies on a line that the unconstrained optimum violates, so only
-    those lines are candidates; they are processed as a flat list of P (agent, line) pairs,
-    each against all lines of its agent, (L, P). Every agent must have a violated line.
-    Returns (vx, vy, ok); ok False means no point exists (the program is infeasible).
-    """
-    width, count = px.shape
-    flat = np.flatnonzero(violated.T)  # grouped by agent, in line order
-    agent, line = flat // width, flat % width
-    cpx, cpy, cdx, cdy = take_entries((px, py, dx, dy), line, agent)
-    bpx, bpy, bdx, bdy, bvalid = take_columns((px, py, dx, dy, valid), agent)
-    pair_mask = (bvalid & (np.arange(width)[:, None] != line[None, :]))[None]
-    disc, t_left0, t_right0, parallel_fail, left_limits, right_limits = _pair_terms(
-        cpx[None], cpy[None], cdx[None], cdy[None], bpx, bpy, bdx, bdy, pair_mask, radius[agent])
-    t_left = np.maximum(t_left0[0], left_limits[0].max(axis=0))
-    t_right = np.minimum(t_right0[0], right_limits[0].min(axis=0))
-    usable = (disc[0] >= 0.0) & ~parallel_fail[0].any(axis=0) & (t_left <= t_right)
-    ox, oy = opt_x[agent], opt_y[agent]
+def _point_on_line(cpx, cpy, cdx, cdy, t_left, t_right, usable, ox, oy, direction):
+    """The best point of each candidate's interval and its score (lower is better; inf
+    where not usable): closest to opt, or furthest along opt if `direction`."""
     if direction:
         t = np.where(ox * cdx + oy * cdy > 0.0, t_right, t_left)
     else:
@@ -97,13 +83,48 @@ def _best_on_violated_lines(px, py, dx, dy, valid, radius, violated, opt_x, opt_
     else:
         score = (cand_x - ox) ** 2 + (cand_y - oy) ** 2
     score[~usable] = np.inf
+    return cand_x, cand_y, score
+
+
+def _best_on_violated_lines(px, py, dx, dy, valid, radius, violated, opt_x, opt_y, direction):
+    """Solve linearProgram1 on every violated line against all other lines and keep, per
+    agent, the best usable point (closest to opt, or furthest along opt if `direction`).
+
+    The optimum always lies on a line that the unconstrained optimum violates, so only
+    those lines are candidates. With few lines every line is a candidate against every
+    other, (L, L, K), non-violated ones scored out; otherwise the candidates are processed
+    as a flat list of P (agent, line) pairs, each against all lines of its agent, (L, P).
+    Either way the first best candidate in line order wins. Every agent must have a
+    violated line. Returns (vx, vy, ok); ok False means no point exists (the program is
+    infeasible; vx, vy are then meaningless).
+    """
+    width, count = px.shape
+    if width <= _DENSE_MAX_LINES:
+        lines = np.arange(width)
+        pair_mask = valid[None, :, :] & (lines[:, None, None] != lines[None, :, None])
+        t_left, t_right, usable = _interval_on_lines(px, py, dx, dy, px, py, dx, dy, pair_mask,
+                                                     radius)
+        usable &= violated  # only violated lines are candidates
+        cand_x, cand_y, score = _point_on_line(px, py, dx, dy, t_left, t_right, usable,
+                                               opt_x, opt_y, direction)
+        best = score.argmin(axis=0)
+        return take_entries((cand_x, cand_y, usable), best, np.arange(count))
+    flat = np.flatnonzero(violated.T)  # grouped by agent, in line order
+    agent, line = flat // width, flat % width
+    cpx, cpy, cdx, cdy = take_entries((px, py, dx, dy), line, agent)
+    bpx, bpy, bdx, bdy, bvalid = take_columns((px, py, dx, dy, valid), agent)
+    pair_mask = (bvalid & (np.arange(width)[:, None] != line[None, :]))[None]
+    t_left, t_right, usable = _interval_on_lines(cpx[None], cpy[None], cdx[None], cdy[None],
+                                                 bpx, bpy, bdx, bdy, pair_mask, radius[agent])
+    cand_x, cand_y, score = _point_on_line(cpx, cpy, cdx, cdy, t_left[0], t_right[0],
+                                           usable[0], opt_x[agent], opt_y[agent], direction)
     # Best pair per agent: scatter the scores into a (candidates, agents) table.
     per_agent = np.bincount(agent, minlength=count)
     starts = np.cumsum(per_agent) - per_agent
     table = np.full((int(per_agent.max()), count), np.inf)
     table[np.arange(agent.size) - starts[agent], agent] = score
     best = starts + table.argmin(axis=0)
-    return cand_x[best], cand_y[best], usable[best]
+    return cand_x[best], cand_y[best], usable[0, best]
 
 
 def violation(px, py, dx, dy, vx, vy):
@@ -246,11 +267,8 @@ def _first_infeasible_prefix(px, py, dx, dy, valid, radius, opt_x, opt_y, start_
             bounds = take_columns((px[:i], py[:i], dx[:i], dy[:i]), cols)
             mask = np.ones((1, i, cols.size), dtype=bool)
         cpx, cpy, cdx, cdy = px[i, cols], py[i, cols], dx[i, cols], dy[i, cols]
-        disc, t_left0, t_right0, parallel_fail, left_limits, right_limits = _pair_terms(
-            cpx[None], cpy[None], cdx[None], cdy[None], *bounds, mask, radius[cols])
-        t_left = np.maximum(t_left0[0], left_limits[0].max(axis=0, initial=-np.inf))
-        t_right = np.minimum(t_right0[0], right_limits[0].min(axis=0, initial=np.inf))
-        usable = (disc[0] >= 0.0) & ~parallel_fail[0].any(axis=0) & (t_left <= t_right)
+        t_left, t_right, usable = (a[0] for a in _interval_on_lines(
+            cpx[None], cpy[None], cdx[None], cdy[None], *bounds, mask, radius[cols]))
         t = np.minimum(np.maximum(cdx * (opt_x[cols] - cpx) + cdy * (opt_y[cols] - cpy), t_left),
                        t_right)
         vx[cols] = np.where(usable, cpx + t * cdx, vx[cols])

@@ -347,3 +347,26 @@ def test_params_file_start_loads_the_parameters(tmp_path):
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def test_trajectory_seam_steers_a_robot_along_its_trajectory(ros):
+    from trajectory_msgs.msg import MultiDOFJointTrajectory
+
+    from orca_nav.core.tracking import Reference
+    from orca_nav.ros.trajectory_msgs import reference_to_trajectory
+    ros.orca(['robot0'], **{'robot0.goal': [5.0, 0.0, 0.0]})  # goal straight ahead in +x ...
+    cmds = ros.collect(Twist, '/robot0/cmd_vel')
+    times = np.linspace(0.0, 10.0, 21)
+    positions = np.stack([np.zeros_like(times), 0.5 * times], axis=1)  # ... trajectory along +y
+    reference = Reference(times=times, positions=positions,
+                          velocities=np.tile([0.0, 0.5], (len(times), 1)),
+                          accelerations=np.zeros((len(times), 2)), yaw=np.full(len(times), 0.0),
+                          yaw_rate=np.zeros(len(times)), direction=np.ones(len(times), dtype=int))
+    now_s = ros.probe.get_clock().now().nanoseconds * 1e-9
+    pub = ros.probe.create_publisher(MultiDOFJointTrajectory, '/robot0/trajectory', 10)
+    assert wait_for(lambda: pub.get_subscription_count() > 0)
+    pub.publish(reference_to_trajectory(reference, 'map', now_s, 'robot0/base_link'))
+    play(ros, {'robot0': (0.0, 0.0)}, 1.0)
+    got = live(cmds)
+    assert len(got) > 5
+    assert got[-1].linear.y > 0.2 and abs(got[-1].linear.x) < 0.2

@@ -370,3 +370,23 @@ def test_trajectory_seam_steers_a_robot_along_its_trajectory(ros):
     got = live(cmds)
     assert len(got) > 5
     assert got[-1].linear.y > 0.2 and abs(got[-1].linear.x) < 0.2
+
+
+def test_config_yaml_documents_exactly_the_declared_parameters():
+    from orca_nav.ros.orca_node import DEADLOCK_SPECS, NODE_SPECS
+    from orca_nav.ros.params import ROBOT_SPECS
+
+    params = yaml.safe_load((REPO / 'config' / 'orca_node.yaml').read_text())
+    params = params['orca_node']['ros__parameters']
+
+    def flat(tree, prefix=''):
+        for key, value in tree.items():
+            if isinstance(value, dict):
+                yield from flat(value, prefix + key + '.')
+            else:
+                yield prefix + key
+    keys = set(flat(params))
+    node_names = {s.name for s in NODE_SPECS} | {'deadlock.' + s.name for s in DEADLOCK_SPECS}
+    robot_names = {f'{r}.{s.name}' for r in params['robots'] for s in ROBOT_SPECS}
+    assert keys - node_names - robot_names == set()
+    assert node_names - keys == set()

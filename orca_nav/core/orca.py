@@ -59,6 +59,7 @@ __all__ = ['OrcaParams', 'compute_velocities', 'OrcaSimulator', 'ObstacleSet',
 
 ArrayLike = Union[float, np.ndarray]
 _LINE_BLOCK = 2048  # agents per block in the agent-line computation
+_PARALLEL_QUERY_MIN_AGENTS = 5000  # neighbour queries on all cores from this many agents
 PER_AGENT_FIELDS = ('neighbor_dist', 'max_neighbors', 'time_horizon', 'time_horizon_obst',
                     'radius', 'max_speed')
 
@@ -195,7 +196,9 @@ def _agent_neighbors(positions, neighbor_dist, max_neighbors):
         return np.zeros((count, 0), dtype=np.intp), np.zeros((count, 0), dtype=bool)
     tree = cKDTree(positions, balanced_tree=False, compact_nodes=False)
     reach = float(neighbor_dist.max()) * (1.0 + 1e-9) + 1e-12
-    dist, found = tree.query(positions, k=k + 1, distance_upper_bound=reach)
+    # Threads pay off only for large crowds (each query point is independent: same result).
+    workers = -1 if count >= _PARALLEL_QUERY_MIN_AGENTS else 1
+    dist, found = tree.query(positions, k=k + 1, distance_upper_bound=reach, workers=workers)
     own = np.arange(count)
     if (found[:, 0] == own).all():
         neighbors, dist = found[:, 1:], dist[:, 1:]

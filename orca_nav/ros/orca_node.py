@@ -455,12 +455,10 @@ class OrcaNode(Node):
         if run[candidates].all() or len(candidates) == 0:
             return candidates
         commanded = np.flatnonzero(run)
-        tree = cKDTree(self._position[candidates])
-        near = tree.query_ball_point(self._position[commanded], r=self._cfg['neighbor_dist'])
-        picked = np.zeros(len(self.robots), dtype=bool)
-        picked[commanded] = True
-        picked[candidates[np.concatenate([np.asarray(n, dtype=int) for n in near])]] = True
-        return np.flatnonzero(picked)
+        nearest, _ = cKDTree(self._position[commanded]).query(
+            self._position[candidates], k=1, distance_upper_bound=self._cfg['neighbor_dist'])
+        # inf: no commanded robot within range (commanded robots are kept even at range 0).
+        return np.union1d(commanded, candidates[np.isfinite(nearest)])
 
     def _command(self, rows: np.ndarray, live: np.ndarray, run: np.ndarray, now: float,
                  period: float, dt: float) -> np.ndarray:

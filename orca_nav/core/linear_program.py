@@ -274,7 +274,9 @@ def _first_infeasible_prefix(px, py, dx, dy, valid, radius, opt_x, opt_y, start_
         vx[cols] = np.where(usable, cpx + t * cdx, vx[cols])
         vy[cols] = np.where(usable, cpy + t * cdy, vy[cols])
         line_fail[cols[~usable]] = i
-        open_cols = np.setdiff1d(open_cols, cols[~usable], assume_unique=True)
+        still_open = np.ones(open_cols.size, dtype=bool)
+        still_open[hit] = usable
+        open_cols = open_cols[still_open]
         if open_cols.size == 0:
             break
     return line_fail, vx, vy

@@ -57,10 +57,10 @@ def _interval_on_lines(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
     numerator = dx * (cpy[:, None, :] - py) - dy * (cpx[:, None, :] - px)
     parallel = np.abs(denominator) <= RVO_EPSILON
     parallel_fail = (pair_mask & parallel & (numerator < 0.0)).any(axis=1)
-    # NaN where j does not bound c: both comparisons below are then false (no limit).
+    # NaN where j does not bound c: both comparisons below are then false (no limit). The
+    # division then never sees a zero (|denominator| > RVO_EPSILON or NaN): no warnings.
     denominator = np.where(pair_mask & ~parallel, denominator, np.nan)
-    with np.errstate(divide='ignore', invalid='ignore'):
-        t = numerator / denominator
+    t = numerator / denominator
     t_right = np.minimum(-dot + root,
                          np.where(denominator >= 0.0, t, np.inf).min(axis=1, initial=np.inf))
     t_left = np.maximum(-dot - root,
@@ -332,7 +332,13 @@ def _bisector_problem(px, py, dx, dy, num_hard, agents, line):
         norm = np.sqrt(bis_dx * bis_dx + bis_dy * bis_dy)
         bis_dx = bis_dx / norm
         bis_dy = bis_dy / norm
-    hard = np.arange(line)[:, None] < num_hard[agents][None, :]
+    hard_count = num_hard[agents]
+    if not hard_count.any():  # no obstacle lines: only bisectors
+        proj_valid = ~same_direction
+        return (np.where(proj_valid, bis_px, 0.0), np.where(proj_valid, bis_py, 0.0),
+                np.where(proj_valid, bis_dx, 1.0), np.where(proj_valid, bis_dy, 0.0), proj_valid,
+                -iy, ix)
+    hard = np.arange(line)[:, None] < hard_count[None, :]
     proj_valid = hard | ~same_direction
     soft = proj_valid & ~hard
     proj_px = np.where(hard, jpx, np.where(soft, bis_px, 0.0))

@@ -143,7 +143,7 @@ def test_dense_and_pairwise_linear_program_1_agree(monkeypatch):
     from orca_nav.core import linear_program
     rng = np.random.default_rng(1)
     for trial in range(60):
-        width, count = int(rng.integers(1, 4)), 300
+        width, count = int(rng.integers(1, 14)), 300
         angle = rng.uniform(0.0, 2.0 * np.pi, (width, count))
         dx, dy = np.cos(angle), np.sin(angle)
         if trial % 3 == 0:  # parallel lines

@@ -26,7 +26,7 @@ RVO_EPSILON = 1e-5  # RVO2's RVO_EPSILON: (almost) parallel lines in linearProgr
 # Below this many agents the active-set rounds cost more numpy calls than they save.
 _ACTIVE_SET_MIN_AGENTS = 200
 # Up to this many lines, linearProgram1 runs on every line pair densely (no gathers).
-_DENSE_MAX_LINES = 3
+_DENSE_MAX_LINES = 12
 
 
 def take_columns(arrays, columns):

@@ -148,7 +148,8 @@ def test_dense_and_pairwise_linear_program_1_agree(monkeypatch):
         dx, dy = np.cos(angle), np.sin(angle)
         if trial % 3 == 0:  # parallel lines
             dx[-1], dy[-1] = dx[0], dy[0]
-        px, py = rng.normal(0.0, 1.5, (2, width, count))
+        offset = rng.uniform(-1.0, 2.5, (width, count))  # > 0: origin on the feasible side
+        px, py = offset * dy, -offset * dx
         valid = rng.random((width, count)) < 0.9
         opt_x, opt_y = rng.normal(0.0, 2.0, (2, count))
         violated = (linear_program.violation(px, py, dx, dy, opt_x, opt_y) > 0.0) & valid

@@ -139,7 +139,8 @@ def test_obstacle_neighbour_prefilter_matches_brute_force(monkeypatch):
 
 def test_dense_and_pairwise_linear_program_1_agree(monkeypatch):
     """Few lines run linearProgram1 densely over all line pairs; many lines as a flat list
-    of (agent, violated line) pairs: same points, same feasibility, bit for bit."""
+    of (agent, violated line) pairs (or line by line when searching RVO2's failing line):
+    same points, same feasibility, same failing line, bit for bit."""
     from orca_nav.core import linear_program
     rng = np.random.default_rng(1)
     for trial in range(60):
@@ -156,10 +157,16 @@ def test_dense_and_pairwise_linear_program_1_agree(monkeypatch):
         violated[0] |= ~violated.any(axis=0)  # every agent needs a violated line
         valid[0] |= violated[0]
         args = (px, py, dx, dy, valid, np.full(count, 2.0), violated, opt_x, opt_y, trial % 2 == 0)
+        prefix_args = (px, py, dx, dy, valid, np.full(count, 2.0), opt_x, opt_y, opt_x, opt_y)
         dense_x, dense_y, dense_ok = linear_program._best_on_violated_lines(*args)
+        dense_prefix = linear_program._first_infeasible_prefix(*prefix_args)
         monkeypatch.setattr(linear_program, '_DENSE_MAX_LINES', 0)
+        monkeypatch.setattr(linear_program, '_DENSE_PREFIX_MAX_AGENTS', 0)
         pair_x, pair_y, pair_ok = linear_program._best_on_violated_lines(*args)
+        line_prefix = linear_program._first_infeasible_prefix(*prefix_args)
         monkeypatch.undo()
+        for dense, per_line in zip(dense_prefix, line_prefix):  # failing line, vx, vy
+            np.testing.assert_array_equal(dense, per_line)
         assert 0 < dense_ok.sum() < count
         np.testing.assert_array_equal(dense_ok, pair_ok)
         np.testing.assert_array_equal(dense_x[dense_ok], pair_x[pair_ok])

@@ -27,6 +27,9 @@ RVO_EPSILON = 1e-5  # RVO2's RVO_EPSILON: (almost) parallel lines in linearProgr
 _ACTIVE_SET_MIN_AGENTS = 200
 # Up to this many lines, linearProgram1 runs on every line pair densely (no gathers).
 _DENSE_MAX_LINES = 12
+# Failing-line search: all lines at once for small batches (fewer numpy calls); larger ones
+# solve only where a line is hit (far less arithmetic).
+_DENSE_PREFIX_MAX_AGENTS = 200
 
 
 def take_columns(arrays, columns):
@@ -249,6 +252,37 @@ def _first_infeasible_prefix(px, py, dx, dy, valid, radius, opt_x, opt_y, start_
     failing line). Returns (line_fail, vx, vy); line_fail is L where the incremental
     algorithm found the program feasible after all (rounding), (vx, vy) its result.
     """
+    width, count = px.shape
+    if width > _DENSE_MAX_LINES or count > _DENSE_PREFIX_MAX_AGENTS:
+        return _first_infeasible_prefix_per_line(px, py, dx, dy, valid, radius, opt_x, opt_y,
+                                                 start_x, start_y)
+    # linearProgram1 on line i against lines 0..i-1 does not depend on the current result:
+    # solve it for every line at once, then replay the incremental walk.
+    lines = np.arange(width)
+    prefix = np.broadcast_to((lines[None, :] < lines[:, None])[:, :, None], (width, width, count))
+    t_left, t_right, usable = _interval_on_lines(px, py, dx, dy, px, py, dx, dy, prefix, radius)
+    t = np.minimum(np.maximum(dx * (opt_x - px) + dy * (opt_y - py), t_left), t_right)
+    cand_x = px + t * dx
+    cand_y = py + t * dy
+    vx, vy = start_x.copy(), start_y.copy()
+    line_fail = np.full(count, width, dtype=np.intp)
+    open_ = np.ones(count, dtype=bool)
+    for i in range(width):
+        hit = open_ & valid[i] & (dx[i] * (py[i] - vy) - dy[i] * (px[i] - vx) > 0.0)
+        move = hit & usable[i]
+        vx = np.where(move, cand_x[i], vx)
+        vy = np.where(move, cand_y[i], vy)
+        failed = hit & ~usable[i]
+        line_fail[failed] = i
+        open_ &= ~failed
+        if not open_.any():
+            break
+    return line_fail, vx, vy
+
+
+def _first_infeasible_prefix_per_line(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x,
+                                      start_y):
+    """_first_infeasible_prefix for many lines: linearProgram1 only where line i is hit."""
     width, count = px.shape
     vx, vy = start_x.copy(), start_y.copy()
     line_fail = np.full(count, width, dtype=np.intp)

@@ -70,10 +70,14 @@ def _points(name, value, n=None):
     return arr
 
 
-def goal_velocities(positions, goals, max_speed, max_accel, goal_tolerance, time_step=None):
-    """Straight-to-goal preferred velocities with a braking profile.
+def goal_velocities(positions, goals, max_speed, max_accel, goal_tolerance, time_step=None,
+                    headings=None, route_lengths=None):
+    """Goal-seeking preferred velocities with a braking profile.
 
     positions, goals: (N, 2); a goal row of NaN means "no goal" (zero preferred velocity).
+    headings, route_lengths: optional (N, 2) unit directions and (N,) path lengths to the goal
+    around obstacles (`geodesic_guidance.GeodesicGuidance.directions`); without them the robot
+    heads straight for the goal and brakes on the straight distance.
     max_speed, max_accel: scalars or (N,) (> 0). goal_tolerance: scalar or (N,) (>= 0).
     time_step: the control period; caps the speed at distance / time_step (None = no cap).
     Returns (pref_velocities (N, 2), arrived (N,) bool; robots without a goal count as arrived).
@@ -100,8 +104,20 @@ def goal_velocities(positions, goals, max_speed, max_accel, goal_tolerance, time
         if not (np.isfinite(time_step) and time_step > 0.0):
             raise ValueError(f'time_step must be finite and > 0, got {time_step}')
         speed = np.minimum(speed, distance / time_step)
-    scale = np.divide(speed, distance, out=np.zeros(n), where=distance > 0.0)
-    pref = offset * np.where(arrived, 0.0, scale)[:, None]
+    if headings is None:
+        scale = np.divide(speed, distance, out=np.zeros(n), where=distance > 0.0)
+        return offset * np.where(arrived, 0.0, scale)[:, None], arrived
+    headings = np.asarray(headings, dtype=float)
+    route = np.asarray(route_lengths, dtype=float)
+    if headings.shape != (n, 2) or route.shape != (n,):
+        raise ValueError(f'headings and route_lengths must have shapes ({n}, 2) and ({n},), '
+                         f'got {headings.shape} and {route.shape}')
+    # Brake on the route length (never shorter than the straight distance).
+    route = np.fmax(np.nan_to_num(route, nan=0.0, posinf=0.0), distance)
+    speed = np.minimum(max_speed, np.sqrt(2.0 * max_accel * route))
+    if time_step is not None:
+        speed = np.minimum(speed, route / time_step)
+    pref = np.nan_to_num(headings) * np.where(arrived, 0.0, speed)[:, None]
     return pref, arrived
 
 
@@ -165,8 +181,12 @@ class DeadlockBreaker:
         self._recover_until[index] = -np.inf
         self._yielding[index] = False
 
-    def update(self, now, positions, pref_velocities, arrived, goals, max_speed, radius):
-        """Preferred velocities (N, 2) with stalled robots yielding or detouring."""
+    def update(self, now, positions, pref_velocities, arrived, goals, max_speed, radius,
+               distances=None):
+        """Preferred velocities (N, 2) with stalled robots yielding or detouring.
+
+        distances: optional (N,) distance to the goal along the route around obstacles
+        (progress is judged on it; default: the straight distance to `goals`)."""
         n = len(self._angle)
         positions = _points('positions', positions, n)
         pref = _points('pref_velocities', pref_velocities, n)
@@ -180,7 +200,12 @@ class DeadlockBreaker:
         p = self.params
         max_speed = _per_robot('max_speed', max_speed, n)
         radius = _per_robot('radius', radius, n)
-        distance = np.where(arrived, 0.0, np.nan_to_num(np.hypot(*(goals - positions).T), nan=0.0))
+        if distances is None:
+            distances = np.hypot(*(goals - positions).T)
+        elif np.shape(distances) != (n,):
+            raise ValueError(f'distances must have shape ({n},), got {np.shape(distances)}')
+        distance = np.where(arrived, 0.0, np.nan_to_num(np.asarray(distances, dtype=float),
+                                                        nan=0.0, posinf=0.0))
         # A new reference whenever the robot made enough progress (or has none yet / arrived).
         required = p.min_progress * np.minimum(max_speed * p.stall_time, self._reference_distance)
         progressed = (self._reference_distance - distance >= required) | arrived

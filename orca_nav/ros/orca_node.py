@@ -6,7 +6,8 @@ Subscribes, for every robot in `robots`, `/<robot>/odom` (nav_msgs/Odometry, pos
 ORCA polygon obstacles (`core.map_polygons`, rebuilt off the control thread when the map
 changes). Each control cycle runs ONE `core.orca.compute_velocities` for all robots:
 
-    odometry -> preferred velocities (trajectory seam | straight to goal + deadlock breaker)
+    odometry -> preferred velocities (trajectory seam | toward the goal around the map's
+                obstacles (core.geodesic_guidance) + deadlock breaker)
              -> ORCA (radius enlarged by the tracking-error bound for diff-drive/car robots)
              -> body twists per kinematic model -> acceleration limits -> /<robot>/cmd_vel
 
@@ -40,6 +41,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from orca_nav.core.kinematics import (CAR, DIFF_DRIVE, RobotLimits, limit_twist,
                                       tracking_error_bound)
+from orca_nav.core.geodesic_guidance import GeodesicGuidance
 from orca_nav.core.map_polygons import grid_to_polygons
 from orca_nav.core.orca import OrcaParams, compute_velocities, prepare_obstacles
 from orca_nav.core.preferred_velocity import DeadlockBreaker, DeadlockParams, goal_velocities
@@ -162,6 +164,7 @@ class OrcaNode(Node):
         self._map_lock = threading.Lock()
         self._grid = None
         self._obstacles = prepare_obstacles([])
+        self._guidance = None   # GeodesicGuidance of the current map (None: straight to goal)
         self._map_version = 0
         self._map_changed = False
 
@@ -387,10 +390,16 @@ class OrcaNode(Node):
             started = time.perf_counter()
             polygons = grid_to_polygons(grid, inflation=inflation)
             obstacles = prepare_obstacles(polygons)
+            # Distance fields of the goals known now are built here, off the control thread;
+            # later goals get theirs on first use.
+            guidance = GeodesicGuidance(grid.inflated(inflation) if inflation > 0.0 else grid)
+            goals = self._goal.copy()
+            known = np.isfinite(goals[:, 0]) & self._is_commanded
+            guidance.prepare(goals[known], self._orca_radius[known])
             with self._map_lock:
                 if version != self._map_version:
                     return      # a newer map arrived meanwhile
-                self._grid, self._obstacles = grid, obstacles
+                self._grid, self._obstacles, self._guidance = grid, obstacles, guidance
                 self._map_changed = True   # goals are re-checked by the next cycle
             self.get_logger().info(
                 f'map {grid.shape[1]}x{grid.shape[0]} -> {len(polygons)} obstacle polygons '
@@ -482,14 +491,30 @@ class OrcaNode(Node):
         return np.where(run[:, None], twist, 0.0)
 
     def _preferred(self, rows, live, positions, limits, now, period) -> np.ndarray:
-        """Trajectory tracking where a trajectory is active, else straight to the goal with the
-        deadlock breaker on top."""
+        """Trajectory tracking where a trajectory is active, else toward the goal (around the
+        map's obstacles once a map is known) with the deadlock breaker on top."""
         goals = self._goal[rows]
-        pref, arrived = goal_velocities(positions, goals, limits.max_speed, limits.max_accel,
-                                        self._cfg['goal_tolerance'], time_step=period)
-        self._arrived[rows] = arrived
         tracked_pref, tracked = self._seam.preferred_velocities(now, positions, self._yaw[rows],
                                                                 limits, rows)
+        with self._map_lock:
+            guidance = self._guidance
+        route = np.hypot(*(goals - positions).T)
+        headings = None
+        if guidance is not None:
+            headings = np.zeros_like(positions)
+            guided = self._is_commanded[rows] & ~tracked & np.isfinite(goals[:, 0])
+            headings[guided], route[guided] = guidance.directions(
+                positions[guided], goals[guided], self._orca_radius[rows[guided]])
+            # Robots not guided here keep the straight heading.
+            straight = goals[~guided] - positions[~guided]
+            norm = np.hypot(*straight.T)[:, None]
+            headings[~guided] = np.divide(straight, norm, out=np.zeros_like(straight),
+                                          where=norm > 0.0)
+        pref, arrived = goal_velocities(positions, goals, limits.max_speed, limits.max_accel,
+                                        self._cfg['goal_tolerance'], time_step=period,
+                                        headings=headings,
+                                        route_lengths=None if headings is None else route)
+        self._arrived[rows] = arrived
         if self._deadlock_cfg['enabled']:
             n = len(self.robots)
             all_pos = np.where(np.isfinite(self._position), self._position, 0.0)
@@ -498,8 +523,10 @@ class OrcaNode(Node):
             # Robots outside this cycle, stale, tracked or arrived neither stall nor outrank.
             exempt = np.ones(n, dtype=bool)
             exempt[rows] = arrived | tracked | ~live
+            all_route = np.zeros(n)
+            all_route[rows] = route
             out = self._breaker.update(now, all_pos, all_pref, exempt, np.nan_to_num(self._goal),
-                                       self._limits.max_speed, self._radius)
+                                       self._limits.max_speed, self._radius, distances=all_route)
             pref = out[rows]
         return np.where(tracked[:, None], tracked_pref, pref)
 

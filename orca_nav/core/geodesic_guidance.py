@@ -1,0 +1,195 @@
+"""Obstacle-aware goal directions for a fleet: descent of a geodesic distance-to-goal field.
+
+A straight-to-goal preferred velocity has a local minimum behind every obstacle: a robot whose
+goal lies behind a block presses against the block face forever, and ORCA (which only filters
+preferred velocities) cannot get it out. RVO2's own Blocks example steers its agents along a
+roadmap for this reason. Here the roadmap is the map itself:
+
+* per robot radius class (radius + ``margin``, rounded up to whole cells) the map is inflated
+  and cut into a graph of free cells (`grid.CoarseGeodesic`, blocks of ``factor`` cells on big
+  maps), built once per map;
+* per (goal, radius class) one Dijkstra from the goal gives the distance-to-goal field, and a
+  next-hop array (every block's steepest-descent neighbour) is derived from it by whole-array
+  shifts; both are cached until the map changes;
+* per control cycle, for all robots at once: a robot that sees its goal (`segment_free` with its
+  radius) heads straight for it, so open-space behaviour is exactly straight-to-goal; any other
+  robot follows the next-hop chain ``lookahead`` hops from its (nearest free) block and heads
+  for the farthest chain block visible from there in the inflated map (string pulling, so the
+  heading is smooth rather than 8-connected).
+
+The distance it reports (field value at the target plus the straight distance to it) is what
+the deadlock breaker measures progress with: going around a block makes no Euclidean progress
+for a while, but it does make geodesic progress.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, Tuple
+
+import numpy as np
+from scipy import ndimage
+
+from orca_nav.core.grid import CoarseGeodesic, OccupancyGrid
+
+__all__ = ['GeodesicGuidance']
+
+_MAX_BLOCKS = 250_000      # coarser blocks above this many graph nodes (Dijkstra stays ~0.1 s)
+_OFFSETS = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if (dy, dx) != (0, 0)]
+
+
+class _RadiusClass:
+    """The graph of one inflation radius, and the fields of the goals seen with it."""
+
+    def __init__(self, grid: OccupancyGrid, inflation: float, factor: int):
+        self.inflated = grid.inflated(inflation)
+        self.graph = CoarseGeodesic(self.inflated, factor, optimistic=True)
+        self.cell_size = self.graph.cell_size
+        self.shape = self.graph.free.shape            # (by, bx)
+        # Nearest free block of every block: robots pressed into the inflated zone (or goals
+        # near a wall) are attached to the graph there.
+        self.empty = not self.graph.free.any()   # robots this wide fit nowhere on the map
+        if self.empty:
+            self.snap = np.arange(self.graph.free.size)
+        else:
+            _, nearest = ndimage.distance_transform_edt(~self.graph.free, return_indices=True)
+            self.snap = np.ravel_multi_index(tuple(nearest), self.shape).reshape(-1)
+        self.fields: Dict[Tuple[float, float], Tuple[np.ndarray, np.ndarray]] = {}
+
+    def block_of(self, points: np.ndarray) -> np.ndarray:
+        """Flat index of the nearest free block to each point (points outside: clipped in)."""
+        cells = np.floor((points - self.inflated.origin) / self.cell_size).astype(np.int64)
+        ix = np.clip(cells[:, 0], 0, self.shape[1] - 1)
+        iy = np.clip(cells[:, 1], 0, self.shape[0] - 1)
+        return self.snap[iy * self.shape[1] + ix]
+
+    def centres(self, flat: np.ndarray) -> np.ndarray:
+        iy, ix = np.divmod(flat, self.shape[1])
+        return self.inflated.origin + (np.stack([ix, iy], axis=-1) + 0.5) * self.cell_size
+
+    def field(self, goal: Tuple[float, float]) -> Tuple[np.ndarray, np.ndarray]:
+        """(distance (B,), next_hop (B,)) for a goal, computed on first use."""
+        if goal not in self.fields:
+            goal_block = self.block_of(np.array([goal]))   # nearest free block to the goal
+            distance = self.graph.from_goal(self.centres(goal_block))
+            self.fields[goal] = distance, self._next_hops(distance)
+        return self.fields[goal]
+
+    def _next_hops(self, distance: np.ndarray) -> np.ndarray:
+        """Every block's neighbour with the lowest distance (itself at the goal or if cut off)."""
+        by, bx = self.shape
+        field = np.pad(distance.reshape(self.shape), 1, constant_values=np.inf)
+        ids = np.pad(np.arange(by * bx).reshape(self.shape), 1, constant_values=-1)
+        best = distance.reshape(self.shape).copy()
+        hop = np.arange(by * bx).reshape(self.shape)
+        for dy, dx in _OFFSETS:
+            shifted = field[1 + dy:1 + dy + by, 1 + dx:1 + dx + bx]
+            better = shifted < best
+            best = np.where(better, shifted, best)
+            hop = np.where(better, ids[1 + dy:1 + dy + by, 1 + dx:1 + dx + bx], hop)
+        return hop.reshape(-1)
+
+
+class GeodesicGuidance:
+    """Goal directions around the obstacles of one map, for robots of any radius.
+
+    grid: the map (`OccupancyGrid`, 2-D). margin: added to every robot radius before inflating
+    (metres; keeps the guided route off the walls so ORCA's obstacle lines rarely bind).
+    lookahead: how many next hops a robot looks ahead along its route for a visible target.
+    """
+
+    def __init__(self, grid: OccupancyGrid, margin: float = 0.1, lookahead: int = 24):
+        if grid.ndim != 2:
+            raise ValueError(f'grid must be 2-D, got {grid.ndim}-D')
+        if not (math.isfinite(margin) and margin >= 0.0):
+            raise ValueError(f'margin must be finite and >= 0, got {margin}')
+        if int(lookahead) < 1:
+            raise ValueError(f'lookahead must be >= 1, got {lookahead}')
+        self.grid = grid
+        self.margin = float(margin)
+        self.lookahead = int(lookahead)
+        self._factor = max(1, math.ceil(math.sqrt(grid.occupied.size / _MAX_BLOCKS)))
+        self._classes: Dict[int, _RadiusClass] = {}
+
+    def _radius_class(self, radius: float) -> _RadiusClass:
+        cells = math.ceil((radius + self.margin) / self.grid.resolution - 1e-9)
+        if cells not in self._classes:
+            self._classes[cells] = _RadiusClass(self.grid, cells * self.grid.resolution,
+                                                self._factor)
+        return self._classes[cells]
+
+    def prepare(self, goals, radius) -> None:
+        """Builds (and caches) the fields of these goals now, e.g. on a worker thread."""
+        goals = np.asarray(goals, dtype=float).reshape(-1, 2)
+        radius = np.broadcast_to(np.asarray(radius, dtype=float), (len(goals),))
+        for goal, r in zip(goals, radius):   # distinct goals, once per goal and map
+            cls = self._radius_class(float(r))
+            if np.all(np.isfinite(goal)) and not cls.empty:
+                cls.field((float(goal[0]), float(goal[1])))
+
+    def directions(self, positions, goals, radius) -> Tuple[np.ndarray, np.ndarray]:
+        """Unit headings (N, 2) and route lengths (N,) to each robot's goal.
+
+        positions, goals: (N, 2), a goal row of NaN = no goal (zero heading, NaN length).
+        radius: scalar or (N,) robot radii (> 0). A robot that sees its goal heads straight for
+        it; a robot whose goal is unreachable in the inflated map also heads straight for it
+        (ORCA still keeps it safe) and reports the straight distance.
+        """
+        positions = np.asarray(positions, dtype=float)
+        goals = np.asarray(goals, dtype=float)
+        n = len(positions)
+        if positions.shape != (n, 2) or goals.shape != (n, 2):
+            raise ValueError(f'positions and goals must have shape (N, 2), got '
+                             f'{positions.shape} and {goals.shape}')
+        if not np.all(np.isfinite(positions)):
+            bad = int(np.flatnonzero(~np.isfinite(positions).all(axis=1))[0])
+            raise ValueError(f'positions[{bad}] is not finite: {positions[bad].tolist()}')
+        radius = np.broadcast_to(np.asarray(radius, dtype=float), (n,))
+        bad = np.flatnonzero(~np.isfinite(radius) | (radius <= 0.0))
+        if bad.size:
+            raise ValueError(f'radius[{bad[0]}] must be finite and > 0, got {radius[bad[0]]}')
+        has_goal = np.isfinite(goals).all(axis=1)
+        offset = np.where(has_goal[:, None], goals - positions, 0.0)
+        length = np.where(has_goal, np.hypot(offset[:, 0], offset[:, 1]), np.nan)
+        target = np.where(has_goal[:, None], goals, positions)
+        for r in np.unique(radius[has_goal]):      # radius classes, not robots
+            rows = np.flatnonzero(has_goal & (radius == r))
+            visible = self.grid.segment_free(positions[rows], goals[rows], float(r))
+            rows = rows[~visible]
+            cls = self._radius_class(float(r)) if rows.size else None
+            if rows.size and not cls.empty:
+                target[rows], length[rows] = self._route_targets(
+                    cls, positions[rows], goals[rows], length[rows])
+        heading = target - positions
+        norm = np.hypot(heading[:, 0], heading[:, 1])
+        heading = np.divide(heading, norm[:, None], out=np.zeros_like(heading),
+                            where=norm[:, None] > 0.0)
+        return heading, length
+
+    def _route_targets(self, cls: _RadiusClass, positions, goals, straight):
+        """Farthest visible block along each robot's next-hop chain, and the route length."""
+        m = len(positions)
+        goal_keys = [(float(g[0]), float(g[1])) for g in goals]
+        distinct = {key: i for i, key in enumerate(dict.fromkeys(goal_keys))}
+        field_of = np.array([distinct[k] for k in goal_keys])
+        fields = [cls.field(k) for k in distinct]   # cached: computed once per goal and map
+        nblocks = cls.shape[0] * cls.shape[1]
+        distance = np.concatenate([f[0] for f in fields])
+        next_hop = np.concatenate([f[1] + i * nblocks for i, f in enumerate(fields)])
+        start = cls.block_of(positions) + field_of * nblocks
+        chain = np.empty((m, self.lookahead + 1), dtype=np.int64)
+        chain[:, 0] = start
+        for k in range(self.lookahead):             # lookahead hops, all robots per hop
+            chain[:, k + 1] = next_hop[chain[:, k]]
+        local = chain % nblocks
+        waypoints = cls.centres(local)               # (m, K+1, 2)
+        origin = np.repeat(waypoints[:, :1], self.lookahead, axis=1).reshape(-1, 2)
+        seen = cls.inflated.segment_free(origin, waypoints[:, 1:].reshape(-1, 2))
+        seen = seen.reshape(m, self.lookahead)
+        # The farthest visible hop; the first hop when none is (it is always adjacent).
+        pick = np.where(seen.any(axis=1), self.lookahead - np.argmax(seen[:, ::-1], axis=1), 1)
+        rows = np.arange(m)
+        target = waypoints[rows, pick]
+        reachable = np.isfinite(distance[chain[rows, pick]])
+        route = distance[chain[rows, pick]] + np.hypot(*(target - positions).T)
+        target = np.where(reachable[:, None], target, goals)
+        return target, np.where(reachable, route, straight)

@@ -1,0 +1,102 @@
+"""Geodesic guidance: goals behind obstacles are reached through the real ORCA simulator."""
+import numpy as np
+import pytest
+
+from orca_nav.core.geodesic_guidance import GeodesicGuidance
+from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.map_polygons import grid_to_polygons
+from orca_nav.core.orca import OrcaParams, OrcaSimulator, prepare_obstacles
+from orca_nav.core.preferred_velocity import DeadlockBreaker, goal_velocities
+
+RESOLUTION = 0.2
+RADIUS = 0.4
+
+
+def _block_map():
+    """20 m x 20 m room (origin -10, -10) with a 4 m x 10 m block (x x y) in the middle."""
+    occupied = np.zeros((100, 100), dtype=bool)
+    occupied[25:75, 40:60] = True
+    return OccupancyGrid(occupied, RESOLUTION, (-10.0, -10.0))
+
+
+# Agents straight behind the block from their goals, swapping sides.
+STARTS = np.array([[-6.0, 0.0], [6.0, 0.3], [-6.0, -2.0], [6.0, 2.5]])
+GOALS = -STARTS
+
+
+def _run(grid, guided, max_time=40.0):
+    """Closed loop through OrcaSimulator with the map's polygons; returns (arrived, min gap)."""
+    params = OrcaParams(time_step=0.1, neighbor_dist=5.0, max_neighbors=10, time_horizon=3.0,
+                        time_horizon_obst=2.0, radius=RADIUS + 0.05, max_speed=1.5)
+    sim = OrcaSimulator(params)
+    for start in STARTS:
+        sim.add_agent(start)
+    sim.set_obstacles(prepare_obstacles(grid_to_polygons(grid)))
+    guidance = GeodesicGuidance(grid)
+    breaker = DeadlockBreaker(len(STARTS))
+    min_clearance = np.inf
+    arrived = np.zeros(len(STARTS), dtype=bool)
+    while sim.global_time < max_time:
+        positions = sim.positions
+        min_clearance = min(min_clearance, float(grid.clearance_at(positions).min()))
+        headings = distances = None
+        if guided:
+            headings, distances = guidance.directions(positions, GOALS, RADIUS)
+        pref, arrived = goal_velocities(positions, GOALS, 1.5, 2.0, 0.1, time_step=0.1,
+                                        headings=headings, route_lengths=distances)
+        if arrived.all():
+            break
+        pref = breaker.update(sim.global_time, positions, pref, arrived, GOALS, 1.5, RADIUS,
+                              distances=distances)
+        sim.set_pref_velocities(pref)
+        sim.step()
+    return arrived, min_clearance
+
+
+def test_straight_line_preferred_velocity_gets_stuck_behind_a_block():
+    arrived, _ = _run(_block_map(), guided=False)
+    assert not arrived.any()
+
+
+def test_geodesic_guidance_reaches_goals_behind_a_block_without_touching_it():
+    arrived, min_clearance = _run(_block_map(), guided=True)
+    assert arrived.all()
+    assert min_clearance > RADIUS - 0.5 * RESOLUTION   # cell-centre clearance: half-cell slack
+
+
+def test_visible_goal_gives_the_straight_direction_and_distance():
+    guidance = GeodesicGuidance(_block_map())
+    positions = np.array([[-6.0, -6.0], [-6.0, 7.0]])
+    goals = np.array([[6.0, -6.0], [np.nan, np.nan]])
+    heading, length = guidance.directions(positions, goals, RADIUS)
+    np.testing.assert_allclose(heading, [[1.0, 0.0], [0.0, 0.0]])
+    assert length[0] == pytest.approx(12.0) and np.isnan(length[1])
+
+
+def test_hidden_goal_heads_around_the_block_with_a_route_longer_than_straight():
+    guidance = GeodesicGuidance(_block_map())
+    positions = np.array([[-5.0, 0.5], [-5.0, -0.5]])
+    heading, length = guidance.directions(positions, np.array([[5.0, 0.5], [5.0, -0.5]]), RADIUS)
+    # Each goes round the nearer corner: up for the upper robot, down for the lower one.
+    assert heading[0, 1] > 0.3 and heading[1, 1] < -0.3
+    assert np.all(length > 16.0) and np.all(length < 17.5)   # straight 10 m; round ~16.2 m
+
+
+def test_field_is_built_once_per_goal_and_radius_class():
+    guidance = GeodesicGuidance(_block_map())
+    goals = np.array([[5.0, 0.0], [5.0, 0.0], [5.0, 1.0]])
+    positions = np.array([[-5.0, 0.0], [-5.0, 1.0], [-5.0, 2.0]])
+    guidance.directions(positions, goals, RADIUS)
+    guidance.directions(positions + 0.1, goals, [RADIUS, RADIUS, 0.55])
+    sizes = sorted(len(c.fields) for c in guidance._classes.values())
+    assert sizes == [1, 2]   # 0.4 m class: two goals; 0.55 m class: one
+
+
+def test_rejects_bad_input_naming_it():
+    guidance = GeodesicGuidance(_block_map())
+    with pytest.raises(ValueError, match=r'positions\[1\]'):
+        guidance.directions([[0.0, 0.0], [np.nan, 0.0]], np.zeros((2, 2)), RADIUS)
+    with pytest.raises(ValueError, match=r'radius\[0\]'):
+        guidance.directions([[0.0, 0.0]], [[1.0, 1.0]], -1.0)
+    with pytest.raises(ValueError, match='margin'):
+        GeodesicGuidance(_block_map(), margin=-0.1)

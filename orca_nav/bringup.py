@@ -74,6 +74,9 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
         raise ValueError(f'mode: {mode!r} is not one of {", ".join(MODES)}')
     fleet = fleet_parameters(cfg)
     sections = cfg.node_parameters
+    # With a planner every goal gets a trajectory: robots wait for it instead of heading
+    # straight at the goal meanwhile (a fleet file may still say otherwise).
+    orca = {**fleet, 'trajectories_only': cfg.planner_enabled, **sections['orca_node']}
     specs: List[NodeSpec] = []
     if cfg.map_path is not None:
         specs.append(NodeSpec(MAP_PUBLISHER, MAP_PUBLISHER, parameters=[{
@@ -83,12 +86,12 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
         specs.append(NodeSpec('fleet_sim_node', FLEET_SIM,
                               parameters=[{**fleet, **sections['fleet_sim_node']}]))
     if mode == 'centralized':
-        specs.append(NodeSpec('orca_node', ORCA, parameters=[{**fleet, **sections['orca_node']}]))
+        specs.append(NodeSpec('orca_node', ORCA, parameters=[orca]))
     else:
         # Every per-robot node knows the whole fleet (the others are reciprocal agents seen
         # through their odometry) and commands only its own robot.
         specs.extend(NodeSpec('orca_node', ORCA, namespace=name, parameters=[{
-            **fleet, 'mode': 'per_robot', 'robot_name': name, **sections['orca_node']}])
+            **orca, 'mode': 'per_robot', 'robot_name': name}])
             for name in cfg.robot_names)
     if cfg.planner_enabled:
         specs.append(NodeSpec('planner_node', PLANNER,

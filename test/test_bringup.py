@@ -117,3 +117,11 @@ def test_bringup_does_not_need_rclpy():
     code = ('import sys, orca_nav.bringup, orca_nav.scenarios; '
             'sys.exit(1 if "rclpy" in sys.modules else 0)')
     assert subprocess.call([sys.executable, '-c', code], cwd=str(REPO)) == 0
+
+
+def test_orca_node_waits_for_trajectories_when_a_planner_is_enabled(fleet_with_map):
+    for mode in ('centralized', 'per_robot'):
+        for spec in by_executable(describe_graph(fleet_with_map, mode=mode))['orca_node']:
+            assert spec.parameters[0]['trajectories_only'] is True
+    plain = by_executable(describe_graph(circle(2)))['orca_node'][0]
+    assert plain.parameters[0]['trajectories_only'] is False

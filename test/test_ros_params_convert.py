@@ -151,3 +151,11 @@ def test_grid_message_rejects_bad_shapes_and_rotation():
     msg.info.origin.orientation = convert.yaw_to_quaternion(0.5)
     with pytest.raises(ValueError, match='info.origin.orientation'):
         convert.msg_to_grid(msg)
+
+
+def test_undeclared_overrides_are_named(make_node):
+    from orca_nav.ros.params import warn_undeclared_overrides
+    node = make_node([Parameter('control_rate', value=5.0), Parameter('rate', value=40.0),
+                      Parameter('qos_overrides./odom.publisher.depth', value=5)])
+    declare_parameters(node, SPECS)
+    assert warn_undeclared_overrides(node) == ['rate']

@@ -13,6 +13,8 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 
+from orca_nav.ros.params import warn_undeclared_overrides
+
 
 def run_node(make_node: Callable[[], Node], name: str, args: Optional[Sequence[str]] = None,
              multithreaded: bool = False) -> None:
@@ -20,6 +22,7 @@ def run_node(make_node: Callable[[], Node], name: str, args: Optional[Sequence[s
     rclpy.init(args=args)
     try:
         node = make_node()
+        warn_undeclared_overrides(node)
     except ValueError as err:
         rclpy.logging.get_logger(name).error(f'cannot start: {err}')
         rclpy.try_shutdown()

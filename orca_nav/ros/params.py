@@ -230,3 +230,16 @@ def on_parameters_changed(node, listener: Callable[[Dict[str, Any]], None]) -> N
     """Calls listener({full_name: value}) after validated parameter changes are applied."""
     _callback_registry(node)
     node._orca_param_listeners.append(listener)
+
+
+def warn_undeclared_overrides(node) -> List[str]:
+    """Names the parameters given to `node` (params file, launch, fleet config) that it never
+    declared. rclpy drops them silently, which hides typos such as `rate` for `sim_rate`."""
+    # rclpy has no public accessor for the overrides; this attribute exists since Foxy.
+    given = getattr(node, '_parameter_overrides', {})
+    unknown = sorted(name for name in given
+                     if not node.has_parameter(name) and not name.startswith('qos_overrides.'))
+    if unknown:
+        node.get_logger().warning(
+            f"ignoring parameters this node does not have: {', '.join(unknown)}")
+    return unknown

@@ -27,6 +27,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from orca_nav.bringup import PACKAGE, NodeSpec
+from orca_nav.ros.params import warn_undeclared_overrides
 
 NODE_CLASSES = {
     'orca_node': 'orca_nav.ros.orca_node:OrcaNode',
@@ -133,6 +134,7 @@ def run_graph(specs: Sequence[NodeSpec], executor: Optional[str] = None,
     try:
         for spec in specs:
             node = node_class(spec.executable)(**_node_kwargs(spec, context))
+            warn_undeclared_overrides(node)
             graph.nodes[spec.full_name] = node
             executor.add_node(node)
         # The spin loop stops at a flag between callbacks: the EventsExecutor's shutdown (and

@@ -189,7 +189,8 @@ def compute_velocities(positions, velocities, pref_velocities, params, obstacles
 # Neighbours
 
 def _agent_neighbors(positions, neighbor_dist, max_neighbors):
-    """(N, k) neighbour indices, nearest first, and a prefix mask of the ones RVO2 keeps."""
+    """(N, k) neighbour indices, nearest first, and a prefix mask of the ones RVO2 keeps
+    (indices outside the mask are meaningless: cKDTree's "missing" N, or too far)."""
     count = len(positions)
     k = int(min(max_neighbors.max(initial=0), count - 1))
     if k <= 0:
@@ -214,15 +215,12 @@ def _agent_neighbors(positions, neighbor_dist, max_neighbors):
     keep = dist < neighbor_dist[:, None]
     if max_neighbors.min() < k:
         keep &= np.arange(k)[None, :] < max_neighbors[:, None]
-    # Slots no agent uses would only carry masked sentinel lines through every later stage.
-    used = int(keep.sum(axis=1).max())
-    if used < k:
-        neighbors, dist, keep = neighbors[:, :used], dist[:, :used], keep[:, :used]
-    # Unused slots point at index `count` (cKDTree's "missing"), a far sentinel agent.
-    if not np.array_equal(keep, neighbors < count):
-        neighbors = neighbors.copy()
-        np.putmask(neighbors, ~keep, count)
-    return neighbors, keep
+    # Slots no agent uses would only carry masked sentinel lines through every later stage
+    # (keep is a prefix mask: trailing slots are unused when no agent keeps them).
+    used = k
+    while used > 0 and not keep[:, used - 1].any():
+        used -= 1
+    return neighbors[:, :used], keep[:, :used]
 
 
 # ---------------------------------------------------------------------------------------
@@ -257,7 +255,10 @@ def _agent_lines(positions, velocities, radius, time_horizon, time_step, neighbo
     columns = (pos[:, 0].copy(), pos[:, 1].copy(), vel[:, 0].copy(), vel[:, 1].copy(), rad)
     inv_horizon = f32(1.0) / time_horizon.astype(f32)
     inv_step = f32(1.0) / f32(time_step)
-    other = np.ascontiguousarray(neighbors.T)
+    # Unused slots point at index `count`, a far sentinel agent. (Slot-major, C order.)
+    other = np.empty((width, count), dtype=np.intp)
+    np.copyto(other, neighbors.T)
+    np.copyto(other, count, where=~keep.T)
     lines = np.empty((4, width, count))
     # Blocks of agents keep the ~40 temporaries in cache.
     for start in range(0, count, _LINE_BLOCK):

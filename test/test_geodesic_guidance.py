@@ -82,13 +82,22 @@ def test_hidden_goal_heads_around_the_block_with_a_route_longer_than_straight():
     assert np.all(length > 16.0) and np.all(length < 17.5)   # straight 10 m; round ~16.2 m
 
 
+def test_unreachable_goal_falls_back_to_the_straight_heading():
+    occupied = np.zeros((30, 40), dtype=bool)
+    occupied[:, 20:22] = True   # a wall across the whole map
+    guidance = GeodesicGuidance(OccupancyGrid(occupied, 0.1, (0.0, 0.0)))
+    heading, length = guidance.directions([[1.0, 1.5]], [[3.5, 1.0]], RADIUS)
+    np.testing.assert_allclose(heading[0], [2.5, -0.5] / np.hypot(2.5, 0.5))
+    assert length[0] == pytest.approx(np.hypot(2.5, 0.5))
+
+
 def test_field_is_built_once_per_goal_and_radius_class():
     guidance = GeodesicGuidance(_block_map())
     goals = np.array([[5.0, 0.0], [5.0, 0.0], [5.0, 1.0]])
     positions = np.array([[-5.0, 0.0], [-5.0, 1.0], [-5.0, 2.0]])
     guidance.directions(positions, goals, RADIUS)
     guidance.directions(positions + 0.1, goals, [RADIUS, RADIUS, 0.55])
-    sizes = sorted(len(c.fields) for c in guidance._classes.values())
+    sizes = sorted(len(c.goal_rows) for c in guidance._classes.values())
     assert sizes == [1, 2]   # 0.4 m class: two goals; 0.55 m class: one
 
 

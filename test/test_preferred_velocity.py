@@ -43,6 +43,34 @@ def test_goal_velocity_rejects_bad_input_naming_it(kwargs, name):
         goal_velocities(**args)
 
 
+def test_goal_velocity_follows_given_headings_and_brakes_on_the_route_length():
+    positions = np.zeros((2, 2))
+    goals = np.array([[1.0, 0.0], [1.0, 0.0]])
+    headings = np.array([[0.0, 1.0], [1.0, 0.0]])
+    pref, arrived = goal_velocities(positions, goals, 2.0, 1.0, GOAL_TOLERANCE,
+                                    headings=headings, route_lengths=[8.0, 0.5])
+    np.testing.assert_allclose(pref[0], [0.0, 2.0])  # route 8 m: full speed along the heading
+    np.testing.assert_allclose(pref[1], [np.sqrt(2.0), 0.0])  # route < straight: brake on 1 m
+    assert not arrived.any()
+    with pytest.raises(ValueError, match='headings and route_lengths'):
+        goal_velocities(positions, goals, 2.0, 1.0, 0.1, headings=headings, route_lengths=[1.0])
+
+
+def test_progress_along_a_route_is_not_a_stall():
+    """Going round an obstacle the straight distance to the goal stays put; the route shrinks."""
+    by_route, by_straight = (DeadlockBreaker(1, DeadlockParams(stall_time=1.0)) for _ in range(2))
+    goals = np.array([[10.0, 0.0]])
+    positions = np.zeros((1, 2))   # only the progress measure matters here
+    pref = np.array([[0.0, 1.0]])
+    for step in range(40):   # full speed along the route, 10 m from the goal all along
+        now = 0.1 * step
+        out = by_route.update(now, positions, pref, [False], goals, max_speed=1.0, radius=0.5,
+                              distances=[20.0 - 0.1 * step])
+        np.testing.assert_allclose(out, pref)
+        by_straight.update(now, positions, pref, [False], goals, max_speed=1.0, radius=0.5)
+    assert by_straight.detouring(3.9).all()   # judged on the straight distance: stalled
+
+
 def test_stalled_head_on_pair_one_yields_the_other_turns_right():
     breaker = DeadlockBreaker(2, DeadlockParams(stall_time=1.0, recovery_time=2.0))
     positions = np.array([[-0.6, 0.0], [0.6, 0.0]])  # blocked face to face, not moving

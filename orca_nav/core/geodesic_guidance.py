@@ -53,7 +53,12 @@ class _RadiusClass:
         else:
             _, nearest = ndimage.distance_transform_edt(~self.graph.free, return_indices=True)
             self.snap = np.ravel_multi_index(tuple(nearest), self.shape).reshape(-1)
-        self.fields: Dict[Tuple[float, float], Tuple[np.ndarray, np.ndarray]] = {}
+        # Fields of all goals seen so far, stacked (one row per goal) so that a cycle looks up
+        # every robot's field with one flat index; grown only when a new goal appears.
+        self.goal_rows: Dict[Tuple[float, float], int] = {}
+        # float32 / int32: 8 bytes per block and goal.
+        self.distance = np.empty((0, self.graph.free.size), dtype=np.float32)
+        self.next_hop = np.empty((0, self.graph.free.size), dtype=np.int32)
 
     def block_of(self, points: np.ndarray) -> np.ndarray:
         """Flat index of the nearest free block to each point (points outside: clipped in)."""
@@ -66,13 +71,21 @@ class _RadiusClass:
         iy, ix = np.divmod(flat, self.shape[1])
         return self.inflated.origin + (np.stack([ix, iy], axis=-1) + 0.5) * self.cell_size
 
-    def field(self, goal: Tuple[float, float]) -> Tuple[np.ndarray, np.ndarray]:
-        """(distance (B,), next_hop (B,)) for a goal, computed on first use."""
-        if goal not in self.fields:
-            goal_block = self.block_of(np.array([goal]))   # nearest free block to the goal
-            distance = self.graph.from_goal(self.centres(goal_block))
-            self.fields[goal] = distance, self._next_hops(distance)
-        return self.fields[goal]
+    def rows_of(self, goals) -> np.ndarray:
+        """Row of each goal in the stacked fields; fields of new goals are computed here."""
+        keys = [(float(x), float(y)) for x, y in goals]
+        new = [k for k in dict.fromkeys(keys) if k not in self.goal_rows]
+        if new:   # once per goal and map: one Dijkstra each
+            blocks = self.block_of(np.array(new))   # nearest free block to each goal
+            distance = np.stack([self.graph.from_goal(c) for c in self.centres(blocks)])
+            first = len(self.distance)
+            # Next hops as flat indices into the stack, so chains need no per-goal offsets.
+            hops = np.stack([self._next_hops(d) for d in distance])
+            hops += (first + np.arange(len(new)))[:, None] * distance.shape[1]
+            self.distance = np.concatenate([self.distance, distance.astype(np.float32)])
+            self.next_hop = np.concatenate([self.next_hop, hops.astype(np.int32)])
+            self.goal_rows.update((k, first + i) for i, k in enumerate(new))
+        return np.array([self.goal_rows[k] for k in keys], dtype=np.int64)
 
     def _next_hops(self, distance: np.ndarray) -> np.ndarray:
         """Every block's neighbour with the lowest distance (itself at the goal or if cut off)."""
@@ -108,6 +121,8 @@ class GeodesicGuidance:
         self.margin = float(margin)
         self.lookahead = int(lookahead)
         self._factor = max(1, math.ceil(math.sqrt(grid.occupied.size / _MAX_BLOCKS)))
+        probes = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
+        self._probe_hops = np.array([h for h in probes if h < self.lookahead] + [self.lookahead])
         self._classes: Dict[int, _RadiusClass] = {}
 
     def _radius_class(self, radius: float) -> _RadiusClass:
@@ -121,10 +136,11 @@ class GeodesicGuidance:
         """Builds (and caches) the fields of these goals now, e.g. on a worker thread."""
         goals = np.asarray(goals, dtype=float).reshape(-1, 2)
         radius = np.broadcast_to(np.asarray(radius, dtype=float), (len(goals),))
-        for goal, r in zip(goals, radius):   # distinct goals, once per goal and map
+        known = np.isfinite(goals).all(axis=1)
+        for r in np.unique(radius[known]):   # radius classes, not robots
             cls = self._radius_class(float(r))
-            if np.all(np.isfinite(goal)) and not cls.empty:
-                cls.field((float(goal[0]), float(goal[1])))
+            if not cls.empty:
+                cls.rows_of(goals[known & (radius == r)])
 
     def directions(self, positions, goals, radius) -> Tuple[np.ndarray, np.ndarray]:
         """Unit headings (N, 2) and route lengths (N,) to each robot's goal.
@@ -168,28 +184,24 @@ class GeodesicGuidance:
     def _route_targets(self, cls: _RadiusClass, positions, goals, straight):
         """Farthest visible block along each robot's next-hop chain, and the route length."""
         m = len(positions)
-        goal_keys = [(float(g[0]), float(g[1])) for g in goals]
-        distinct = {key: i for i, key in enumerate(dict.fromkeys(goal_keys))}
-        field_of = np.array([distinct[k] for k in goal_keys])
-        fields = [cls.field(k) for k in distinct]   # cached: computed once per goal and map
-        nblocks = cls.shape[0] * cls.shape[1]
-        distance = np.concatenate([f[0] for f in fields])
-        next_hop = np.concatenate([f[1] + i * nblocks for i, f in enumerate(fields)])
-        start = cls.block_of(positions) + field_of * nblocks
+        nblocks = cls.distance.shape[1]
         chain = np.empty((m, self.lookahead + 1), dtype=np.int64)
-        chain[:, 0] = start
+        # Flat indices into the stacked fields: goal row * blocks + block.
+        chain[:, 0] = cls.rows_of(goals) * nblocks + cls.block_of(positions)
+        next_hop = cls.next_hop.reshape(-1)   # a view: the stack is not copied per cycle
         for k in range(self.lookahead):             # lookahead hops, all robots per hop
             chain[:, k + 1] = next_hop[chain[:, k]]
-        local = chain % nblocks
-        waypoints = cls.centres(local)               # (m, K+1, 2)
-        origin = np.repeat(waypoints[:, :1], self.lookahead, axis=1).reshape(-1, 2)
-        seen = cls.inflated.segment_free(origin, waypoints[:, 1:].reshape(-1, 2))
-        seen = seen.reshape(m, self.lookahead)
-        # The farthest visible hop; the first hop when none is (it is always adjacent).
-        pick = np.where(seen.any(axis=1), self.lookahead - np.argmax(seen[:, ::-1], axis=1), 1)
+        # Visibility is tested at a few hops only (near ones densely): cheap and smooth enough.
+        hops = self._probe_hops
+        waypoints = cls.centres(chain[:, hops] % nblocks)            # (m, H, 2)
+        origin = np.repeat(cls.centres(chain[:, 0] % nblocks), len(hops), axis=0)
+        seen = cls.inflated.segment_free(origin, waypoints.reshape(-1, 2)).reshape(m, len(hops))
+        # The farthest visible probe; the first hop when none is (it is always adjacent).
+        last = np.where(seen.any(axis=1), len(hops) - 1 - np.argmax(seen[:, ::-1], axis=1), 0)
         rows = np.arange(m)
-        target = waypoints[rows, pick]
-        reachable = np.isfinite(distance[chain[rows, pick]])
-        route = distance[chain[rows, pick]] + np.hypot(*(target - positions).T)
+        target = waypoints[rows, last]
+        remaining = cls.distance.reshape(-1)[chain[rows, hops[last]]]
+        reachable = np.isfinite(remaining)
+        route = remaining + np.hypot(*(target - positions).T)
         target = np.where(reachable[:, None], target, goals)
         return target, np.where(reachable, route, straight)

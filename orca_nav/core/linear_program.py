@@ -38,6 +38,13 @@ def take_columns(arrays, columns):
     return tuple(np.take(a, columns, axis=1) for a in arrays)
 
 
+def _subset(arrays, columns):
+    """take_columns, without copying when `columns` (sorted, unique) selects every column."""
+    if columns.size == arrays[0].shape[1]:
+        return tuple(arrays)
+    return take_columns(arrays, columns)
+
+
 def take_entries(arrays, rows, columns):
     """a[rows, columns] of each (L, K) array, by flat C-order index (faster than fancy indexing)."""
     flat = rows * arrays[0].shape[1] + columns
@@ -165,7 +172,7 @@ def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y, start_violation=N
         vx, vy, settled = start_x.copy(), start_y.copy(), np.zeros(count, dtype=bool)
     rest = np.flatnonzero(~settled & ~infeasible)
     if rest.size:
-        rpx, rpy, rdx, rdy, rvalid = take_columns((px, py, dx, dy, valid), rest)
+        rpx, rpy, rdx, rdy, rvalid = _subset((px, py, dx, dy, valid), rest)
         violated = (violation(rpx, rpy, rdx, rdy, start_x[rest], start_y[rest]) > 0.0) & rvalid
         rx, ry, feasible = _best_on_violated_lines(rpx, rpy, rdx, rdy, rvalid, radius[rest],
                                                    violated, opt_x[rest], opt_y[rest],
@@ -339,7 +346,7 @@ def _best_direction(px, py, dx, dy, valid, radius, dir_x, dir_y):
     if not (settled | infeasible).all():
         rest = np.flatnonzero(~settled & ~infeasible)
         keep = sub[rest]
-        rpx, rpy, rdx, rdy, rvalid = take_columns((spx, spy, sdx, sdy, svalid), rest)
+        rpx, rpy, rdx, rdy, rvalid = _subset((spx, spy, sdx, sdy, svalid), rest)
         violated = (violation(rpx, rpy, rdx, rdy, start_x[keep], start_y[keep]) > 0.0) & rvalid
         vx[keep], vy[keep], ok[keep] = _best_on_violated_lines(
             rpx, rpy, rdx, rdy, rvalid, radius[keep], violated, dir_x[keep], dir_y[keep],

@@ -23,6 +23,7 @@ whose line triggers, each step a directional linearProgram2 solved the same way.
 import numpy as np
 
 RVO_EPSILON = 1e-5  # RVO2's RVO_EPSILON: (almost) parallel lines in linearProgram1/3
+_HUGE = np.finfo(np.float64).max
 # Below this many agents the active-set rounds cost more numpy calls than they save.
 _ACTIVE_SET_MIN_AGENTS = 200
 # Up to this many lines, linearProgram1 runs on every line pair densely (no gathers).
@@ -71,10 +72,13 @@ def _interval_on_lines(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
     # division then never sees a zero (|denominator| > RVO_EPSILON or NaN): no warnings.
     denominator = np.where(pair_mask & ~parallel, denominator, np.nan)
     t = numerator / denominator
-    t_right = np.minimum(-dot + root,
-                         np.where(denominator >= 0.0, t, np.inf).min(axis=1, initial=np.inf))
-    t_left = np.maximum(-dot - root,
-                        np.where(denominator < 0.0, t, -np.inf).max(axis=1, initial=-np.inf))
+    # A line with denominator > 0 limits t from above, < 0 from below. Cheaper than selects:
+    # pad the other side's entries to -/+_HUGE (beyond every finite t and the circle
+    # interval, so the result is as if they were absent); fmin/fmax skip the NaN ones.
+    pad = np.sign(denominator)
+    pad *= -_HUGE
+    t_right = np.minimum(-dot + root, np.fmin.reduce(np.fmax(t, pad), axis=1, initial=np.inf))
+    t_left = np.maximum(-dot - root, np.fmax.reduce(np.fmin(t, pad), axis=1, initial=-np.inf))
     usable = (disc >= 0.0) & ~parallel_fail & (t_left <= t_right)
     return t_left, t_right, usable
 

@@ -56,9 +56,11 @@ def _interval_on_lines(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
     """linearProgram1 on candidate lines c bounded by lines j, batch axis last: the
     feasible interval [t_left, t_right] along each candidate.
 
-    Candidates (C, X), bounding lines (J, X), pair_mask (C, J, X) says which j bound which
-    c, radius (X,). Returns (t_left, t_right, usable), each (C, X); usable False where the
-    candidate misses the speed circle, a parallel line excludes it, or the interval is empty.
+    Candidates (C, X), bounding lines (J, X), pair_mask (C, J, X) or broadcastable says
+    which j bound which c, radius (X,). Returns (t_left, t_right, usable), each (C, X);
+    usable False where the candidate misses the speed circle, a parallel line excludes it,
+    or the interval is empty. A candidate line among its own bounding lines adds nothing
+    (its denominator and numerator are exactly 0: parallel, not failing).
     """
     dot = cpx * cdx + cpy * cdy
     disc = dot * dot + radius * radius - (cpx * cpx + cpy * cpy)
@@ -68,9 +70,9 @@ def _interval_on_lines(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
     numerator = dx * (cpy[:, None, :] - py) - dy * (cpx[:, None, :] - px)
     parallel = np.abs(denominator) <= RVO_EPSILON
     parallel_fail = (pair_mask & parallel & (numerator < 0.0)).any(axis=1)
-    # NaN where j does not bound c: both comparisons below are then false (no limit). The
-    # division then never sees a zero (|denominator| > RVO_EPSILON or NaN): no warnings.
-    denominator = np.where(pair_mask & ~parallel, denominator, np.nan)
+    # NaN where j does not bound c (no limit below). The division then never sees a zero
+    # (|denominator| > RVO_EPSILON or NaN): no warnings.
+    np.putmask(denominator, parallel | ~pair_mask, np.nan)
     t = numerator / denominator
     # A line with denominator > 0 limits t from above, < 0 from below. Cheaper than selects:
     # pad the other side's entries to -/+_HUGE (beyond every finite t and the circle
@@ -114,10 +116,8 @@ def _best_on_violated_lines(px, py, dx, dy, valid, radius, violated, opt_x, opt_
     """
     width, count = px.shape
     if width <= _DENSE_MAX_LINES:
-        lines = np.arange(width)
-        pair_mask = valid[None, :, :] & (lines[:, None, None] != lines[None, :, None])
-        t_left, t_right, usable = _interval_on_lines(px, py, dx, dy, px, py, dx, dy, pair_mask,
-                                                     radius)
+        t_left, t_right, usable = _interval_on_lines(px, py, dx, dy, px, py, dx, dy,
+                                                     valid[None, :, :], radius)
         usable &= violated  # only violated lines are candidates
         cand_x, cand_y, score = _point_on_line(px, py, dx, dy, t_left, t_right, usable,
                                                opt_x, opt_y, direction)
@@ -270,7 +270,7 @@ def _first_infeasible_prefix(px, py, dx, dy, valid, radius, opt_x, opt_y, start_
     # linearProgram1 on line i against lines 0..i-1 does not depend on the current result:
     # solve it for every line at once, then replay the incremental walk.
     lines = np.arange(width)
-    prefix = np.broadcast_to((lines[None, :] < lines[:, None])[:, :, None], (width, width, count))
+    prefix = (lines[None, :] < lines[:, None])[:, :, None]
     t_left, t_right, usable = _interval_on_lines(px, py, dx, dy, px, py, dx, dy, prefix, radius)
     t = np.minimum(np.maximum(dx * (opt_x - px) + dy * (opt_y - py), t_left), t_right)
     cand_x = px + t * dx

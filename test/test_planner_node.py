@@ -166,8 +166,9 @@ def test_goal_gives_path_and_trajectory_from_robot_pose_to_goal(harness_factory,
     point = traj.points[len(traj.points) // 2]
     assert point.velocities and point.accelerations and point.time_from_start.sec >= 0
     assert not h.trajectories['robot1']          # nothing for the robot without a goal
-    ok = [s for s in h.statuses('robot0') if s.level == DiagnosticStatus.OK and 'following' in s.message]
-    assert ok
+    # The status is periodic (status_period): wait for the first one after the plan.
+    assert h.wait_for(lambda: any(s.level == DiagnosticStatus.OK and 'following' in s.message
+                                  for s in h.statuses('robot0')))
 
 
 def test_map_change_blocking_the_trajectory_triggers_replan(harness_factory):

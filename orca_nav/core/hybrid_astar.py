@@ -63,7 +63,7 @@ from scipy.sparse import csgraph
 
 from .footprint import Footprint, FootprintChecker
 from .grid import OccupancyGrid
-from .planning import PlanResult, PlanStats, PlanStatus
+from .planning import PlanClock, PlanResult, PlanStatus
 from .reeds_shepp import (CurvePath, DistanceTable, dubins_candidates, dubins_distance, reeds_shepp_candidates,
                           reeds_shepp_distance, sample_curves, wrap_angle)
 
@@ -453,15 +453,11 @@ class HybridAStar:
             return self._plan(start, goal)
 
     def _plan(self, start, goal) -> PlanResult:
-        t_begin = time.perf_counter()
+        clock = PlanClock()
+        t_begin, stats, finish = clock.start, clock.stats, clock.finish
         p = self.params
         start = self._pose('start', start)
         goal = self._pose('goal', goal)
-        stats = PlanStats()
-
-        def finish(status, message, path=None):
-            stats.plan_time = time.perf_counter() - t_begin
-            return PlanResult(status, message, stats, path=path)
 
         for name, pose, in_collision in (('start', start, PlanStatus.START_IN_COLLISION),
                                          ('goal', goal, PlanStatus.GOAL_IN_COLLISION)):
@@ -497,7 +493,7 @@ class HybridAStar:
             curve = self._shortcut(curve)
         return finish(PlanStatus.SUCCESS, f'path of {curve.length:.2f} m, '
                                           f'{curve.direction_switches} direction switches',
-                      self._output(curve))
+                      path=self._output(curve))
 
     def _search(self, start, goal, field_flat, stats, t_begin):
         """A* over (x, y, yaw) cells. Returns (nodes, end node, analytic tail) or (nodes, None, (status, msg))."""

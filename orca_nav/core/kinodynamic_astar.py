@@ -58,7 +58,7 @@ from scipy import ndimage
 
 from orca_nav.core.grid import CoarseGeodesic, OccupancyGrid
 from orca_nav.core.obvp import cubic_coefficients, obvp_min_cost
-from orca_nav.core.planning import PlanResult, PlanStats, PlanStatus
+from orca_nav.core.planning import PlanClock, PlanResult, PlanStats, PlanStatus
 from orca_nav.core.trajectory import PolynomialTrajectory
 
 # Tolerance on limits (numerical round-off of exact integration).
@@ -365,7 +365,8 @@ class KinodynamicAStar:
     # ------------------------------------------------------------------ planning
     def plan(self, start_pos, start_vel, goal_pos, goal_vel) -> PlanResult:
         """Plan from ``(start_pos, start_vel)`` to ``(goal_pos, goal_vel)``; see the module doc."""
-        t_begin = time.perf_counter()
+        clock = PlanClock()
+        t_begin, stats, finish = clock.start, clock.stats, clock.finish
         p = self.params
         d = self.ndim
         start_pos = _vector('start_pos', start_pos, d)
@@ -381,11 +382,6 @@ class KinodynamicAStar:
             if not self._within_limits(vel[None])[0]:
                 raise ValueError(f'{name} {vel.tolist()} exceeds the velocity limits '
                                  f'(max_vel {p.max_vel}, max_speed {p.max_speed})')
-        stats = PlanStats()
-
-        def finish(status, message, trajectory=None):
-            stats.plan_time = time.perf_counter() - t_begin
-            return PlanResult(status, message, stats, trajectory=trajectory)
 
         for name, point, in_collision in (('start', start_pos, PlanStatus.START_IN_COLLISION),
                                           ('goal', goal_pos, PlanStatus.GOAL_IN_COLLISION)):
@@ -505,7 +501,8 @@ class KinodynamicAStar:
             stats.analytic_success = True
             trajectory = self._trajectory(found[1], parent, pos, vel, inp, found[2][:2])
             return finish(PlanStatus.SUCCESS, f'trajectory of {trajectory.duration:.2f} s after '
-                                              f'{stats.expanded_nodes} expansions', trajectory)
+                                              f'{stats.expanded_nodes} expansions',
+                          trajectory=trajectory)
         if stop_reason is not None:
             return finish(PlanStatus.TIMEOUT, stop_reason)
         return finish(PlanStatus.NO_PATH, f'no trajectory: search space exhausted after '

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -34,3 +35,18 @@ class PlanResult:
     @property
     def success(self) -> bool:
         return self.status is PlanStatus.SUCCESS
+
+
+class PlanClock:
+    """Times one plan() call and fills its stats; `finish` builds the PlanResult."""
+
+    def __init__(self):
+        self.start = time.perf_counter()
+        self.stats = PlanStats()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def finish(self, status: PlanStatus, message: str, **result) -> PlanResult:
+        self.stats.plan_time = self.elapsed()
+        return PlanResult(status, message, self.stats, **result)

@@ -15,7 +15,14 @@ roadmap for this reason. Here the roadmap is the map itself:
   radius) heads straight for it, so open-space behaviour is exactly straight-to-goal; any other
   robot follows the next-hop chain ``lookahead`` hops from its (nearest free) block and heads
   for the farthest chain block visible from there in the inflated map (string pulling, so the
-  heading is smooth rather than 8-connected).
+  heading is smooth rather than 8-connected), turned clockwise by ``lane_bias``.
+
+The lane bias is a keep-right rule for routed robots. Shortest routes send opposing streams
+through the same passages (in Blocks every robot crosses the central cross); with a common
+right-hand bias ORCA sorts them into lanes instead of a head-on jam. Offline, 100 robots of
+RVO2's Blocks layout (ORCA through `OrcaSimulator`, deadlock breaker on) all arrive in
+54-65 s with a bias of 25-40 degrees, 88-100 with 10-15 degrees (the runs are chaotic), and
+13 without. Robots that see their goal are not biased.
 
 The distance it reports (field value at the target plus the straight distance to it) is what
 the deadlock breaker measures progress with: going around a block makes no Euclidean progress
@@ -108,15 +115,20 @@ class GeodesicGuidance:
     grid: the map (`OccupancyGrid`, 2-D). margin: added to every robot radius before inflating
     (metres; keeps the guided route off the walls so ORCA's obstacle lines rarely bind).
     lookahead: how many next hops a robot looks ahead along its route for a visible target.
+    lane_bias: clockwise turn (radians) of the heading of robots that do not see their goal.
     """
 
-    def __init__(self, grid: OccupancyGrid, margin: float = 0.1, lookahead: int = 24):
+    def __init__(self, grid: OccupancyGrid, margin: float = 0.1, lookahead: int = 24,
+                 lane_bias: float = math.radians(30.0)):
         if grid.ndim != 2:
             raise ValueError(f'grid must be 2-D, got {grid.ndim}-D')
         if not (math.isfinite(margin) and margin >= 0.0):
             raise ValueError(f'margin must be finite and >= 0, got {margin}')
         if int(lookahead) < 1:
             raise ValueError(f'lookahead must be >= 1, got {lookahead}')
+        if not (math.isfinite(lane_bias) and 0.0 <= lane_bias < math.pi / 2):
+            raise ValueError(f'lane_bias must be in [0, pi/2), got {lane_bias}')
+        self.lane_bias = float(lane_bias)
         self.grid = grid
         self.margin = float(margin)
         self.lookahead = int(lookahead)
@@ -167,22 +179,28 @@ class GeodesicGuidance:
         offset = np.where(has_goal[:, None], goals - positions, 0.0)
         length = np.where(has_goal, np.hypot(offset[:, 0], offset[:, 1]), np.nan)
         target = np.where(has_goal[:, None], goals, positions)
+        routed = np.zeros(n, dtype=bool)
         for r in np.unique(radius[has_goal]):      # radius classes, not robots
             rows = np.flatnonzero(has_goal & (radius == r))
             visible = self.grid.segment_free(positions[rows], goals[rows], float(r))
             rows = rows[~visible]
             cls = self._radius_class(float(r)) if rows.size else None
             if rows.size and not cls.empty:
-                target[rows], length[rows] = self._route_targets(
+                target[rows], length[rows], routed[rows] = self._route_targets(
                     cls, positions[rows], goals[rows], length[rows])
         heading = target - positions
         norm = np.hypot(heading[:, 0], heading[:, 1])
         heading = np.divide(heading, norm[:, None], out=np.zeros_like(heading),
                             where=norm[:, None] > 0.0)
+        turn = np.where(routed, -self.lane_bias, 0.0)   # keep right on routes
+        c, s = np.cos(turn), np.sin(turn)
+        heading = np.stack([c * heading[:, 0] - s * heading[:, 1],
+                            s * heading[:, 0] + c * heading[:, 1]], axis=1)
         return heading, length
 
     def _route_targets(self, cls: _RadiusClass, positions, goals, straight):
-        """Farthest visible block along each robot's next-hop chain, and the route length."""
+        """Farthest visible block along each robot's next-hop chain, the route length, and
+        whether the goal is reachable (otherwise: the goal and the straight distance)."""
         m = len(positions)
         nblocks = cls.distance.shape[1]
         chain = np.empty((m, self.lookahead + 1), dtype=np.int64)
@@ -204,4 +222,4 @@ class GeodesicGuidance:
         reachable = np.isfinite(remaining)
         route = remaining + np.hypot(*(target - positions).T)
         target = np.where(reachable[:, None], target, goals)
-        return target, np.where(reachable, route, straight)
+        return target, np.where(reachable, route, straight), reachable

@@ -1,4 +1,6 @@
 """Geodesic guidance: goals behind obstacles are reached through the real ORCA simulator."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -7,6 +9,7 @@ from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.map_polygons import grid_to_polygons
 from orca_nav.core.orca import OrcaParams, OrcaSimulator, prepare_obstacles
 from orca_nav.core.preferred_velocity import DeadlockBreaker, goal_velocities
+from orca_nav.scenarios import blocks
 
 RESOLUTION = 0.2
 RADIUS = 0.4
@@ -24,43 +27,48 @@ STARTS = np.array([[-6.0, 0.0], [6.0, 0.3], [-6.0, -2.0], [6.0, 2.5]])
 GOALS = -STARTS
 
 
-def _run(grid, guided, max_time=40.0):
-    """Closed loop through OrcaSimulator with the map's polygons; returns (arrived, min gap)."""
-    params = OrcaParams(time_step=0.1, neighbor_dist=5.0, max_neighbors=10, time_horizon=3.0,
-                        time_horizon_obst=2.0, radius=RADIUS + 0.05, max_speed=1.5)
+def _run(grid, guided, starts=STARTS, goals=GOALS, time_step=0.1, max_time=40.0):
+    """Closed loop through OrcaSimulator with the map's polygons and the deadlock breaker.
+
+    Returns (arrived (N,), min clearance to the map, min centre distance between agents)."""
+    params = OrcaParams(time_step=time_step, neighbor_dist=5.0, max_neighbors=10,
+                        time_horizon=3.0, time_horizon_obst=2.0, radius=RADIUS + 0.05,
+                        max_speed=1.5)
     sim = OrcaSimulator(params)
-    for start in STARTS:
+    for start in starts:
         sim.add_agent(start)
     sim.set_obstacles(prepare_obstacles(grid_to_polygons(grid)))
     guidance = GeodesicGuidance(grid)
-    breaker = DeadlockBreaker(len(STARTS))
-    min_clearance = np.inf
-    arrived = np.zeros(len(STARTS), dtype=bool)
+    breaker = DeadlockBreaker(len(starts))
+    min_clearance = min_gap = np.inf
+    arrived = np.zeros(len(starts), dtype=bool)
     while sim.global_time < max_time:
         positions = sim.positions
         min_clearance = min(min_clearance, float(grid.clearance_at(positions).min()))
+        gaps = np.linalg.norm(positions[:, None] - positions[None], axis=2)
+        min_gap = min(min_gap, (gaps + 1e9 * np.eye(len(positions))).min())
         headings = distances = None
         if guided:
-            headings, distances = guidance.directions(positions, GOALS, RADIUS)
-        pref, arrived = goal_velocities(positions, GOALS, 1.5, 2.0, 0.1, time_step=0.1,
+            headings, distances = guidance.directions(positions, goals, RADIUS + 0.05)
+        pref, arrived = goal_velocities(positions, goals, 1.5, 2.0, 0.1, time_step=time_step,
                                         headings=headings, route_lengths=distances)
         if arrived.all():
             break
-        pref = breaker.update(sim.global_time, positions, pref, arrived, GOALS, 1.5, RADIUS,
+        pref = breaker.update(sim.global_time, positions, pref, arrived, goals, 1.5, RADIUS,
                               distances=distances)
         sim.set_pref_velocities(pref)
         sim.step()
-    return arrived, min_clearance
+    return arrived, min_clearance, min_gap
 
 
 def test_straight_line_preferred_velocity_gets_stuck_behind_a_block():
-    arrived, _ = _run(_block_map(), guided=False)
+    arrived, _, _ = _run(_block_map(), guided=False)
     assert not arrived.any()
 
 
 def test_geodesic_guidance_reaches_goals_behind_a_block_without_touching_it():
-    arrived, min_clearance = _run(_block_map(), guided=True)
-    assert arrived.all()
+    arrived, min_clearance, min_gap = _run(_block_map(), guided=True)
+    assert arrived.all() and min_gap > 2.0 * RADIUS
     assert min_clearance > RADIUS - 0.5 * RESOLUTION   # cell-centre clearance: half-cell slack
 
 
@@ -109,3 +117,19 @@ def test_rejects_bad_input_naming_it():
         guidance.directions([[0.0, 0.0]], [[1.0, 1.0]], -1.0)
     with pytest.raises(ValueError, match='margin'):
         GeodesicGuidance(_block_map(), margin=-0.1)
+    with pytest.raises(ValueError, match='lane_bias'):
+        GeodesicGuidance(_block_map(), lane_bias=2.0)
+
+
+@pytest.mark.slow
+def test_hundred_robots_of_rvo2_blocks_all_arrive_through_orca():
+    """RVO2's Blocks layout, all 100 agents: every route crosses the central cross, where
+    straight-to-goal agents jam against the blocks and shortest routes alone jam head-on."""
+    grid = OccupancyGrid.from_map_yaml(Path(__file__).parents[1] / 'config/maps/blocks.yaml')
+    fleet = blocks(100).robots
+    starts = np.array([r.start[:2] for r in fleet])
+    goals = np.array([r.goals[0][:2] for r in fleet])
+    arrived, _, min_gap = _run(grid, guided=True, starts=starts, goals=goals, time_step=0.05,
+                               max_time=120.0)
+    assert arrived.sum() == 100
+    assert min_gap > 2.0 * RADIUS

@@ -390,20 +390,30 @@ class OrcaNode(Node):
             started = time.perf_counter()
             polygons = grid_to_polygons(grid, inflation=inflation)
             obstacles = prepare_obstacles(polygons)
-            # Distance fields of the goals known now are built here, off the control thread;
+            with self._map_lock:
+                if version != self._map_version:
+                    return      # a newer map arrived meanwhile
+                # The old map's guidance would route through the new map's obstacles.
+                self._grid, self._obstacles, self._guidance = grid, obstacles, None
+                self._map_changed = True   # goals are re-checked by the next cycle
+            self.get_logger().info(
+                f'map {grid.shape[1]}x{grid.shape[0]} -> {len(polygons)} obstacle polygons '
+                f'({sum(len(p) for p in polygons)} vertices) in '
+                f'{1e3 * (time.perf_counter() - started):.0f} ms')
+            # Then the goal guidance (obstacles first: they keep robots safe meanwhile). The
+            # distance fields of the goals known now are built here, off the control thread;
             # later goals get theirs on first use.
+            started = time.perf_counter()
             guidance = GeodesicGuidance(grid.inflated(inflation) if inflation > 0.0 else grid)
             goals = self._goal.copy()
             known = np.isfinite(goals[:, 0]) & self._is_commanded
             guidance.prepare(goals[known], self._orca_radius[known])
             with self._map_lock:
                 if version != self._map_version:
-                    return      # a newer map arrived meanwhile
-                self._grid, self._obstacles, self._guidance = grid, obstacles, guidance
-                self._map_changed = True   # goals are re-checked by the next cycle
+                    return
+                self._guidance = guidance
             self.get_logger().info(
-                f'map {grid.shape[1]}x{grid.shape[0]} -> {len(polygons)} obstacle polygons '
-                f'({sum(len(p) for p in polygons)} vertices) in '
+                f'goal guidance: distance fields for the goals of {int(known.sum())} robots in '
                 f'{1e3 * (time.perf_counter() - started):.0f} ms')
 
         threading.Thread(target=build, name='orca_map_polygons', daemon=True).start()

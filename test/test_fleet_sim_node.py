@@ -4,7 +4,6 @@ import math
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -16,7 +15,6 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from geometry_msgs.msg import Twist, TwistStamped  # noqa: E402
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter, parameter_value_to_python  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
@@ -25,31 +23,14 @@ from orca_nav.core.grid import OccupancyGrid  # noqa: E402
 from orca_nav.ros.convert import latched_qos, odom_to_state  # noqa: E402
 from orca_nav.ros.fleet_sim_node import FleetSimNode  # noqa: E402
 from orca_nav.ros.map_publisher import MapPublisher  # noqa: E402
+from ros_harness import RosHarness, wait_for  # noqa: E402
 
 pytestmark = pytest.mark.ros
 REPO = Path(__file__).resolve().parents[1]
 
 
-class Ros:
-    """A private rclpy context with a spinning executor and a probe node for the test."""
-
-    def __init__(self):
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
-        self.probe = self.add(rclpy.create_node('probe', context=self.context))
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self):
-        try:
-            self.executor.spin()
-        except Exception:       # the context shut down under us at teardown
-            pass
-
-    def add(self, node):
-        self.executor.add_node(node)
-        return node
+class Ros(RosHarness):
+    """The harness plus a helper that starts fleet_sim_node."""
 
     def sim(self, robots, extra=(), **robot_fields):
         overrides = [Parameter('robots', value=list(robots))] + list(extra)
@@ -58,32 +39,12 @@ class Ros:
                 overrides.append(Parameter(f'{robot}.{key}', value=value))
         return self.add(FleetSimNode(context=self.context, parameter_overrides=overrides))
 
-    def collect(self, msg_type, topic, qos=10):
-        box = []
-        self.probe.create_subscription(msg_type, topic, box.append, qos)
-        return box
-
-    def shutdown(self):
-        self.executor.shutdown(timeout_sec=2.0)
-        for node in list(self.executor.get_nodes()):
-            node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
-
 
 @pytest.fixture
 def ros():
     env = Ros()
     yield env
     env.shutdown()
-
-
-def wait_for(predicate, timeout=10.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 def test_publishes_odometry_for_every_robot_at_about_the_rate(ros):

@@ -6,7 +6,6 @@ import math
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from geometry_msgs.msg import PoseStamped, Twist, TwistStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rcl_interfaces.msg import ParameterType  # noqa: E402
 from rcl_interfaces.srv import GetParameters  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
@@ -28,36 +27,23 @@ from visualization_msgs.msg import MarkerArray  # noqa: E402
 from orca_nav.core.grid import OccupancyGrid  # noqa: E402
 from orca_nav.ros.convert import grid_to_msg, latched_qos, state_to_odom  # noqa: E402
 from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
+from ros_harness import RosHarness, wait_for  # noqa: E402
 
 pytestmark = pytest.mark.ros
 REPO = Path(__file__).resolve().parents[1]
 
 
-class Ros:
-    """A private rclpy context, a spinning executor and a probe node playing the robots."""
+class Ros(RosHarness):
+    """The harness plus the probe playing the robots' odometry and goals."""
 
     def __init__(self):
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
-        self.probe = rclpy.create_node('probe', context=self.context)
-        self.executor.add_node(self.probe)
+        super().__init__()
         self._odom_pubs = {}
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self):
-        try:
-            self.executor.spin()
-        except Exception:  # the context shut down under us at teardown
-            pass
 
     def orca(self, robots, **params):
         overrides = [Parameter('robots', value=list(robots))]
         overrides += [Parameter(name, value=value) for name, value in params.items()]
-        node = OrcaNode(context=self.context, parameter_overrides=overrides)
-        self.executor.add_node(node)
-        return node
+        return self.add(OrcaNode(context=self.context, parameter_overrides=overrides))
 
     def odom(self, robot, x, y, yaw=0.0, vx=0.0, vy=0.0, frame='map'):
         if robot not in self._odom_pubs:
@@ -66,11 +52,6 @@ class Ros:
                             frame, f'{robot}/base_link')
         self._odom_pubs[robot].publish(msg)
         return msg
-
-    def collect(self, msg_type, topic, qos=10):
-        box = []
-        self.probe.create_subscription(msg_type, topic, box.append, qos)
-        return box
 
     def goal(self, robot, x, y, frame='map'):
         pub = self.probe.create_publisher(PoseStamped, f'/{robot}/goal_pose', 10)
@@ -81,27 +62,12 @@ class Ros:
         msg.pose.orientation.w = 1.0
         pub.publish(msg)
 
-    def shutdown(self):
-        self.executor.shutdown(timeout_sec=2.0)
-        for node in list(self.executor.get_nodes()):
-            node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
-
 
 @pytest.fixture
 def ros():
     env = Ros()
     yield env
     env.shutdown()
-
-
-def wait_for(predicate, timeout=15.0, period=0.02):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(period)
-    return predicate()
 
 
 def play(ros, poses, seconds, rate=20.0, **odom_kwargs):

@@ -17,6 +17,7 @@ from orca_nav.core.fleet_config import load_fleet_config  # noqa: E402
 from orca_nav.ros.convert import yaw_to_quaternion  # noqa: E402
 from orca_nav.ros.runner import run_graph  # noqa: E402
 from orca_nav.scenarios import maps_dir, scenario_config  # noqa: E402
+from ros_harness import wait_for  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -50,13 +51,11 @@ class Probe:
         return callback
 
     def wait_for(self, predicate, timeout):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                if predicate():
-                    return True
-            time.sleep(0.05)
-        return False
+        return wait_for(lambda: self._holds(predicate), timeout, period=0.05)
+
+    def _holds(self, predicate):
+        with self.lock:
+            return predicate()
 
     def send_goal(self, x, y, yaw=0.0):
         msg = PoseStamped()

@@ -16,10 +16,11 @@ from rclpy.parameter import Parameter  # noqa: E402
 from trajectory_msgs.msg import MultiDOFJointTrajectory  # noqa: E402
 
 from orca_nav.core.grid import OccupancyGrid  # noqa: E402
-from orca_nav.ros.convert import (grid_to_msg, latched_qos, quaternion_to_yaw,  # noqa: E402
+from orca_nav.ros.convert import (grid_to_msg, latched_qos,  # noqa: E402
                                   state_to_odom, yaw_to_quaternion)
 from orca_nav.ros.planner_node import PlannerNode  # noqa: E402
 from orca_nav.ros.trajectory_msgs import msg_to_reference  # noqa: E402
+from ros_harness import wait_for  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -98,13 +99,11 @@ class Harness:
         self.goal_pubs[name].publish(msg)
 
     def wait_for(self, predicate, timeout=20.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                if predicate():
-                    return True
-            time.sleep(0.05)
-        return False
+        return wait_for(lambda: self._holds(predicate), timeout, period=0.05)
+
+    def _holds(self, predicate):
+        with self.lock:
+            return predicate()
 
     def statuses(self, name):
         return [s for d in self.diagnostics for s in d.status if s.hardware_id == name]

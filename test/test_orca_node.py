@@ -269,13 +269,16 @@ def test_bad_start_parameters_stop_start_up(ros, params, name):
 
 def test_params_file_start_loads_the_parameters(tmp_path):
     """`python -m orca_nav.ros.orca_node --ros-args --params-file config/orca_node.yaml`."""
-    env = dict(os.environ)
+    # A DDS domain of its own: orca_nodes of earlier tests in this process (same name, same
+    # services) must not be in discovery when the client looks for /orca_node.
+    domain = (int(os.environ['ROS_DOMAIN_ID']) + 101) % 233
+    env = {**os.environ, 'ROS_DOMAIN_ID': str(domain)}
     proc = subprocess.Popen(
         [sys.executable, '-m', 'orca_nav.ros.orca_node', '--ros-args', '--params-file',
-         str(REPO / 'config' / 'orca_node.yaml'), '-p', 'robots:=[robot0, robot1]'],
+         str(REPO / 'config' / 'orca_node.yaml')],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     context = rclpy.Context()
-    rclpy.init(context=context)
+    rclpy.init(context=context, domain_id=domain)
     node = rclpy.create_node('params_probe', context=context)
     try:
         client = node.create_client(GetParameters, '/orca_node/get_parameters')
@@ -284,7 +287,7 @@ def test_params_file_start_loads_the_parameters(tmp_path):
         executor = SingleThreadedExecutor(context=context)
         values = None
         end = time.monotonic() + 60.0
-        # Retry: discovery may still list the in-process orca_nodes of earlier tests.
+        # Retry: a request sent right after discovery can be lost before the reply path matches.
         while values is None and time.monotonic() < end and proc.poll() is None:
             if not client.wait_for_service(timeout_sec=1.0):
                 continue
@@ -304,7 +307,8 @@ def test_params_file_start_loads_the_parameters(tmp_path):
         assert values[3].double_value == expected['control_rate']
         assert values[4].double_value == expected['deadlock']['stall_time']
         assert values[5].type == ParameterType.PARAMETER_STRING_ARRAY
-        assert list(values[5].string_array_value) == ['robot0', 'robot1']
+        # The file's robots differ from the default ([robot0]): proof the file was applied.
+        assert list(values[5].string_array_value) == expected['robots'] == ['robot0', 'robot1']
     finally:
         node.destroy_node()
         rclpy.try_shutdown(context=context)

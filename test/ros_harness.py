@@ -1,4 +1,5 @@
 """Shared helpers for tests that talk to nodes over real rclpy / DDS."""
+import os
 import threading
 import time
 
@@ -9,9 +10,9 @@ from rclpy.executors import MultiThreadedExecutor
 class RosHarness:
     """A private rclpy context, a spinning executor and a probe node for the test's own pubs/subs."""
 
-    def __init__(self):
+    def __init__(self, domain_id=None):
         self.context = rclpy.Context()
-        rclpy.init(context=self.context)
+        rclpy.init(context=self.context, domain_id=domain_id)
         self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
         self.probe = self.add(rclpy.create_node('probe', context=self.context))
         self._thread = threading.Thread(target=self._spin, daemon=True)
@@ -34,8 +35,9 @@ class RosHarness:
         return box
 
     def shutdown(self):
+        nodes = list(self.executor.get_nodes())     # Executor.shutdown() forgets its nodes
         self.executor.shutdown(timeout_sec=2.0)
-        for node in list(self.executor.get_nodes()):
+        for node in nodes:      # a node left alive keeps publishing into later tests
             node.destroy_node()
         rclpy.try_shutdown(context=self.context)
 
@@ -48,3 +50,10 @@ def wait_for(predicate, timeout=15.0, period=0.02):
             return True
         time.sleep(period)
     return predicate()
+
+
+def private_domain():
+    """A DDS domain beside this session's own, for tests that start a node as a subprocess:
+    a process stopped by a signal stays in discovery for a lease period (~20 s), and later
+    tests of the session must not see its topics and services."""
+    return (int(os.environ['ROS_DOMAIN_ID']) + 101) % 233

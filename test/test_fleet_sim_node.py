@@ -23,7 +23,7 @@ from orca_nav.core.grid import OccupancyGrid  # noqa: E402
 from orca_nav.ros.convert import latched_qos, odom_to_state  # noqa: E402
 from orca_nav.ros.fleet_sim_node import FleetSimNode  # noqa: E402
 from orca_nav.ros.map_publisher import MapPublisher  # noqa: E402
-from ros_harness import RosHarness, wait_for  # noqa: E402
+from ros_harness import RosHarness, private_domain, wait_for  # noqa: E402
 
 pytestmark = pytest.mark.ros
 REPO = Path(__file__).resolve().parents[1]
@@ -237,11 +237,15 @@ def test_map_publisher_main_exits_nonzero_naming_the_path(tmp_path):
 
 
 @pytest.mark.slow
-def test_params_file_start_loads_the_parameters(ros):
+def test_params_file_start_loads_the_parameters():
     """`python -m orca_nav.ros.fleet_sim_node --ros-args --params-file config/fleet_sim.yaml`."""
+    # A domain of its own: the subprocess's odometry must not reach later tests' fleets.
+    domain = private_domain()
+    ros = Ros(domain_id=domain)
     odom = ros.collect(Odometry, '/robot1/odom')
     proc = subprocess.Popen([sys.executable, '-m', 'orca_nav.ros.fleet_sim_node', '--ros-args',
                              '--params-file', str(REPO / 'config' / 'fleet_sim.yaml')],
+                            env={**os.environ, 'ROS_DOMAIN_ID': str(domain)},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         # Generous limits: a loaded 2-core machine can take many seconds to start a process.
@@ -271,3 +275,4 @@ def test_params_file_start_loads_the_parameters(ros):
             proc.kill()
             out, _ = proc.communicate()
         print(out)      # shown by pytest when the test fails
+        ros.shutdown()

@@ -110,7 +110,8 @@ class DemoMission(Node):
             if clashes:
                 with self._lock:
                     self._error = (f'{clashes[0]} has another publisher: another fleet runs on '
-                                   'this ROS domain; give this run its own ROS_DOMAIN_ID')
+                                   'this ROS domain (or one killed in the last ~20 s is still '
+                                   'in DDS discovery); give this run its own ROS_DOMAIN_ID')
         if self.started() or self.missing_odometry():
             return
         if self._odometry_since is None:

@@ -39,6 +39,20 @@ class Ros(RosHarness):
                 overrides.append(Parameter(f'{robot}.{key}', value=value))
         return self.add(FleetSimNode(context=self.context, parameter_overrides=overrides))
 
+    def send(self, topic, msg, times):
+        """Publishes `msg` on `topic` `times` times, 50 ms apart; returns the publisher."""
+        pub = self.probe.create_publisher(type(msg), topic, 10)
+        for _ in range(times):
+            pub.publish(msg)
+            time.sleep(0.05)
+        return pub
+
+
+def forward(vx, vy=0.0):
+    cmd = Twist()
+    cmd.linear.x, cmd.linear.y = vx, vy
+    return cmd
+
 
 @pytest.fixture
 def ros():
@@ -68,14 +82,8 @@ def test_integrates_cmd_vel_and_reports_body_frame_twist(ros):
     odom = ros.collect(Odometry, '/robot0/odom')
     ros.sim(['robot0'], kinematics=['diff_drive'], start=[[1.0, 1.0, math.pi / 2]],
             max_accel=[10.0])
-    pub = ros.probe.create_publisher(Twist, '/robot0/cmd_vel', 10)
-    cmd = Twist()
-    cmd.linear.x = 0.5
-    cmd.linear.y = 0.7        # a diff-drive robot cannot move sideways: dropped
-    end = time.monotonic() + 1.5
-    while time.monotonic() < end:
-        pub.publish(cmd)
-        time.sleep(0.05)
+    # vy: a diff-drive robot cannot move sideways, so it is dropped.
+    ros.send('/robot0/cmd_vel', forward(0.5, 0.7), times=30)
     assert wait_for(lambda: odom)
     last = odom[-1]
     state = odom_to_state(last)
@@ -90,12 +98,7 @@ def test_integrates_cmd_vel_and_reports_body_frame_twist(ros):
 def test_stale_cmd_vel_stops_the_robot_and_nan_is_ignored(ros, capfd):
     odom = ros.collect(Odometry, '/robot0/odom')
     node = ros.sim(['robot0'], extra=[Parameter('cmd_timeout', value=0.3)], max_accel=[50.0])
-    pub = ros.probe.create_publisher(Twist, '/robot0/cmd_vel', 10)
-    cmd = Twist()
-    cmd.linear.x = 1.0
-    for _ in range(5):
-        pub.publish(cmd)
-        time.sleep(0.05)
+    pub = ros.send('/robot0/cmd_vel', forward(1.0), times=5)
     assert wait_for(lambda: odom and odom[-1].twist.twist.linear.x > 0.9)
     bad = Twist()
     bad.linear.x = float('nan')
@@ -120,12 +123,7 @@ def test_collision_reported_once_on_topic_and_in_diagnostics(ros):
     ros.sim(['a', 'b', 'c'], start=[[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [5.0, 5.0, 0.0]],
             radius=[0.3, 0.3, 0.3], max_accel=[20.0, 20.0, 20.0],
             extra=[Parameter('cmd_timeout', value=0.0)])
-    pub = ros.probe.create_publisher(Twist, '/a/cmd_vel', 10)
-    cmd = Twist()
-    cmd.linear.x = 1.0
-    for _ in range(3):
-        pub.publish(cmd)
-        time.sleep(0.05)
+    ros.send('/a/cmd_vel', forward(1.0), times=3)
     # a drives into b and keeps pushing (b does not move): one event, then ongoing contact.
     assert wait_for(lambda: events)
     time.sleep(0.5)
@@ -156,12 +154,7 @@ def test_robot_map_collision_with_a_latched_map(ros, tmp_path):
     node = ros.sim(['robot0'], start=[[2.0, 2.0, 0.0]], max_accel=[20.0],
                    extra=[Parameter('cmd_timeout', value=0.0)])
     assert wait_for(lambda: node.sim.grid is not None)
-    cmd_pub = ros.probe.create_publisher(Twist, '/robot0/cmd_vel', 10)
-    cmd = Twist()
-    cmd.linear.x = 1.0
-    for _ in range(3):
-        cmd_pub.publish(cmd)
-        time.sleep(0.05)
+    ros.send('/robot0/cmd_vel', forward(1.0), times=3)
     assert wait_for(lambda: events)
     rec = json.loads(events[0].data)
     assert rec['kind'] == 'robot_map' and rec['robots'] == ['robot0']
@@ -171,13 +164,10 @@ def test_robot_map_collision_with_a_latched_map(ros, tmp_path):
 def test_stamped_cmd_vel(ros):
     odom = ros.collect(Odometry, '/r/odom')
     ros.sim(['r'], extra=[Parameter('cmd_vel_stamped', value=True)], max_accel=[20.0])
-    pub = ros.probe.create_publisher(TwistStamped, '/r/cmd_vel', 10)
     cmd = TwistStamped()
     cmd.header.frame_id = 'r/base_link'
     cmd.twist.linear.y = 0.5
-    for _ in range(10):
-        pub.publish(cmd)
-        time.sleep(0.05)
+    ros.send('/r/cmd_vel', cmd, times=10)
     assert wait_for(lambda: odom and odom[-1].pose.pose.position.y > 0.05)
 
 

@@ -400,6 +400,8 @@ class OrcaNode(Node):
                 f'map {grid.shape[1]}x{grid.shape[0]} -> {len(polygons)} obstacle polygons '
                 f'({sum(len(p) for p in polygons)} vertices) in '
                 f'{1e3 * (time.perf_counter() - started):.0f} ms')
+            if self._cfg['trajectories_only']:
+                return      # every robot follows a planner's trajectory: guidance is never used
             # Then the goal guidance (obstacles first: they keep robots safe meanwhile). The
             # distance fields of the goals known now are built here, off the control thread;
             # later goals get theirs on first use.

@@ -35,6 +35,7 @@ from geometry_msgs.msg import Point, PoseStamped, Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
 from scipy.spatial import cKDTree
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
@@ -181,8 +182,12 @@ class OrcaNode(Node):
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         for robot in self.robots:
             i = self.index[robot]
+            # Best effort (REP-2003 sensor data): only the newest odometry matters, a lost sample
+            # must not hold back later ones while reliable delivery repairs it, and it matches
+            # both reliable and best-effort odometry publishers.
             self.create_subscription(Odometry, robot_topic(robot, 'odom'),
-                                     lambda msg, i=i: self._on_odom(i, msg), 10)
+                                     lambda msg, i=i: self._on_odom(i, msg),
+                                     qos_profile_sensor_data)
             # Every robot's goal: the deadlock breaker's priorities need to know who travels.
             self.create_subscription(PoseStamped, robot_topic(robot, 'goal_pose'),
                                      lambda msg, i=i: self._on_goal(i, msg), 10)

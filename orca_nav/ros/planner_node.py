@@ -30,6 +30,7 @@ from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry, Path
 from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
 from orca_nav.core.grid import OccupancyGrid
@@ -200,8 +201,9 @@ class PlannerNode(Node):
             self._plan_pubs[name] = self.create_publisher(Path, robot_topic(name, 'plan'), 1)
             self._traj_pubs[name] = self.create_publisher(
                 MultiDOFJointTrajectory, robot_topic(name, 'trajectory'), 10)
-            self.create_subscription(Odometry, robot_topic(name, 'odom'),
-                                     lambda msg, n=name: self._on_odom(n, msg), 10)
+            self.create_subscription(Odometry, robot_topic(name, 'odom'),  # as orca_node's
+                                     lambda msg, n=name: self._on_odom(n, msg),
+                                     qos_profile_sensor_data)
             self.create_subscription(PoseStamped, robot_topic(name, 'goal_pose'),
                                      lambda msg, n=name: self._on_goal(n, msg), 10)
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())

@@ -114,6 +114,9 @@ DEADLOCK_SPECS = [
 ]
 
 _WARN_PERIOD_S = 2.0
+# With the odometry trigger the control timer only covers late odometry: it is restarted by every
+# cycle and fires this many control periods after the last one.
+_LATE_ODOMETRY_PERIODS = 1.25
 _CYCLE_HISTORY = 200   # cycle statistics cover the last 200 cycles (10 s at 20 Hz)
 
 
@@ -196,7 +199,8 @@ class OrcaNode(Node):
             self.create_subscription(MultiDOFJointTrajectory, robot_topic(robot, 'trajectory'),
                                      lambda msg, i=i: self._on_trajectory(i, msg), 10)
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
-        self._timer = self.create_timer(1.0 / cfg['control_rate'], self._on_timer)
+        self._timer = None
+        self._make_control_timer()
         self._marker_timer = None
         self._set_marker_timer(cfg['marker_rate'])
         self.create_timer(1.0 / cfg['diagnostics_rate'], self._publish_diagnostics)
@@ -275,11 +279,9 @@ class OrcaNode(Node):
                                                   'current trajectories dropped')
             else:
                 self._cfg[name] = value
-                if name == 'control_rate':
-                    self._timer.cancel()
-                    self.destroy_timer(self._timer)
-                    self._timer = self.create_timer(1.0 / value, self._on_timer)
-                    robots_changed = True
+                if name in ('control_rate', 'cycle_trigger'):
+                    self._make_control_timer()
+                    robots_changed = robots_changed or name == 'control_rate'
                 elif name in ('command_latency', 'safety_margin'):
                     robots_changed = True
                 elif name == 'marker_rate':
@@ -288,6 +290,18 @@ class OrcaNode(Node):
                     self._rebuild_obstacles(self._grid)
         if robots_changed:
             self._rebuild_robot_arrays()
+
+    def _make_control_timer(self) -> None:
+        """(Re)creates the control timer. A free-running timer under the odometry trigger would
+        lock onto the odometry's phase: firing just before each burst lands, it would run the
+        cycle on old data and make the burst wait most of a period for the next tick."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self.destroy_timer(self._timer)
+        period = 1.0 / self._cfg['control_rate']
+        if self._cfg['cycle_trigger'] == 'odometry':
+            period *= _LATE_ODOMETRY_PERIODS
+        self._timer = self.create_timer(period, self._on_timer)
 
     def _set_marker_timer(self, rate: float) -> None:
         if self._marker_timer is not None:
@@ -445,6 +459,8 @@ class OrcaNode(Node):
         period = 1.0 / self._cfg['control_rate']
         dt = min(max(now - self._last_cycle, 1e-3), 2.0 * period)
         self._last_cycle = now
+        if self._cfg['cycle_trigger'] == 'odometry':
+            self._timer.reset()     # the timer waits for late odometry from now on
         self._fresh[:] = False
         if self._map_changed:
             self._map_changed = False

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orca_nav.core.orca import (ObstacleSet, OrcaParams, OrcaSimulator, compute_velocities,
-                                prepare_obstacles)
+                                prepare_obstacles, solve)
 
 PARAMS = OrcaParams(time_step=0.25, neighbor_dist=15.0, max_neighbors=10, time_horizon=10.0,
                     time_horizon_obst=10.0, radius=1.5, max_speed=2.0)
@@ -350,3 +350,18 @@ def test_two_agents_on_collision_course_keep_apart(offset, speed, distance, angl
         sim.step()
         closest = min(closest, float(np.hypot(*(sim.positions[0] - sim.positions[1]))))
     assert closest >= 2.0 - 1e-6
+
+
+def test_solve_reports_the_agents_whose_constraints_are_infeasible():
+    # The middle agent overlaps both neighbours by 0.3 m: within one 0.25 s step it must leave
+    # each at 0.6 m/s (its half), in opposite directions, so linearProgram2 fails and LP3
+    # decides. The outer agents only have to leave the middle one, which they can.
+    params = OrcaParams(0.25, 5.0, 10, 2.0, 2.0, radius=0.5, max_speed=1.0)
+    positions = np.array([[-0.7, 0.0], [0.0, 0.0], [0.7, 0.0], [20.0, 0.0]])
+    pref = np.array([[0.0, 0.0], [0.3, 0.0], [0.0, 0.0], [1.0, 0.0]])
+    solution = solve(positions, np.zeros((4, 2)), pref, params)
+    assert solution.infeasible.tolist() == [False, True, False, False]
+    np.testing.assert_array_equal(solution.velocities,
+                                  compute_velocities(positions, np.zeros((4, 2)), pref, params))
+    np.testing.assert_allclose(solution.velocities[3], [1.0, 0.0])  # alone: keeps its preference
+    assert not solve(np.zeros((0, 2)), np.zeros((0, 2)), np.zeros((0, 2)), params).infeasible.size

@@ -118,6 +118,32 @@ def test_cmd_vel_heads_for_the_goal_in_the_body_frame_and_markers_show_the_fleet
     assert {'orca_node: robot0', 'orca_node: control cycle'} <= names
 
 
+def test_jammed_robots_report_infeasible_orca_in_diagnostics(ros):
+    # Overlapping by 0.5 m, each would have to leave the other at several m/s within one
+    # 0.05 s cycle: infeasible every cycle. The robot far away is fine.
+    ros.orca(['robot0', 'robot1', 'robot2'], **{
+        'robot0.goal': [5.0, 0.0, 0.0], 'robot1.goal': [-5.0, 0.0, 0.0],
+        'robot2.goal': [15.0, 0.0, 0.0], 'robot0.radius': 0.5, 'robot1.radius': 0.5})
+    diagnostics = ros.collect(DiagnosticArray, '/diagnostics')
+    play(ros, {'robot0': (0.0, 0.0), 'robot1': (0.5, 0.0), 'robot2': (10.0, 0.0)}, 2.5)
+
+    def robot_status(name):
+        for array in reversed(live(diagnostics)):
+            for status in array.status:
+                if status.name == f'orca_node: {name}' and \
+                        int({kv.key: kv.value for kv in status.values}['orca_cycles']) > 0:
+                    return status
+        return None
+
+    for name in ('robot0', 'robot1'):
+        status = robot_status(name)
+        assert status is not None and status.level == DiagnosticStatus.WARN
+        assert 'ORCA infeasible' in status.message
+    free = robot_status('robot2')
+    assert free.level == DiagnosticStatus.OK
+    assert {kv.key: kv.value for kv in free.values}['orca_infeasible_cycles'] == '0'
+
+
 def test_accelerates_within_max_accel(ros):
     ros.orca(['robot0'], control_rate=20.0, **{'robot0.goal': [50.0, 0.0, 0.0],
                                                'robot0.max_accel': 0.5, 'robot0.max_speed': 2.0})

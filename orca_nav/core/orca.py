@@ -30,6 +30,8 @@ Usage::
                         time_horizon=10.0, time_horizon_obst=10.0, radius=1.5, max_speed=2.0)
     new_v = compute_velocities(positions, velocities, pref_velocities, params,
                                obstacles=[square_ccw, segment])
+    solution = solve(positions, velocities, pref_velocities, params)  # the same, plus
+    solution.infeasible   # (N,) bool: linearProgram2 failed, linearProgram3 chose the velocity
 
 `radius` and `max_speed` (and also `neighbor_dist`, `max_neighbors`, `time_horizon`,
 `time_horizon_obst`) may be floats or (N,) arrays.
@@ -45,7 +47,7 @@ enclosures (solid outside: room walls, the map border), unless allow_enclosures=
 plus `remove_agent(id)` and `set_obstacles(polygons)` to replace the obstacles at run time.
 """
 from dataclasses import dataclass
-from typing import Union
+from typing import NamedTuple, Union
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -54,8 +56,8 @@ from .linear_program import (RVO_EPSILON, clamp_to_speed, closest_point, min_max
                              take_columns, violation)
 from .obstacles import ObstacleSet, as_obstacle_set, validate_polygons
 
-__all__ = ['OrcaParams', 'compute_velocities', 'OrcaSimulator', 'ObstacleSet',
-           'prepare_obstacles']
+__all__ = ['OrcaParams', 'OrcaSolution', 'compute_velocities', 'solve', 'OrcaSimulator',
+           'ObstacleSet', 'prepare_obstacles']
 
 ArrayLike = Union[float, np.ndarray]
 _LINE_BLOCK = 2048  # agents per block in the agent-line computation
@@ -166,6 +168,14 @@ def _as_vectors(label, value, count=None):
     return array
 
 
+class OrcaSolution(NamedTuple):
+    velocities: np.ndarray   # (N, 2) float64: the new velocities
+    # (N,) bool: no velocity within max_speed satisfies all of the agent's ORCA lines
+    # (linearProgram2 failed), so linearProgram3 minimised the largest penetration. Normal
+    # now and then in a crowd; persistent, it means the agent is jammed.
+    infeasible: np.ndarray
+
+
 def compute_velocities(positions, velocities, pref_velocities, params, obstacles=()):
     """The new velocity of every agent, as RVO2's computeNewVelocity picks it.
 
@@ -173,6 +183,11 @@ def compute_velocities(positions, velocities, pref_velocities, params, obstacles
     (M, 2) counter-clockwise vertex arrays (2 vertices = a segment) or an ObstacleSet.
     Returns (N, 2) float64.
     """
+    return solve(positions, velocities, pref_velocities, params, obstacles).velocities
+
+
+def solve(positions, velocities, pref_velocities, params, obstacles=()) -> OrcaSolution:
+    """compute_velocities, plus which agents' linear programs were infeasible."""
     positions = _as_vectors('positions', positions)
     count = len(positions)
     velocities = _as_vectors('velocities', velocities, count)
@@ -569,8 +584,9 @@ def _obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_ho
 def _new_velocities(positions, velocities, pref_velocities, agent_params, time_step,
                     obstacle_set):
     count = len(positions)
+    infeasible = np.zeros(count, dtype=bool)
     if count == 0:
-        return np.zeros((0, 2))
+        return OrcaSolution(np.zeros((0, 2)), infeasible)
     radius = agent_params['radius']
     max_speed = agent_params['max_speed']
     neighbors, keep = _agent_neighbors(positions, agent_params['neighbor_dist'],
@@ -615,6 +631,7 @@ def _new_velocities(positions, velocities, pref_velocities, agent_params, time_s
             failed = np.flatnonzero(line_fail >= 0)
             if failed.size:
                 f = idx[failed]
+                infeasible[f] = True
                 sx[failed], sy[failed] = min_max_penetration(
                     *take_columns((lpx, lpy, ldx, ldy, lvalid), failed), num_obst[f],
                     line_fail[failed], max_speed[f], sx[failed], sy[failed])
@@ -627,7 +644,7 @@ def _new_velocities(positions, velocities, pref_velocities, agent_params, time_s
                 scale = max_speed[over] / np.sqrt(speed_sq[over])
                 vx[over] *= scale
                 vy[over] *= scale
-    return np.stack([vx, vy], axis=1)
+    return OrcaSolution(np.stack([vx, vy], axis=1), infeasible)
 
 
 # ---------------------------------------------------------------------------------------
@@ -771,7 +788,8 @@ class OrcaSimulator:
         """One RVO2 doStep: new velocities for all agents, then move them."""
         self._flush()
         new_velocities = _new_velocities(self._positions, self._velocities, self._pref,
-                                         self._agent_params, self.time_step, self.obstacles)
+                                         self._agent_params, self.time_step,
+                                         self.obstacles).velocities
         self._velocities = new_velocities
         self._positions = self._positions + new_velocities * self.time_step
         self.global_time += self.time_step

@@ -44,7 +44,7 @@ from orca_nav.core.kinematics import (CAR, DIFF_DRIVE, RobotLimits, limit_twist,
                                       tracking_error_bound)
 from orca_nav.core.geodesic_guidance import GeodesicGuidance
 from orca_nav.core.map_polygons import grid_to_polygons
-from orca_nav.core.orca import OrcaParams, compute_velocities, prepare_obstacles
+from orca_nav.core.orca import OrcaParams, prepare_obstacles, solve
 from orca_nav.core.preferred_velocity import DeadlockBreaker, DeadlockParams, goal_velocities
 from orca_nav.ros.convert import latched_qos, msg_to_grid, odom_to_state, robot_topic
 from orca_nav.ros.node_main import run_node
@@ -159,6 +159,10 @@ class OrcaNode(Node):
         self._orca_velocity = np.zeros((n, 2))
         self._arrived = np.zeros(n, dtype=bool)
         self._was_stale = np.zeros(n, dtype=bool)
+        # Per robot, since the last diagnostics: cycles it was commanded in, and those in which
+        # its ORCA constraints were infeasible (linearProgram3 picked the least-bad velocity).
+        self._orca_cycles = np.zeros(n, dtype=np.int64)
+        self._infeasible_cycles = np.zeros(n, dtype=np.int64)
         self._breaker = DeadlockBreaker(n, self._deadlock_params())
         self._seam = self.make_trajectory_seam()
         self._last_warn: Dict[tuple, float] = {}
@@ -516,9 +520,11 @@ class OrcaNode(Node):
         pref = np.where(run[:, None], pref, velocities)
         with self._map_lock:
             obstacles = self._obstacles
-        new_v = compute_velocities(positions, velocities, pref, self._orca_params(rows, period),
-                                   obstacles)
+        solution = solve(positions, velocities, pref, self._orca_params(rows, period), obstacles)
+        new_v = solution.velocities
         self._orca_velocity[rows] = new_v
+        self._orca_cycles[rows] += run
+        self._infeasible_cycles[rows] += run & solution.infeasible
         command = self._seam.body_twists(new_v, self._yaw[rows], limits, rows)
         twist = limit_twist(command, self._twist[rows], limits, dt)
         return np.where(run[:, None], twist, 0.0)
@@ -631,13 +637,23 @@ class OrcaNode(Node):
                 status.level, status.message = DiagnosticStatus.OK, 'ok: no goal'
             elif self._arrived[i]:
                 status.level, status.message = DiagnosticStatus.OK, 'goal reached'
+            elif 2 * self._infeasible_cycles[i] > self._orca_cycles[i]:
+                status.level = DiagnosticStatus.WARN
+                status.message = (f'ORCA infeasible in {self._infeasible_cycles[i]} of '
+                                  f'{self._orca_cycles[i]} cycles: jammed, moving at the '
+                                  'least-penetrating velocity')
             else:
                 status.level = DiagnosticStatus.OK
                 status.message = 'ok: yielding (deadlock breaker)' if yielding[i] else \
                     'ok: detouring (deadlock breaker)' if detouring[i] else 'ok'
             status.values = [KeyValue(key='odom_age_s', value=f'{age:.3f}'),
-                             KeyValue(key='speed', value=f'{np.hypot(*self._orca_velocity[i]):.3f}')]
+                             KeyValue(key='speed', value=f'{np.hypot(*self._orca_velocity[i]):.3f}'),
+                             KeyValue(key='orca_cycles', value=str(self._orca_cycles[i])),
+                             KeyValue(key='orca_infeasible_cycles',
+                                      value=str(self._infeasible_cycles[i]))]
             msg.status.append(status)
+        self._orca_cycles[:] = 0
+        self._infeasible_cycles[:] = 0
         wall, cpu = self.cycle_times_ms()
         fleet = DiagnosticStatus(name='orca_node: control cycle', level=DiagnosticStatus.OK,
                                  message=f'last {len(wall)} cycles')

@@ -299,6 +299,19 @@ def test_bad_set_parameters_rejected_with_a_reason(ros):
     assert wait_for(lambda: node._cfg['neighbor_dist'] == 7.5)
 
 
+def test_control_timer_follows_the_cycle_trigger(ros):
+    # Odometry trigger: the timer is a late-odometry fallback, 1.25 periods, restarted by each
+    # cycle; timer trigger: one period, free-running. Switching at run time rebuilds it.
+    node = ros.orca(['robot0'], control_rate=20.0)
+    assert node._timer.timer_period_ns == pytest.approx(1.25e9 / 20.0)
+    client = AsyncParameterClient(ros.probe, node.get_fully_qualified_name())
+    assert client.wait_for_services(timeout_sec=10.0)
+    future = client.set_parameters([Parameter('cycle_trigger', value='timer'),
+                                    Parameter('control_rate', value=10.0)])
+    assert wait_for(future.done) and all(r.successful for r in future.result().results)
+    assert wait_for(lambda: node._timer.timer_period_ns == pytest.approx(1e9 / 10.0))
+
+
 @pytest.mark.parametrize('params, name', [
     ({'robots': []}, 'robots'),
     ({'mode': 'per_robot'}, 'robot_name'),

@@ -75,8 +75,10 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
     fleet = fleet_parameters(cfg)
     sections = cfg.node_parameters
     # With a planner every goal gets a trajectory: robots wait for it instead of heading
-    # straight at the goal meanwhile (a fleet file may still say otherwise).
-    orca = {**fleet, 'trajectories_only': cfg.planner_enabled, **sections['orca_node']}
+    # straight at the goal meanwhile; with a map nobody moves before it is known (a fleet
+    # file may still say otherwise).
+    orca = {**fleet, 'trajectories_only': cfg.planner_enabled,
+            'require_map': cfg.map_path is not None, **sections['orca_node']}
     specs: List[NodeSpec] = []
     if cfg.map_path is not None:
         specs.append(NodeSpec(MAP_PUBLISHER, MAP_PUBLISHER, parameters=[{

@@ -125,3 +125,11 @@ def test_orca_node_waits_for_trajectories_when_a_planner_is_enabled(fleet_with_m
             assert spec.parameters[0]['trajectories_only'] is True
     plain = by_executable(describe_graph(circle(2)))['orca_node'][0]
     assert plain.parameters[0]['trajectories_only'] is False
+
+
+def test_orca_node_waits_for_the_map_when_the_fleet_has_one(fleet_with_map):
+    assert by_executable(describe_graph(fleet_with_map))['orca_node'][0] \
+        .parameters[0]['require_map'] is True
+    assert circle(2).map_path is None
+    assert by_executable(describe_graph(circle(2)))['orca_node'][0] \
+        .parameters[0]['require_map'] is False

@@ -226,6 +226,23 @@ def test_best_effort_odometry_publisher_is_heard(ros):
     assert live(cmds) and live(cmds)[-1].linear.x > 0.05
 
 
+def test_require_map_holds_every_robot_until_the_map_is_known(ros):
+    node = ros.orca(['robot0'], require_map=True, **{'robot0.goal': [3.0, 0.5, 0.0]})
+    cmds = ros.collect(Twist, '/robot0/cmd_vel')
+    diagnostics = ros.collect(DiagnosticArray, '/diagnostics')
+    play(ros, {'robot0': (0.5, 0.5)}, 1.2)
+    got = live(cmds)
+    assert len(got) > 5 and all(c.linear.x == 0.0 and c.linear.y == 0.0 for c in got)
+    assert any(s.level == DiagnosticStatus.WARN and 'waiting for /map' in s.message
+               for d in live(diagnostics) for s in d.status if s.name == 'orca_node: robot0')
+    msg = grid_to_msg(OccupancyGrid(np.zeros((20, 40), dtype=bool), 0.1, (0.0, 0.0)), 'map',
+                      ros.probe.get_clock().now().to_msg())
+    ros.probe.create_publisher(type(msg), '/map', latched_qos()).publish(msg)
+    assert wait_for(lambda: node._grid is not None)
+    play(ros, {'robot0': (0.5, 0.5)}, 1.0)
+    assert live(cmds)[-1].linear.x > 0.05
+
+
 def test_goal_topic_wrong_frame_rejected_and_goal_in_obstacle_refused(ros):
     node = ros.orca(['robot0'])
     cmds = ros.collect(Twist, '/robot0/cmd_vel')

@@ -84,6 +84,9 @@ NODE_SPECS = [
     ParamSpec('trajectories_only', False, 'Robots hold still until their first /<robot>/trajectory '
               'arrives (a planner owns every goal); otherwise they head straight for their goal',
               read_only=True),
+    ParamSpec('require_map', False, 'Robots hold still until the first /map has become obstacle '
+              'polygons (set when the fleet has a map, so nobody drives before the walls are known)',
+              read_only=True),
     ParamSpec('goal_tolerance', 0.1, 'A robot within this distance of its goal has arrived (m)',
               min=0.0, max=100.0),
     ParamSpec('map_inflation', 0.0, 'Margin added around occupied map cells before they become '
@@ -474,6 +477,11 @@ class OrcaNode(Node):
         commanded = self._is_commanded
         twist = np.zeros((len(self.robots), 3))
         run = commanded & live
+        if self._cfg['require_map'] and self._grid is None:
+            if run.any():
+                self._warn(('fleet', 'no_map'), 'waiting for /map (require_map): holding every '
+                           'robot still')
+            run = np.zeros_like(run)
         if run.any():
             agents = self._agents(known, run)
             twist[agents] = self._command(agents, live[agents], run[agents], now, period, dt)
@@ -633,6 +641,8 @@ class OrcaNode(Node):
             elif age > self._cfg['odom_timeout']:
                 status.level = DiagnosticStatus.WARN
                 status.message = f'stale odometry ({age:.2f} s old): stopped'
+            elif self._cfg['require_map'] and self._grid is None:
+                status.level, status.message = DiagnosticStatus.WARN, 'waiting for /map: holding still'
             elif not np.isfinite(self._goal[i, 0]):
                 status.level, status.message = DiagnosticStatus.OK, 'ok: no goal'
             elif self._arrived[i]:

@@ -365,3 +365,23 @@ def test_solve_reports_the_agents_whose_constraints_are_infeasible():
                                   compute_velocities(positions, np.zeros((4, 2)), pref, params))
     np.testing.assert_allclose(solution.velocities[3], [1.0, 0.0])  # alone: keeps its preference
     assert not solve(np.zeros((0, 2)), np.zeros((0, 2)), np.zeros((0, 2)), params).infeasible.size
+
+
+def test_solve_returns_lines_the_feasible_agents_satisfy():
+    # A jittered 1.2 m lattice (no overlaps) heading for the centre, and a block to one side.
+    ix, iy = np.meshgrid(np.arange(8), np.arange(8))
+    positions = 1.2 * np.stack([ix.ravel(), iy.ravel()], axis=1) - 4.2
+    positions += np.random.default_rng(3).uniform(-0.2, 0.2, positions.shape)
+    count = len(positions)
+    pref = -positions / np.maximum(np.hypot(*positions.T), 1e-9)[:, None]
+    square = np.array([[-1.0, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]]) + [6.0, 0.0]
+    params = OrcaParams(0.25, 4.0, 6, 3.0, 2.0, radius=0.3, max_speed=1.0)
+    solution = solve(positions, np.zeros_like(pref), pref, params, obstacles=[square])
+    lines = solution.lines
+    assert lines.point_x.shape == lines.valid.shape and lines.valid.shape[1] == count
+    assert lines.valid.sum(axis=0).max() > 1
+    vx, vy = solution.velocities.T
+    side = lines.dir_x * (vy - lines.point_y) - lines.dir_y * (vx - lines.point_x)
+    feasible = ~solution.infeasible
+    assert feasible.sum() > count // 2
+    assert (side[:, feasible][lines.valid[:, feasible]] >= -1e-5).all()

@@ -144,6 +144,30 @@ def test_jammed_robots_report_infeasible_orca_in_diagnostics(ros):
     assert {kv.key: kv.value for kv in free.values}['orca_infeasible_cycles'] == '0'
 
 
+def test_orca_lines_drawn_on_markers_when_asked(ros):
+    node = ros.orca(['robot0', 'robot1'], publish_orca_lines=True,
+                    **{'robot0.goal': [5.0, 0.0, 0.0], 'robot1.goal': [-5.0, 0.0, 0.0]})
+    markers = ros.collect(MarkerArray, '/orca_nav/markers')
+    play(ros, {'robot0': (0.0, 0.0), 'robot1': (1.5, 0.0)}, 1.2)
+    latest = live(markers)[-1]
+    for robot in ('robot0', 'robot1'):
+        mine = {m.id: m for m in latest.markers if m.ns == robot}
+        lines, arrow = mine[3], mine[1]
+        assert lines.type == lines.LINE_LIST and len(lines.points) >= 2
+        # The velocity arrow's tip is a permitted velocity: left of (or on) every line.
+        tip = np.array([arrow.points[1].x, arrow.points[1].y])
+        ends = np.array([[p.x, p.y] for p in lines.points]).reshape(-1, 2, 2)
+        along, to_tip = ends[:, 1] - ends[:, 0], tip - ends[:, 0]
+        assert (along[:, 0] * to_tip[:, 1] - along[:, 1] * to_tip[:, 0] >= -1e-3).all()
+    client = AsyncParameterClient(ros.probe, node.get_fully_qualified_name())
+    assert client.wait_for_services(timeout_sec=10.0)
+    future = client.set_parameters([Parameter('publish_orca_lines', value=False)])
+    assert wait_for(future.done) and future.result().results[0].successful
+    count = len(markers)
+    play(ros, {'robot0': (0.0, 0.0), 'robot1': (1.5, 0.0)}, 1.0)
+    assert not any(m.id == 3 for array in live(markers)[count + 1:] for m in array.markers)
+
+
 def test_accelerates_within_max_accel(ros):
     ros.orca(['robot0'], control_rate=20.0, **{'robot0.goal': [50.0, 0.0, 0.0],
                                                'robot0.max_accel': 0.5, 'robot0.max_speed': 2.0})

@@ -32,6 +32,7 @@ Usage::
                                obstacles=[square_ccw, segment])
     solution = solve(positions, velocities, pref_velocities, params)  # the same, plus
     solution.infeasible   # (N,) bool: linearProgram2 failed, linearProgram3 chose the velocity
+    solution.lines        # OrcaLines: each agent's half-planes in velocity space
 
 `radius` and `max_speed` (and also `neighbor_dist`, `max_neighbors`, `time_horizon`,
 `time_horizon_obst`) may be floats or (N,) arrays.
@@ -56,8 +57,8 @@ from .linear_program import (RVO_EPSILON, clamp_to_speed, closest_point, min_max
                              take_columns, violation)
 from .obstacles import ObstacleSet, as_obstacle_set, validate_polygons
 
-__all__ = ['OrcaParams', 'OrcaSolution', 'compute_velocities', 'solve', 'OrcaSimulator',
-           'ObstacleSet', 'prepare_obstacles']
+__all__ = ['OrcaParams', 'OrcaSolution', 'OrcaLines', 'compute_velocities', 'solve',
+           'OrcaSimulator', 'ObstacleSet', 'prepare_obstacles']
 
 ArrayLike = Union[float, np.ndarray]
 _LINE_BLOCK = 2048  # agents per block in the agent-line computation
@@ -168,12 +169,32 @@ def _as_vectors(label, value, count=None):
     return array
 
 
+class OrcaLines(NamedTuple):
+    """Every agent's ORCA lines, (L, N) arrays: column j holds agent j's lines, obstacle lines
+    first, in RVO2's order; rows where `valid` is False are padding. The permitted velocities
+    of a line lie left of its direction: det(direction, v - point) >= 0."""
+    point_x: np.ndarray
+    point_y: np.ndarray
+    dir_x: np.ndarray
+    dir_y: np.ndarray
+    valid: np.ndarray
+
+    def segments(self, agent: int, half_length: float) -> np.ndarray:
+        """(M, 2, 2): both ends of each of `agent`'s M lines, `half_length` either side of its
+        point, in velocity space (for drawing them around the agent)."""
+        rows = self.valid[:, agent]
+        point = np.stack([self.point_x[rows, agent], self.point_y[rows, agent]], axis=1)
+        reach = half_length * np.stack([self.dir_x[rows, agent], self.dir_y[rows, agent]], axis=1)
+        return np.stack([point - reach, point + reach], axis=1).astype(float)
+
+
 class OrcaSolution(NamedTuple):
     velocities: np.ndarray   # (N, 2) float64: the new velocities
     # (N,) bool: no velocity within max_speed satisfies all of the agent's ORCA lines
     # (linearProgram2 failed), so linearProgram3 minimised the largest penetration. Normal
     # now and then in a crowd; persistent, it means the agent is jammed.
     infeasible: np.ndarray
+    lines: OrcaLines
 
 
 def compute_velocities(positions, velocities, pref_velocities, params, obstacles=()):
@@ -187,7 +208,8 @@ def compute_velocities(positions, velocities, pref_velocities, params, obstacles
 
 
 def solve(positions, velocities, pref_velocities, params, obstacles=()) -> OrcaSolution:
-    """compute_velocities, plus which agents' linear programs were infeasible."""
+    """compute_velocities, plus which agents' linear programs were infeasible and the
+    ORCA lines they were solved over."""
     positions = _as_vectors('positions', positions)
     count = len(positions)
     velocities = _as_vectors('velocities', velocities, count)
@@ -586,7 +608,9 @@ def _new_velocities(positions, velocities, pref_velocities, agent_params, time_s
     count = len(positions)
     infeasible = np.zeros(count, dtype=bool)
     if count == 0:
-        return OrcaSolution(np.zeros((0, 2)), infeasible)
+        none = np.zeros((0, 0))
+        return OrcaSolution(np.zeros((0, 2)), infeasible,
+                            OrcaLines(none, none, none, none, none.astype(bool)))
     radius = agent_params['radius']
     max_speed = agent_params['max_speed']
     neighbors, keep = _agent_neighbors(positions, agent_params['neighbor_dist'],
@@ -644,7 +668,7 @@ def _new_velocities(positions, velocities, pref_velocities, agent_params, time_s
                 scale = max_speed[over] / np.sqrt(speed_sq[over])
                 vx[over] *= scale
                 vy[over] *= scale
-    return OrcaSolution(np.stack([vx, vy], axis=1), infeasible)
+    return OrcaSolution(np.stack([vx, vy], axis=1), infeasible, OrcaLines(px, py, dx, dy, valid))
 
 
 # ---------------------------------------------------------------------------------------

@@ -91,6 +91,9 @@ NODE_SPECS = [
               min=0.0, max=100.0),
     ParamSpec('map_inflation', 0.0, 'Margin added around occupied map cells before they become '
               'ORCA polygons (m)', min=0.0, max=100.0),
+    ParamSpec('publish_orca_lines', False, 'Add each robot\'s ORCA half-plane lines to '
+              '/orca_nav/markers, drawn in velocity space around the robot like its velocity '
+              'arrow (the arrow\'s tip lies left of every line when feasible)'),
     ParamSpec('marker_rate', 5.0, '/orca_nav/markers messages per second (Hz); 0 disables',
               min=0.0, max=100.0),
     ParamSpec('diagnostics_rate', 1.0, '/diagnostics messages per second (Hz)', min=0.1,
@@ -164,6 +167,7 @@ class OrcaNode(Node):
         self._was_stale = np.zeros(n, dtype=bool)
         # Per robot, since the last diagnostics: cycles it was commanded in, and those in which
         # its ORCA constraints were infeasible (linearProgram3 picked the least-bad velocity).
+        self._orca_lines = None   # (rows, OrcaLines) of the last cycle, for the markers
         self._orca_cycles = np.zeros(n, dtype=np.int64)
         self._infeasible_cycles = np.zeros(n, dtype=np.int64)
         self._breaker = DeadlockBreaker(n, self._deadlock_params())
@@ -533,6 +537,7 @@ class OrcaNode(Node):
         self._orca_velocity[rows] = new_v
         self._orca_cycles[rows] += run
         self._infeasible_cycles[rows] += run & solution.infeasible
+        self._orca_lines = (rows, solution.lines) if self._cfg['publish_orca_lines'] else None
         command = self._seam.body_twists(new_v, self._yaw[rows], limits, rows)
         twist = limit_twist(command, self._twist[rows], limits, dt)
         return np.where(run[:, None], twist, 0.0)
@@ -624,7 +629,25 @@ class OrcaNode(Node):
             else:
                 goal.action = Marker.DELETE
             out.markers.extend([disc, arrow, goal])
+        if self._orca_lines is not None:
+            out.markers.extend(self._orca_line_markers(stamp))
         self._marker_pub.publish(out)
+
+    def _orca_line_markers(self, stamp) -> List[Marker]:
+        rows, lines = self._orca_lines
+        markers = []
+        for column, i in enumerate(rows):
+            if not self._is_commanded[i]:
+                continue
+            ends = lines.segments(column, half_length=float(self._limits.max_speed[i]))
+            ends += self._position[i]
+            marker = _marker(self.robots[i], 3, Marker.LINE_LIST, self.global_frame, stamp)
+            marker.points = [Point(x=float(x), y=float(y), z=0.1) for x, y in ends.reshape(-1, 2)]
+            marker.scale.x = 0.02
+            marker.color.r, marker.color.g, marker.color.b, marker.color.a = 1.0, 0.5, 0.0, 0.9
+            marker.lifetime.sec = 1     # gone soon after publish_orca_lines is switched off
+            markers.append(marker)
+        return markers
 
     def _publish_diagnostics(self) -> None:
         msg = DiagnosticArray()

@@ -89,7 +89,7 @@ class Progress:
 
 
 def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
-             progress: Optional[Progress] = None) -> dict:
+             progress: Optional[Progress] = None, executor: Optional[str] = None) -> dict:
     """Runs the fleet to completion (or its demo duration); writes report.json and
     trajectories.png into out_dir and returns the report."""
     from orca_nav.core.grid import OccupancyGrid
@@ -101,7 +101,7 @@ def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
     progress = progress or Progress()
     specs = describe_graph(cfg, use_sim=True, mode=mode)
     wall_start = time.monotonic()
-    with run_graph(specs) as graph:
+    with run_graph(specs, executor=executor) as graph:
         mission = graph.add_node(DemoMission(cfg, subscriber_wait_s=GOAL_SUBSCRIBER_WAIT_S,
                                              context=graph.context))
         deadline = time.monotonic() + ODOM_WAIT_S + GOAL_SUBSCRIBER_WAIT_S
@@ -164,7 +164,7 @@ def demo_command(args) -> int:
     print(f'orca-nav demo: scenario {cfg.name}, {len(cfg.robots)} robots, {args.mode} ORCA, '
           f'up to {cfg.demo.duration:.0f} s; output in {out_dir}', file=sys.stderr)
     try:
-        report = run_demo(cfg, out_dir, mode=args.mode)
+        report = run_demo(cfg, out_dir, mode=args.mode, executor=args.executor)
     except (RuntimeError, ValueError) as err:
         print(f'\norca-nav demo: {err}', file=sys.stderr)
         return 2
@@ -198,6 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument('--mode', choices=MODES, default='centralized',
                       help='one ORCA node for the fleet, or one per robot namespace')
     demo.add_argument('--seed', type=int, help='seed of the simulator noise')
+    demo.add_argument('--executor', help='events (default where rclpy has it: fastest, but its '
+                      'nodes answer no services, so no `ros2 param set`) or multi_threaded')
     demo.set_defaults(run=demo_command)
     bench = commands.add_parser('bench', help='run benchmarks (bench/run.py)')
     bench.add_argument('areas', nargs='*', help='benchmark areas (default: all); options such '

@@ -6,12 +6,14 @@ import time
 
 import pytest
 
-pytest.importorskip('rclpy')
+rclpy = pytest.importorskip('rclpy')
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import Twist  # noqa: E402
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
+from rcl_interfaces.srv import GetParameters  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
@@ -76,6 +78,28 @@ def test_sim_and_map_nodes_publish_odometry_and_the_map(executor):
                               odom.pose.pose.position.y - robot.start[1]) < 1e-6
         names = {(n, ns) for n, ns in probe.node.get_node_names_and_namespaces()}
         assert {('fleet_sim', '/'), ('map_publisher', '/')} <= names
+
+
+def test_multi_threaded_graph_answers_parameter_services():
+    """`orca-nav demo --executor multi_threaded` is how to `ros2 param set` demo nodes (rclpy's
+    EventsExecutor answers no services)."""
+    specs = [s for s in describe_graph(corridor(2)) if s.executable == 'map_publisher']
+    with run_graph(specs, executor='multi_threaded') as graph:
+        context = rclpy.Context()
+        rclpy.init(context=context)
+        node = rclpy.create_node('param_probe', context=context)
+        try:
+            client = node.create_client(GetParameters, '/map_publisher/get_parameters')
+            executor = SingleThreadedExecutor(context=context)
+            executor.add_node(node)
+            assert client.wait_for_service(timeout_sec=10.0)
+            future = client.call_async(GetParameters.Request(names=['frame_id']))
+            executor.spin_until_future_complete(future, timeout_sec=10.0)
+            assert future.done() and future.result().values[0].string_value == 'map'
+        finally:
+            node.destroy_node()
+            rclpy.try_shutdown(context=context)
+        assert graph.error is None
 
 
 def test_full_graph_drives_robots_with_cmd_vel_and_markers():

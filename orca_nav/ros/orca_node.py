@@ -165,9 +165,9 @@ class OrcaNode(Node):
         self._orca_velocity = np.zeros((n, 2))
         self._arrived = np.zeros(n, dtype=bool)
         self._was_stale = np.zeros(n, dtype=bool)
+        self._orca_lines = None   # (rows, OrcaLines) of the last cycle, for the markers
         # Per robot, since the last diagnostics: cycles it was commanded in, and those in which
         # its ORCA constraints were infeasible (linearProgram3 picked the least-bad velocity).
-        self._orca_lines = None   # (rows, OrcaLines) of the last cycle, for the markers
         self._orca_cycles = np.zeros(n, dtype=np.int64)
         self._infeasible_cycles = np.zeros(n, dtype=np.int64)
         self._breaker = DeadlockBreaker(n, self._deadlock_params())

@@ -45,6 +45,9 @@ class Ros(RosHarness):
         # A loaded machine can hold the executor for a few hundred ms; only the staleness
         # tests ask for the 0.5 s default.
         params.setdefault('odom_timeout', 2.0)
+        # The probe replays fixed poses, which the deadlock breaker would read as a stall after
+        # stall_time and answer with a detour.
+        params.setdefault('deadlock.enabled', False)
         overrides = [Parameter('robots', value=list(robots))]
         overrides += [Parameter(name, value=value) for name, value in params.items()]
         return self.add(OrcaNode(context=self.context, parameter_overrides=overrides))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import array
 import math
+import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,6 +11,7 @@ from geometry_msgs.msg import Quaternion
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
 
 from orca_nav.core.grid import OccupancyGrid
 
@@ -33,7 +35,11 @@ def yaw_to_quaternion(yaw: float) -> Quaternion:
 
 def quaternion_to_yaw(q) -> float:
     """Yaw (rotation about z) of a quaternion, REP-103 (counter-clockwise from x)."""
-    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+    return _yaw(q.x, q.y, q.z, q.w)
+
+
+def _yaw(x: float, y: float, z: float, w: float) -> float:
+    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
 
 
 def stamp_to_seconds(stamp) -> float:
@@ -67,18 +73,62 @@ def odom_to_state(msg: Odometry) -> OdomState:
     p = msg.pose.pose.position
     q = msg.pose.pose.orientation
     t = msg.twist.twist
-    position = _finite((p.x, p.y, p.z), 'pose.pose.position')
-    quat = _finite((q.x, q.y, q.z, q.w), 'pose.pose.orientation')
+    return _odom_state((p.x, p.y, p.z), (q.x, q.y, q.z, q.w), (t.linear.x, t.linear.y, t.linear.z),
+                       t.angular.z, stamp_to_seconds(msg.header.stamp), msg.header.frame_id)
+
+
+# Serialized Odometry, as a raw subscription delivers it: a 4-byte encapsulation header, then
+# CDR (XCDR1) with alignment counted from the end of that header. Layout: header.stamp (int32
+# sec, uint32 nanosec), header.frame_id and child_frame_id (uint32 length including the NUL,
+# bytes), then 8-byte aligned doubles: position (3), orientation (4), pose covariance (36),
+# linear (3), angular (3) twist, twist covariance (36).
+_CDR_LITTLE_ENDIAN = b'\x00\x01'
+_STAMP_AND_FRAME_LENGTH = struct.Struct('<iII')
+_STRING_LENGTH = struct.Struct('<I')
+_POSE = struct.Struct('<7d')
+_TWIST = struct.Struct('<6d')
+_POSE_COVARIANCE_BYTES = 36 * 8
+
+
+def odom_state_from_cdr(raw: bytes) -> OdomState:
+    """odom_to_state for a serialized nav_msgs/Odometry (an rclpy subscription with raw=True).
+
+    Reads just the fields used. Deserializing the whole message costs ~0.1 ms in rclpy, mostly
+    the two 36-double covariances: 10 ms of every 20 Hz cycle for 100 robots. Encodings other
+    than little-endian XCDR1 (what rmw_fastrtps and rmw_cyclonedds send) are deserialized."""
+    if raw[:2] != _CDR_LITTLE_ENDIAN:
+        return odom_to_state(deserialize_message(raw, Odometry))
+    body = memoryview(raw)[4:]
+    try:
+        sec, nanosec, frame_length = _STAMP_AND_FRAME_LENGTH.unpack_from(body, 0)
+        frame_id = bytes(body[12:12 + frame_length]).rstrip(b'\x00').decode()
+        offset = _aligned(12 + frame_length, 4)
+        (child_length,) = _STRING_LENGTH.unpack_from(body, offset)
+        offset = _aligned(offset + 4 + child_length, 8)
+        pose = _POSE.unpack_from(body, offset)
+        twist = _TWIST.unpack_from(body, offset + _POSE.size + _POSE_COVARIANCE_BYTES)
+    except (struct.error, UnicodeDecodeError) as err:
+        raise ValueError(f'malformed serialized Odometry ({len(raw)} bytes): {err}') from None
+    return _odom_state(pose[:3], pose[3:], twist[:3], twist[5], sec + 1e-9 * nanosec, frame_id)
+
+
+def _aligned(offset: int, size: int) -> int:
+    return (offset + size - 1) // size * size
+
+
+def _odom_state(position, orientation, body_linear, yaw_rate, stamp_s, frame_id) -> OdomState:
+    position = _finite(position, 'pose.pose.position')
+    quat = _finite(orientation, 'pose.pose.orientation')
     if abs(float(quat @ quat) - 1.0) > 1e-3 + 1e-5:   # np.isclose(., 1, atol=1e-3), faster
         raise ValueError(f'pose.pose.orientation is not a unit quaternion ({quat.tolist()})')
-    body_vel = _finite((t.linear.x, t.linear.y, t.linear.z), 'twist.twist.linear')
-    yaw_rate = float(_finite((t.angular.z,), 'twist.twist.angular.z')[0])
-    yaw = quaternion_to_yaw(q)
+    body_vel = _finite(body_linear, 'twist.twist.linear')
+    yaw_rate = float(_finite((yaw_rate,), 'twist.twist.angular.z')[0])
+    yaw = _yaw(*orientation)
     c, s = math.cos(yaw), math.sin(yaw)
     velocity = np.array([c * body_vel[0] - s * body_vel[1], s * body_vel[0] + c * body_vel[1],
                          body_vel[2]])
     return OdomState(position=position, velocity=velocity, yaw=yaw, yaw_rate=yaw_rate,
-                     stamp_s=stamp_to_seconds(msg.header.stamp), frame_id=msg.header.frame_id)
+                     stamp_s=stamp_s, frame_id=frame_id)
 
 
 def state_to_odom(position, yaw: float, body_velocity, yaw_rate: float, stamp, frame_id: str,

@@ -46,7 +46,7 @@ from orca_nav.core.geodesic_guidance import GeodesicGuidance
 from orca_nav.core.map_polygons import grid_to_polygons
 from orca_nav.core.orca import OrcaParams, prepare_obstacles, solve
 from orca_nav.core.preferred_velocity import DeadlockBreaker, DeadlockParams, goal_velocities
-from orca_nav.ros.convert import latched_qos, msg_to_grid, odom_to_state, robot_topic
+from orca_nav.ros.convert import latched_qos, msg_to_grid, odom_state_from_cdr, robot_topic
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import (ParamSpec, declare_parameters, declare_robot_parameters,
                                  on_parameters_changed)
@@ -84,8 +84,9 @@ NODE_SPECS = [
     ParamSpec('trajectories_only', False, 'Robots hold still until their first /<robot>/trajectory '
               'arrives (a planner owns every goal); otherwise they head straight for their goal',
               read_only=True),
-    ParamSpec('require_map', False, 'Robots hold still until the first /map has become obstacle '
-              'polygons (set when the fleet has a map, so nobody drives before the walls are known)',
+    ParamSpec('require_map', False, 'Robots hold still until the first /map has become '
+              'obstacle polygons (set when the fleet has a map, so nobody drives before the '
+              'walls are known)',
               read_only=True),
     ParamSpec('goal_tolerance', 0.1, 'A robot within this distance of its goal has arrived (m)',
               min=0.0, max=100.0),
@@ -198,10 +199,11 @@ class OrcaNode(Node):
             i = self.index[robot]
             # Best effort (REP-2003 sensor data): only the newest odometry matters, a lost sample
             # must not hold back later ones while reliable delivery repairs it, and it matches
-            # both reliable and best-effort odometry publishers.
+            # both reliable and best-effort odometry publishers. Raw: read without rclpy's full
+            # deserialization (convert.odom_state_from_cdr).
             self.create_subscription(Odometry, robot_topic(robot, 'odom'),
-                                     lambda msg, i=i: self._on_odom(i, msg),
-                                     qos_profile_sensor_data)
+                                     lambda raw, i=i: self._on_odom(i, raw),
+                                     qos_profile_sensor_data, raw=True)
             # Every robot's goal: the deadlock breaker's priorities need to know who travels.
             self.create_subscription(PoseStamped, robot_topic(robot, 'goal_pose'),
                                      lambda msg, i=i: self._on_goal(i, msg), 10)
@@ -330,10 +332,10 @@ class OrcaNode(Node):
             self.get_logger().warning(text)
 
     # ------------------------------------------------------------------ inputs
-    def _on_odom(self, i: int, msg: Odometry) -> None:
+    def _on_odom(self, i: int, raw: bytes) -> None:
         robot = self.robots[i]
         try:
-            state = odom_to_state(msg)
+            state = odom_state_from_cdr(raw)
         except ValueError as err:
             self._warn((robot, 'odom'), f'{robot}: ignoring odometry: {err}')
             return
@@ -665,7 +667,8 @@ class OrcaNode(Node):
                 status.level = DiagnosticStatus.WARN
                 status.message = f'stale odometry ({age:.2f} s old): stopped'
             elif self._cfg['require_map'] and self._grid is None:
-                status.level, status.message = DiagnosticStatus.WARN, 'waiting for /map: holding still'
+                status.level = DiagnosticStatus.WARN
+                status.message = 'waiting for /map: holding still'
             elif not np.isfinite(self._goal[i, 0]):
                 status.level, status.message = DiagnosticStatus.OK, 'ok: no goal'
             elif self._arrived[i]:
@@ -679,8 +682,9 @@ class OrcaNode(Node):
                 status.level = DiagnosticStatus.OK
                 status.message = 'ok: yielding (deadlock breaker)' if yielding[i] else \
                     'ok: detouring (deadlock breaker)' if detouring[i] else 'ok'
+            speed = np.hypot(*self._orca_velocity[i])
             status.values = [KeyValue(key='odom_age_s', value=f'{age:.3f}'),
-                             KeyValue(key='speed', value=f'{np.hypot(*self._orca_velocity[i]):.3f}'),
+                             KeyValue(key='speed', value=f'{speed:.3f}'),
                              KeyValue(key='orca_cycles', value=str(self._orca_cycles[i])),
                              KeyValue(key='orca_infeasible_cycles',
                                       value=str(self._infeasible_cycles[i]))]

@@ -37,8 +37,8 @@ from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.path_timing import reference_from_samples, time_path
 from orca_nav.core.planning import PlanResult, PlanStats, PlanStatus
 from orca_nav.core.tracking import Reference
-from orca_nav.ros.convert import (latched_qos, msg_to_grid, odom_to_state, quaternion_to_yaw,
-                                  robot_topic)
+from orca_nav.ros.convert import (latched_qos, msg_to_grid, odom_state_from_cdr,
+                                  quaternion_to_yaw, robot_topic)
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import (ROBOT_SPECS, ParamSpec, declare_parameters,
                                  declare_robot_parameters, on_parameters_changed)
@@ -202,8 +202,8 @@ class PlannerNode(Node):
             self._traj_pubs[name] = self.create_publisher(
                 MultiDOFJointTrajectory, robot_topic(name, 'trajectory'), 10)
             self.create_subscription(Odometry, robot_topic(name, 'odom'),  # as orca_node's
-                                     lambda msg, n=name: self._on_odom(n, msg),
-                                     qos_profile_sensor_data)
+                                     lambda raw, n=name: self._on_odom(n, raw),
+                                     qos_profile_sensor_data, raw=True)
             self.create_subscription(PoseStamped, robot_topic(name, 'goal_pose'),
                                      lambda msg, n=name: self._on_goal(n, msg), 10)
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
@@ -227,9 +227,9 @@ class PlannerNode(Node):
                 elif full_name in self.settings:
                     self.settings[full_name] = value
 
-    def _on_odom(self, name: str, msg: Odometry) -> None:
+    def _on_odom(self, name: str, raw: bytes) -> None:
         try:
-            odom = odom_to_state(msg)
+            odom = odom_state_from_cdr(raw)
         except ValueError as err:
             self.get_logger().warn(f'{name}: odometry ignored: {err}', throttle_duration_sec=5.0)
             return

@@ -46,12 +46,10 @@ def stamp_to_seconds(stamp) -> float:
     return stamp.sec + 1e-9 * stamp.nanosec
 
 
-def _finite(values, field: str) -> np.ndarray:
-    # Plain math on the few floats of one message: called for every odometry message of a fleet.
+def _check_finite(values, field: str) -> None:
     for k, value in enumerate(values):
         if not math.isfinite(value):
             raise ValueError(f'{field}[{k}] is not finite ({float(value)})')
-    return np.array(values, dtype=float)
 
 
 @dataclass(frozen=True)
@@ -117,18 +115,22 @@ def _aligned(offset: int, size: int) -> int:
 
 
 def _odom_state(position, orientation, body_linear, yaw_rate, stamp_s, frame_id) -> OdomState:
-    position = _finite(position, 'pose.pose.position')
-    quat = _finite(orientation, 'pose.pose.orientation')
-    if abs(float(quat @ quat) - 1.0) > 1e-3 + 1e-5:   # np.isclose(., 1, atol=1e-3), faster
-        raise ValueError(f'pose.pose.orientation is not a unit quaternion ({quat.tolist()})')
-    body_vel = _finite(body_linear, 'twist.twist.linear')
-    yaw_rate = float(_finite((yaw_rate,), 'twist.twist.angular.z')[0])
-    yaw = _yaw(*orientation)
+    # Plain math on the few floats of one message: this runs for every odometry message of a
+    # fleet (numpy's per-call overhead would dominate).
+    fields = ((position, 'pose.pose.position'), (orientation, 'pose.pose.orientation'),
+              (body_linear, 'twist.twist.linear'), ((yaw_rate,), 'twist.twist.angular.z'))
+    for values, field in fields:
+        _check_finite(values, field)
+    qx, qy, qz, qw = orientation
+    if abs(qx * qx + qy * qy + qz * qz + qw * qw - 1.0) > 1e-3 + 1e-5:  # isclose(., 1, atol=1e-3)
+        raise ValueError('pose.pose.orientation is not a unit quaternion '
+                         f'({[float(v) for v in orientation]})')
+    yaw = _yaw(qx, qy, qz, qw)
     c, s = math.cos(yaw), math.sin(yaw)
-    velocity = np.array([c * body_vel[0] - s * body_vel[1], s * body_vel[0] + c * body_vel[1],
-                         body_vel[2]])
-    return OdomState(position=position, velocity=velocity, yaw=yaw, yaw_rate=yaw_rate,
-                     stamp_s=stamp_s, frame_id=frame_id)
+    vx, vy, vz = body_linear
+    return OdomState(position=np.array(position, dtype=float),
+                     velocity=np.array([c * vx - s * vy, s * vx + c * vy, vz], dtype=float),
+                     yaw=yaw, yaw_rate=float(yaw_rate), stamp_s=stamp_s, frame_id=frame_id)
 
 
 def state_to_odom(position, yaw: float, body_velocity, yaw_rate: float, stamp, frame_id: str,

@@ -189,3 +189,14 @@ def test_undeclared_overrides_are_named(make_node):
                       Parameter('qos_overrides./odom.publisher.depth', value=5)])
     declare_parameters(node, SPECS)
     assert warn_undeclared_overrides(node) == ['rate']
+
+
+def test_serialized_odometry_in_another_encoding_goes_through_rclpy(monkeypatch):
+    from builtin_interfaces.msg import Time
+    msg = convert.state_to_odom((4.0, 5.0), 0.0, (0.0, 0.0), 0.0, Time(), 'map', 'r/base_link')
+    seen = []
+    monkeypatch.setattr(convert, 'deserialize_message',
+                        lambda raw, msg_type: seen.append(raw[:2]) or msg)
+    big_endian_header = b'\x00\x00\x00\x00'
+    state = convert.odom_state_from_cdr(big_endian_header + bytes(64))
+    assert seen == [b'\x00\x00'] and state.position.tolist() == [4.0, 5.0, 0.0]

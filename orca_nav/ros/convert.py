@@ -93,7 +93,7 @@ def odom_state_from_cdr(raw: bytes) -> OdomState:
 
     Reads just the fields used. Deserializing the whole message costs ~0.1 ms in rclpy, mostly
     the two 36-double covariances: 10 ms of every 20 Hz cycle for 100 robots. Encodings other
-    than little-endian XCDR1 (what rmw_fastrtps and rmw_cyclonedds send) are deserialized."""
+    than little-endian XCDR1 (what rmw_fastrtps sends here) are deserialized by rclpy."""
     if raw[:2] != _CDR_LITTLE_ENDIAN:
         return odom_to_state(deserialize_message(raw, Odometry))
     body = memoryview(raw)[4:]

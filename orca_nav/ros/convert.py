@@ -92,7 +92,7 @@ def odom_state_from_cdr(raw: bytes) -> OdomState:
     """odom_to_state for a serialized nav_msgs/Odometry (an rclpy subscription with raw=True).
 
     Reads just the fields used. Deserializing the whole message costs ~0.1 ms in rclpy, mostly
-    the two 36-double covariances: 10 ms of every 20 Hz cycle for 100 robots. Encodings other
+    the two 36-double covariances: 10 ms of CPU in every 20 Hz cycle for 100 robots. Encodings other
     than little-endian XCDR1 (what rmw_fastrtps sends here) are deserialized by rclpy."""
     if raw[:2] != _CDR_LITTLE_ENDIAN:
         return odom_to_state(deserialize_message(raw, Odometry))

@@ -181,6 +181,10 @@ def test_grid_message_rejects_bad_shapes_and_rotation():
     msg.info.origin.orientation = convert.yaw_to_quaternion(0.5)
     with pytest.raises(ValueError, match='info.origin.orientation'):
         convert.msg_to_grid(msg)
+    msg.info.origin.orientation = convert.yaw_to_quaternion(0.0)
+    assert convert.msg_to_grid(msg, frame_id='map').shape == (2, 2)
+    with pytest.raises(ValueError, match="header.frame_id 'map' is not the global frame 'world'"):
+        convert.msg_to_grid(msg, frame_id='world')
 
 
 def test_undeclared_overrides_are_named(make_node):

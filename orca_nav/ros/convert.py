@@ -5,6 +5,7 @@ import array
 import math
 import struct
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 from geometry_msgs.msg import Quaternion
@@ -167,8 +168,13 @@ def grid_to_msg(grid: OccupancyGrid, frame_id: str, stamp) -> OccupancyGridMsg:
     return msg
 
 
-def msg_to_grid(msg: OccupancyGridMsg, unknown_occupied: bool = True) -> OccupancyGrid:
-    """nav_msgs/OccupancyGrid -> core grid. Rotated map origins are rejected (field named)."""
+def msg_to_grid(msg: OccupancyGridMsg, unknown_occupied: bool = True,
+                frame_id: Optional[str] = None) -> OccupancyGrid:
+    """nav_msgs/OccupancyGrid -> core grid. Rotated map origins, and maps in a frame other
+    than `frame_id` (when given), are rejected with a ValueError naming the field."""
+    if frame_id is not None and msg.header.frame_id != frame_id:
+        raise ValueError(f'header.frame_id {msg.header.frame_id!r} is not the global frame '
+                         f'{frame_id!r}')
     info = msg.info
     q = info.origin.orientation
     if abs(quaternion_to_yaw(q)) > 1e-6:

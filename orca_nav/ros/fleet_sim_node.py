@@ -165,14 +165,10 @@ class FleetSimNode(Node):
         self._stopped[index] = False
 
     def _on_map(self, msg: OccupancyGridMsg) -> None:
-        if msg.header.frame_id != self.global_frame:
-            self.get_logger().warn(f'/map: ignoring a map in frame {msg.header.frame_id!r}; '
-                                   f'expected the global frame {self.global_frame!r}')
-            return
         try:
-            self.sim.set_grid(msg_to_grid(msg))
+            self.sim.set_grid(msg_to_grid(msg, frame_id=self.global_frame))
         except ValueError as err:
-            self.get_logger().error(f'/map: ignoring a malformed map: {err}')
+            self.get_logger().error(f'/map: ignoring the map: {err}')
             return
         self.get_logger().info(f'/map: {msg.info.width} x {msg.info.height} cells at '
                                f'{msg.info.resolution:.4g} m for robot-map collisions')

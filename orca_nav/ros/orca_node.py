@@ -400,12 +400,8 @@ class OrcaNode(Node):
         self._seam.set_trajectory(i, msg, self.get_clock().now().nanoseconds * 1e-9)
 
     def _on_map(self, msg: OccupancyGridMsg) -> None:
-        if msg.header.frame_id != self.global_frame:
-            self.get_logger().warning(f'rejecting /map: header.frame_id {msg.header.frame_id!r} '
-                                      f'is not the global frame {self.global_frame!r}')
-            return
         try:
-            grid = msg_to_grid(msg)
+            grid = msg_to_grid(msg, frame_id=self.global_frame)
         except ValueError as err:
             self.get_logger().warning(f'rejecting /map: {err}')
             return

@@ -278,13 +278,10 @@ class PlannerNode(Node):
 
     def _on_map(self, msg: OccupancyGridMsg) -> None:
         try:
-            grid = msg_to_grid(msg, unknown_occupied=self.settings['unknown_is_occupied'])
+            grid = msg_to_grid(msg, unknown_occupied=self.settings['unknown_is_occupied'],
+                               frame_id=self.frame)
         except ValueError as err:
             self.get_logger().error(f'/map ignored: {err}')
-            return
-        if msg.header.frame_id != self.frame:
-            self.get_logger().error(f'/map ignored: header.frame_id {msg.header.frame_id!r} '
-                                    f'is not {self.frame!r}')
             return
         has_free = bool((~grid.occupied).any())
         with self._lock:

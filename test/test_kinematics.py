@@ -1,7 +1,7 @@
 """core/kinematics.py: exact integration, limits, velocity mapping and the tracking-error bound."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from orca_nav.core.kinematics import (RobotLimits, admissible_twist, body_to_world,
@@ -75,6 +75,8 @@ def test_limit_twist_acceleration_and_car_curvature():
                           st.floats(-2, 2), st.floats(-2, 2), st.floats(-2, 2)),
                 min_size=4, max_size=4),
        st.floats(0.01, 0.5))
+# A denormal car speed once rounded the kept curvature above 1 / min_turning_radius.
+@example(rows=[(0.0,) * 6, (0.0,) * 6, (5e-324, 0.0, 1.0, 1.0, 0.0, 0.0), (0.0,) * 6], dt=0.5)
 def test_limit_twist_never_exceeds_limits(rows, dt):
     rows = np.array(rows)
     lim = RobotLimits.create(['holonomic', 'diff_drive', 'car', 'quadrotor'], max_speed=1.5,

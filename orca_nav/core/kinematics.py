@@ -155,6 +155,9 @@ def limit_twist(command, previous, limits: RobotLimits, dt: float) -> np.ndarray
         v_target = target[car, 0]
         curvature = np.divide(target[car, 2], v_target, out=np.zeros_like(v_target),
                               where=v_target != 0.0)
+        # admissible_twist bounds it already, except where a denormal speed rounds it up.
+        bound = 1.0 / limits.min_turning_radius[car]
+        curvature = np.clip(curvature, -bound, bound)
         out[car, 2] = np.clip(curvature * out[car, 0], -limits.max_yaw_rate[car],
                               limits.max_yaw_rate[car])
     return out

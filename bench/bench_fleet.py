@@ -179,7 +179,7 @@ def run_node_size(count, seconds, spacing):
 
 def time_core(count, repeats, spacing):
     """orca_nav's compute_velocities alone on the benchmark scene (ms per call)."""
-    from orca_nav.core.orca import OrcaParams, compute_velocities
+    from orca_nav.core.avoidance import OrcaParams, compute_velocities
     start, goals, velocity = scene(count, spacing)
     pref = goals - start
     pref *= np.minimum(1.0, MAX_SPEED / np.linalg.norm(pref, axis=1))[:, None]

@@ -32,10 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from orca_nav.core.footprint import Footprint, FootprintChecker
+from orca_nav.core.planning.footprint import Footprint, FootprintChecker
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.hybrid_astar import HybridAStar, HybridParams
-from orca_nav.core.reeds_shepp import wrap_angle
+from orca_nav.core.planning.hybrid_astar import HybridAStar, HybridParams
+from orca_nav.core.geometry import wrap_angle
 
 ROOT = Path(__file__).resolve().parents[1]
 MAP = ROOT.parent / 'shared' / 'refdata' / 'planners' / 'parking_2d.npz'

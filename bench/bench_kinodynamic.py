@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.kinodynamic_astar import KinodynamicAStar, KinodynamicParams
-from orca_nav.core.planning import PlanStatus
+from orca_nav.core.planning.kinodynamic_astar import KinodynamicAStar, KinodynamicParams
+from orca_nav.core.planning.result import PlanStatus
 
 REPO = Path(__file__).resolve().parents[1]
 PLANNERS = REPO.parent / 'shared' / 'refdata' / 'planners'

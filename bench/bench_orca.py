@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orca_nav.core.orca import OrcaParams, OrcaSimulator
+from orca_nav.core.avoidance import OrcaParams, OrcaSimulator
 
 PARAMS = dict(time_step=0.25, neighbor_dist=15.0, max_neighbors=10, time_horizon=10.0,
               time_horizon_obst=10.0, radius=1.5, max_speed=2.0)

@@ -47,10 +47,10 @@ def baseline_run(cfg, dt: float = 0.05):
     Returns a dict: makespan (None unless every goal was reached), per-robot finish times,
     robot-robot and robot-map collision events.
     """
-    from orca_nav.core.fleet_sim import FleetSim
+    from orca_nav.core.fleet.sim import FleetSim
     from orca_nav.core.grid import OccupancyGrid
-    from orca_nav.core.kinematics import RobotLimits
-    from orca_nav.core.tracking import FleetTracker, tracking_twist
+    from orca_nav.core.fleet.kinematics import RobotLimits
+    from orca_nav.core.fleet.tracking import FleetTracker, tracking_twist
     from orca_nav.ros.planner_node import NODE_SPECS, PlanRequest, build_planner, plan_reference
 
     grid = OccupancyGrid.from_map_yaml(cfg.map_path)
@@ -120,7 +120,7 @@ def baseline_run(cfg, dt: float = 0.05):
 def with_orca_off(cfg):
     """The same fleet with orca_node's ORCA reduced to nothing: no agent neighbours and an
     obstacle horizon of 0.01 s, so every robot drives its planned path ignoring the others."""
-    from orca_nav.core.fleet_config import load_fleet_config
+    from orca_nav.bringup.fleet_file import load_fleet_config
     raw = cfg.to_dict()
     raw['orca_node'] = {**raw.get('orca_node', {}), 'neighbor_dist': 0.0, 'max_neighbors': 0,
                         'time_horizon_obst': 0.01}
@@ -130,7 +130,7 @@ def with_orca_off(cfg):
 
 def pipeline_run(cfg):
     """`orca-nav demo` on cfg (planner + ORCA over DDS); returns the fleet part of report.json."""
-    from orca_nav.cli import run_demo
+    from orca_nav.bringup.cli import run_demo
 
     class Quiet:
         def update(self, *args):
@@ -151,11 +151,11 @@ def latency_run(kinematics: str, planner: bool, repeats: int):
     import rclpy
     from geometry_msgs.msg import PoseStamped, Twist
     from nav_msgs.msg import Odometry
-    from orca_nav.bringup import describe_graph
-    from orca_nav.core.fleet_config import load_fleet_config
+    from orca_nav.bringup.graph import describe_graph
+    from orca_nav.bringup.fleet_file import load_fleet_config
     from orca_nav.ros.convert import yaw_to_quaternion
-    from orca_nav.ros.runner import run_graph
-    from orca_nav.scenarios import scenario_config
+    from orca_nav.bringup.runner import run_graph
+    from orca_nav.bringup.scenarios import scenario_config
 
     scenario, start, goals = LATENCY_CASES[kinematics]
     base = scenario_config(scenario)
@@ -264,7 +264,7 @@ def latency_table(results, quick: bool, repeats: int) -> None:
 
 
 def makespan_table(results, quick: bool) -> None:
-    from orca_nav.scenarios import scenario_config
+    from orca_nav.bringup.scenarios import scenario_config
     print('\nfleet makespan (s) and collisions: planner + ORCA over DDS, against the same '
           'robots driving their planned paths with ORCA off (same DDS graph; and the core '
           'simulation without ROS)')

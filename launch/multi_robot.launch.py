@@ -13,8 +13,8 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from orca_nav.bringup import MODES, describe_graph, share_dir
-from orca_nav.core.fleet_config import load_fleet_config
+from orca_nav.bringup.graph import MODES, describe_graph, share_dir
+from orca_nav.bringup.fleet_file import load_fleet_config
 
 TRUE_WORDS = ('true', '1', 'yes', 'on')
 

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from orca_nav.bringup import NodeSpec, describe_graph, fleet_parameters, share_dir
-from orca_nav.core.fleet_config import load_fleet_config
-from orca_nav.scenarios import circle
+from orca_nav.bringup.graph import NodeSpec, describe_graph, fleet_parameters, share_dir
+from orca_nav.bringup.fleet_file import load_fleet_config
+from orca_nav.bringup.scenarios import circle
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -114,7 +114,7 @@ def test_share_dir_is_the_checkout_when_not_installed():
 def test_bringup_does_not_need_rclpy():
     """The launch file imports bringup; it must not pull in rclpy (or the ROS nodes)."""
     import subprocess
-    code = ('import sys, orca_nav.bringup, orca_nav.scenarios; '
+    code = ('import sys, orca_nav.bringup.graph, orca_nav.bringup.scenarios; '
             'sys.exit(1 if "rclpy" in sys.modules else 0)')
     assert subprocess.call([sys.executable, '-c', code], cwd=str(REPO)) == 0
 

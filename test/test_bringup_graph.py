@@ -18,10 +18,10 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
-from orca_nav.bringup import NodeSpec, describe_graph  # noqa: E402
+from orca_nav.bringup.graph import NodeSpec, describe_graph  # noqa: E402
 from orca_nav.ros.convert import latched_qos  # noqa: E402
-from orca_nav.ros.runner import EXECUTORS, default_executor, node_class, run_graph  # noqa: E402
-from orca_nav.scenarios import corridor  # noqa: E402
+from orca_nav.bringup.runner import EXECUTORS, default_executor, node_class, run_graph  # noqa: E402
+from orca_nav.bringup.scenarios import corridor  # noqa: E402
 
 pytestmark = pytest.mark.ros
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from orca_nav.cli import Progress, build_parser, load_scenario, main, with_overrides
+from orca_nav.bringup.cli import Progress, build_parser, load_scenario, main, with_overrides
 
 
 def test_demo_arguments_and_defaults():
@@ -102,9 +102,9 @@ def test_mission_refuses_to_share_odometry_topics_with_another_fleet():
     import time
     from nav_msgs.msg import Odometry
     from rclpy.node import Node
-    from orca_nav.bringup import describe_graph
-    from orca_nav.ros.demo_mission import DemoMission
-    from orca_nav.ros.runner import run_graph
+    from orca_nav.bringup.graph import describe_graph
+    from orca_nav.bringup.mission import DemoMission
+    from orca_nav.bringup.runner import run_graph
     cfg = load_scenario('circle', 2)
     specs = [s for s in describe_graph(cfg) if s.executable == 'fleet_sim_node']
     with run_graph(specs) as graph:

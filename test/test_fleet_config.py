@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orca_nav.core.fleet_config import (KINEMATICS, NUMERIC_ROBOT_FIELDS, DemoSettings,
+from orca_nav.bringup.fleet_file import (KINEMATICS, NUMERIC_ROBOT_FIELDS, DemoSettings,
                                         load_fleet_config)
-from orca_nav.scenarios import (GENERATORS, circle, fleets_dir, scenario_config, scenario_names,
+from orca_nav.bringup.scenarios import (GENERATORS, circle, fleets_dir, scenario_config, scenario_names,
                                 write_fleet_config)
 
 
@@ -206,7 +206,7 @@ def test_unknown_scenario_and_bad_sizes():
 
 def test_fixed_scenarios_come_from_fleet_files(tmp_path, monkeypatch):
     """A scenario without a generator is config/fleets/<name>.yaml (e.g. warehouse)."""
-    import orca_nav.scenarios as scenarios
+    import orca_nav.bringup.scenarios as scenarios
     monkeypatch.setattr(scenarios, 'fleets_dir', lambda: tmp_path)
     (tmp_path / 'yard.yaml').write_text(
         'robots:\n  - {name: r0, start: [0, 0], goals: [[1, 0], [1, 1]]}\n')

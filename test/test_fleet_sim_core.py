@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from orca_nav.core.fleet_sim import ROBOT_MAP, ROBOT_ROBOT, FleetSim, map_overlap
+from orca_nav.core.fleet.sim import ROBOT_MAP, ROBOT_ROBOT, FleetSim, map_overlap
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.kinematics import RobotLimits
+from orca_nav.core.fleet.kinematics import RobotLimits
 
 
 def _sim(kinds, starts, radius=0.3, **kwargs):

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.hybrid_astar import HybridAStar, HybridParams
-from orca_nav.core.planning import PlanStatus
-from orca_nav.core.reeds_shepp import wrap_angle
+from orca_nav.core.planning.hybrid_astar import HybridAStar, HybridParams
+from orca_nav.core.planning.result import PlanStatus
+from orca_nav.core.geometry import wrap_angle
 
 from conftest import SHARED
 

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from orca_nav.core.footprint import Footprint, FootprintChecker
+from orca_nav.core.planning.footprint import Footprint, FootprintChecker
 from orca_nav.core.grid import OccupancyGrid
 
 from conftest import SHARED

@@ -4,9 +4,9 @@ import pytest
 
 from conftest import SHARED
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.kinodynamic_astar import KinodynamicAStar, KinodynamicParams
-from orca_nav.core.obvp import cubic_coefficients, obvp_cost, obvp_min_cost
-from orca_nav.core.planning import PlanStatus
+from orca_nav.core.planning.kinodynamic_astar import KinodynamicAStar, KinodynamicParams
+from orca_nav.core.planning.obvp import cubic_coefficients, obvp_cost, obvp_min_cost
+from orca_nav.core.planning.result import PlanStatus
 
 PLANNERS = SHARED / 'refdata' / 'planners'
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from orca_nav.core.trajectory import PolynomialTrajectory
+from orca_nav.core.planning.polynomial import PolynomialTrajectory
 
 
 def two_segment():

@@ -4,7 +4,7 @@ import pytest
 from scipy import ndimage
 
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.map_polygons import grid_to_polygons, signed_area
+from orca_nav.core.avoidance.map_polygons import grid_to_polygons, signed_area
 
 
 def winding_number(polygons, points):
@@ -156,7 +156,7 @@ def test_three_dimensional_grid_is_rejected():
 
 def room_with_pillar_run(polygons, steps=150):
     """Five agents driven into the walls of an 8 x 6 m room through OrcaSimulator."""
-    from orca_nav.core.orca import OrcaParams, OrcaSimulator, prepare_obstacles
+    from orca_nav.core.avoidance import OrcaParams, OrcaSimulator, prepare_obstacles
     params = OrcaParams(time_step=0.1, neighbor_dist=3.0, max_neighbors=10, time_horizon=2.0,
                         time_horizon_obst=2.0, radius=0.2, max_speed=1.0)
     sim = OrcaSimulator(params)
@@ -192,7 +192,7 @@ def test_agents_inside_a_walled_room_stay_inside_and_pass_the_pillar():
 
 def test_room_polygons_give_rvo2_the_same_velocities():
     pyrvo = pytest.importorskip('pyrvo')
-    from orca_nav.core.orca import OrcaParams, compute_velocities, prepare_obstacles
+    from orca_nav.core.avoidance import OrcaParams, compute_velocities, prepare_obstacles
     occ = np.zeros((60, 80), dtype=bool)
     occ[25:35, 35:45] = True
     polygons = grid_to_polygons(OccupancyGrid(occ, 0.1, (0.0, 0.0)))

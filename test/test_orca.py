@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orca_nav.core.orca import (ObstacleSet, OrcaParams, OrcaSimulator, compute_velocities,
+from orca_nav.core.avoidance import (ObstacleSet, OrcaParams, OrcaSimulator, compute_velocities,
                                 prepare_obstacles, solve)
 
 PARAMS = OrcaParams(time_step=0.25, neighbor_dist=15.0, max_neighbors=10, time_horizon=10.0,
@@ -121,7 +121,7 @@ def test_simulator_replaces_obstacles_at_run_time():
 
 
 def test_obstacle_neighbour_prefilter_matches_brute_force(monkeypatch):
-    from orca_nav.core import obstacles as obstacle_module
+    from orca_nav.core.avoidance import obstacles as obstacle_module
     rng = np.random.default_rng(2)
     polygons = [SQUARE * rng.uniform(0.5, 3.0) + rng.uniform(-40, 40, 2) for _ in range(40)]
     polygons.append(np.array([[-60.0, -50.0], [60.0, -50.0]]))  # a long wall (segment)
@@ -141,7 +141,7 @@ def test_dense_and_pairwise_linear_program_1_agree(monkeypatch):
     """Few lines run linearProgram1 densely over all line pairs; many lines as a flat list
     of (agent, violated line) pairs (or line by line when searching RVO2's failing line):
     same points, same feasibility, same failing line, bit for bit."""
-    from orca_nav.core import linear_program
+    from orca_nav.core.avoidance import linear_program
     rng = np.random.default_rng(1)
     for trial in range(60):
         width, count = int(rng.integers(1, 14)), 300

@@ -425,7 +425,7 @@ def test_params_file_start_loads_the_parameters(tmp_path):
 def test_trajectory_seam_steers_a_robot_along_its_trajectory(ros):
     from trajectory_msgs.msg import MultiDOFJointTrajectory
 
-    from orca_nav.core.tracking import Reference
+    from orca_nav.core.planning.reference import Reference
     from orca_nav.ros.trajectory_msgs import reference_to_trajectory
     ros.orca(['robot0'], **{'robot0.goal': [5.0, 0.0, 0.0]})  # goal straight ahead in +x ...
     cmds = ros.collect(Twist, '/robot0/cmd_vel')

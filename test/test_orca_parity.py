@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from conftest import SHARED
-from orca_nav.core.obstacles import ObstacleSet
-from orca_nav.core.orca import OrcaParams, compute_velocities, prepare_obstacles
+from orca_nav.core.avoidance.obstacles import ObstacleSet
+from orca_nav.core.avoidance import OrcaParams, compute_velocities, prepare_obstacles
 
 REFDATA = SHARED / 'refdata' / 'orca'
 
@@ -154,7 +154,7 @@ def test_overlapping_start_matches_pyrvo():
 
 def test_linear_program_3_starts_where_rvo2_does(monkeypatch):
     """Where RVO2 fell back to linearProgram3, we do too, from the same failing line."""
-    from orca_nav.core import orca
+    from orca_nav.core.avoidance import solver as orca
     path = REFDATA / 'blocks_100.npz'
     if not path.exists():
         pytest.skip('blocks_100.npz not in refdata')
@@ -179,7 +179,7 @@ def test_linear_program_3_starts_where_rvo2_does(monkeypatch):
 
 def test_active_set_path_matches_rvo2(monkeypatch):
     """Large batches take the active-set path of linearProgram2/3; force it on a small run."""
-    from orca_nav.core import linear_program
+    from orca_nav.core.avoidance import linear_program
     path = REFDATA / 'blocks_100.npz'
     if not path.exists():
         pytest.skip('blocks_100.npz not in refdata')

@@ -12,11 +12,11 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from geometry_msgs.msg import PoseStamped, Twist  # noqa: E402
 from nav_msgs.msg import Odometry, Path  # noqa: E402
 
-from orca_nav.bringup import describe_graph  # noqa: E402
-from orca_nav.core.fleet_config import load_fleet_config  # noqa: E402
+from orca_nav.bringup.graph import describe_graph  # noqa: E402
+from orca_nav.bringup.fleet_file import load_fleet_config  # noqa: E402
 from orca_nav.ros.convert import yaw_to_quaternion  # noqa: E402
-from orca_nav.ros.runner import run_graph  # noqa: E402
-from orca_nav.scenarios import maps_dir, scenario_config  # noqa: E402
+from orca_nav.bringup.runner import run_graph  # noqa: E402
+from orca_nav.bringup.scenarios import maps_dir, scenario_config  # noqa: E402
 from ros_harness import wait_for  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -119,7 +119,7 @@ def test_goal_in_obstacle_gives_diagnostic_and_no_motion():
 
 @pytest.mark.slow
 def test_warehouse_demo_reaches_every_goal_without_collision(tmp_path):
-    from orca_nav.cli import run_demo
+    from orca_nav.bringup.cli import run_demo
     cfg = scenario_config('warehouse')
     report = run_demo(cfg, tmp_path)
     fleet = report['fleet']

@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 
 from conftest import SHARED
-from orca_nav.core.orca import OrcaParams, OrcaSimulator
-from orca_nav.core.preferred_velocity import DeadlockBreaker, DeadlockParams, goal_velocities
+from orca_nav.core.avoidance import OrcaParams, OrcaSimulator
+from orca_nav.core.fleet.deadlock import DeadlockBreaker, DeadlockParams
+from orca_nav.core.fleet.preferred_velocity import goal_velocities
 
 CIRCLE = SHARED / 'refdata' / 'orca' / 'circle_16_tight.npz'
 GOAL_TOLERANCE = 0.05

@@ -4,7 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from orca_nav.core import reeds_shepp as rs
+from orca_nav.core.geometry import wrap_angle
+from orca_nav.core.planning import reeds_shepp as rs
 
 R = 2.5
 
@@ -49,7 +50,7 @@ def test_paths_end_exactly_at_goal_and_match_distance(paths, distance):
     for path, goal, expected in zip(result, b, d):
         end = path.end()
         assert np.hypot(*(end[:2] - goal[:2])) < 1e-9
-        assert abs(rs.wrap_angle(end[2] - goal[2])) < 1e-9
+        assert abs(wrap_angle(end[2] - goal[2])) < 1e-9
         assert path.length == pytest.approx(expected, abs=1e-9)
         assert np.all(np.isin(np.round(np.abs(path.curvatures) * R, 12), (0.0, 1.0)))
 
@@ -76,7 +77,7 @@ def test_sample_spacing_direction_and_curvature():
         ds = np.hypot(*np.diff(poses[:, :2], axis=0).T)
         assert ds.max() <= step + 1e-9
         # Heading changes at most 1/R per metre of travel.
-        dyaw = np.abs(rs.wrap_angle(np.diff(poses[:, 2])))
+        dyaw = np.abs(wrap_angle(np.diff(poses[:, 2])))
         assert np.all(dyaw <= ds / R * (1 + 1e-4) + 1e-12)   # ds is a chord: slightly short
         # Motion agrees with the direction flag: displacement projected on the heading has its sign.
         proj = np.diff(poses[:, 0]) * np.cos(poses[:-1, 2]) + np.diff(poses[:, 1]) * np.sin(poses[:-1, 2])
@@ -144,6 +145,6 @@ def test_matches_ompl_state_space_distance(kind):
         for state, pose in ((s1, p), (s2, q)):
             state.setX(float(pose[0]))
             state.setY(float(pose[1]))
-            state.setYaw(float(rs.wrap_angle(pose[2])))
+            state.setYaw(float(wrap_angle(pose[2])))
         theirs.append(space.distance(s1, s2))
     assert np.allclose(ours(a, b, R), theirs, atol=1e-7)

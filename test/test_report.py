@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.report import (RobotTrack, fleet_report, format_table, pairwise_minima,
+from orca_nav.bringup.report import (RobotTrack, fleet_report, format_table, pairwise_minima,
                                   path_length, resample)
 
 
@@ -91,7 +91,7 @@ def test_obstacle_clearance_against_a_wall():
 
 
 def test_pairwise_minima_in_chunks_matches_brute_force(monkeypatch):
-    import orca_nav.core.report as report_module
+    import orca_nav.bringup.report as report_module
     rng = np.random.default_rng(3)
     positions = rng.uniform(-3, 3, size=(50, 7, 2))
     radii = rng.uniform(0.1, 0.4, size=7)
@@ -142,7 +142,7 @@ def test_table_lists_every_robot_and_the_totals():
 
 def test_picture_is_written(tmp_path):
     pytest.importorskip('matplotlib')
-    from orca_nav.report_plot import plot_trajectories
+    from orca_nav.bringup.report_plot import plot_trajectories
     occupied = np.zeros((30, 30), bool)
     occupied[10:20, 10:20] = True
     grid = OccupancyGrid(occupied, 0.2, (-3.0, -3.0))

@@ -2,8 +2,10 @@
 import numpy as np
 import pytest
 
-from orca_nav.core.path_timing import reference_from_samples, time_path
-from orca_nav.core.tracking import FleetTracker, Reference, TrackingParams, wrap_angle
+from orca_nav.core.planning.path_timing import reference_from_samples, time_path
+from orca_nav.core.fleet.tracking import FleetTracker, TrackingParams
+from orca_nav.core.geometry import wrap_angle
+from orca_nav.core.planning.reference import Reference
 
 
 def forward_then_reverse():
@@ -207,8 +209,8 @@ def test_tracker_bad_input():
 # ---------------------------------------------------------------- tracking -> non-holonomic twists
 def drive(kinematics, ref, steps=1500, dt=0.05, **limit_kw):
     """Closed loop: tracker -> tracking_twist -> exact pose integration with acceleration limits."""
-    from orca_nav.core.kinematics import RobotLimits, integrate_pose, limit_twist
-    from orca_nav.core.tracking import tracking_twist
+    from orca_nav.core.fleet.kinematics import RobotLimits, integrate_pose, limit_twist
+    from orca_nav.core.fleet.tracking import tracking_twist
     limits = RobotLimits.create([kinematics], max_speed=1.0, max_accel=2.0, max_yaw_rate=2.0,
                                 **limit_kw)
     tracker = FleetTracker([True], steered=[kinematics == 'car'])

@@ -5,8 +5,8 @@ import pytest
 pytest.importorskip('rclpy')
 from trajectory_msgs.msg import MultiDOFJointTrajectoryPoint  # noqa: E402
 
-from orca_nav.core.kinematics import RobotLimits, integrate_pose, limit_twist  # noqa: E402
-from orca_nav.core.path_timing import reference_from_samples, time_path  # noqa: E402
+from orca_nav.core.fleet.kinematics import RobotLimits, integrate_pose, limit_twist  # noqa: E402
+from orca_nav.core.planning.path_timing import reference_from_samples, time_path  # noqa: E402
 from orca_nav.ros.tracking_seam import TrackingSeam  # noqa: E402
 from orca_nav.ros.trajectory_msgs import (empty_trajectory, msg_to_reference,  # noqa: E402
                                           reference_to_path, reference_to_trajectory)

@@ -7,7 +7,7 @@ twist in the child frame `<robot>/base_link`, as a wheel-odometry driver reports
 `/fleet_sim/collisions` (std_msgs/String, one JSON object per new contact) and
 `/diagnostics` (one status per robot, ERROR while it is in contact).
 
-Motion, limits, noise, latency and collision semantics are those of `orca_nav.core.fleet_sim`.
+Motion, limits, noise, latency and collision semantics are those of `orca_nav.core.fleet.sim`.
 A robot whose last cmd_vel is older than `cmd_timeout` is commanded to stop (it still
 decelerates within max_accel), like a base controller's watchdog.
 """
@@ -26,8 +26,8 @@ from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallba
 from rclpy.node import Node
 from std_msgs.msg import String
 
-from orca_nav.core.fleet_sim import ROBOT_ROBOT, CollisionEvent, FleetSim
-from orca_nav.core.kinematics import RobotLimits
+from orca_nav.core.fleet.sim import ROBOT_ROBOT, CollisionEvent, FleetSim
+from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.ros.convert import latched_qos, msg_to_grid, robot_topic, state_to_odom
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import (ParamSpec, declare_parameters, declare_robot_parameters,

@@ -40,12 +40,13 @@ from scipy.spatial import cKDTree
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
-from orca_nav.core.kinematics import (CAR, DIFF_DRIVE, RobotLimits, limit_twist,
+from orca_nav.core.fleet.kinematics import (CAR, DIFF_DRIVE, RobotLimits, limit_twist,
                                       tracking_error_bound)
-from orca_nav.core.geodesic_guidance import GeodesicGuidance
-from orca_nav.core.map_polygons import grid_to_polygons
-from orca_nav.core.orca import OrcaParams, prepare_obstacles, solve
-from orca_nav.core.preferred_velocity import DeadlockBreaker, DeadlockParams, goal_velocities
+from orca_nav.core.fleet.guidance import GeodesicGuidance
+from orca_nav.core.avoidance.map_polygons import grid_to_polygons
+from orca_nav.core.avoidance import OrcaParams, prepare_obstacles, solve
+from orca_nav.core.fleet.deadlock import DeadlockBreaker, DeadlockParams
+from orca_nav.core.fleet.preferred_velocity import goal_velocities
 from orca_nav.ros.convert import latched_qos, msg_to_grid, odom_state_from_cdr, robot_topic
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import (ParamSpec, declare_parameters, declare_robot_parameters,
@@ -104,7 +105,7 @@ NODE_SPECS = [
 _DEFAULT_DEADLOCK = DeadlockParams()
 DEADLOCK_SPECS = [
     ParamSpec('enabled', True, 'Break symmetric stalls (progress watch, yielding, right-hand '
-              'detours); see orca_nav.core.preferred_velocity'),
+              'detours); see orca_nav.core.fleet.preferred_velocity'),
     ParamSpec('stall_time', _DEFAULT_DEADLOCK.stall_time, 'Window over which progress is judged (s)',
               min=0.1, max=600.0),
     ParamSpec('min_progress', _DEFAULT_DEADLOCK.min_progress, 'Required fraction of the progress '

@@ -34,9 +34,9 @@ from rclpy.qos import qos_profile_sensor_data
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.path_timing import reference_from_samples, time_path
-from orca_nav.core.planning import PlanResult, PlanStats, PlanStatus
-from orca_nav.core.tracking import Reference
+from orca_nav.core.planning.path_timing import reference_from_samples, time_path
+from orca_nav.core.planning.result import PlanResult, PlanStats, PlanStatus
+from orca_nav.core.planning.reference import Reference
 from orca_nav.ros.convert import (latched_qos, msg_to_grid, odom_state_from_cdr,
                                   quaternion_to_yaw, robot_topic)
 from orca_nav.ros.node_main import run_node
@@ -126,14 +126,14 @@ def build_planner(request: PlanRequest):
     """The core planner for the request's robot kinematics."""
     r, s = request.robot, request.settings
     if r['kinematics'] in ('holonomic', 'quadrotor'):
-        from orca_nav.core.kinodynamic_astar import KinodynamicAStar, KinodynamicParams
+        from orca_nav.core.planning.kinodynamic_astar import KinodynamicAStar, KinodynamicParams
         params = KinodynamicParams(max_vel=r['max_speed'], max_acc=r['max_accel'],
                                    max_speed=r['max_speed'], max_acc_norm=r['max_accel'],
                                    robot_radius=r['radius'],
                                    safety_margin=s['safety_margin'],
                                    max_time=s['plan_time_budget'])
         return KinodynamicAStar(request.grid, params)
-    from orca_nav.core.hybrid_astar import HybridAStar, HybridParams
+    from orca_nav.core.planning.hybrid_astar import HybridAStar, HybridParams
     params = HybridParams(wheelbase=r['wheelbase'], min_turning_radius=r['min_turning_radius'],
                           robot_radius=r['radius'], allow_reverse=s['allow_reverse'],
                           model='diff_drive' if r['kinematics'] == 'diff_drive' else 'car',

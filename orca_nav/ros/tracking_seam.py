@@ -23,8 +23,8 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
-from orca_nav.core.kinematics import RobotLimits
-from orca_nav.core.tracking import FleetTracker, TrackingCommand, TrackingParams, tracking_twist
+from orca_nav.core.fleet.kinematics import RobotLimits
+from orca_nav.core.fleet.tracking import FleetTracker, TrackingCommand, TrackingParams, tracking_twist
 from orca_nav.ros.trajectory_msgs import msg_to_reference
 
 

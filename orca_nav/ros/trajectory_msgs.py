@@ -17,8 +17,8 @@ from geometry_msgs.msg import PoseStamped, Transform, Twist
 from nav_msgs.msg import Path
 from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint
 
-from orca_nav.core.path_timing import step_directions
-from orca_nav.core.tracking import Reference
+from orca_nav.core.planning.path_timing import step_directions
+from orca_nav.core.planning.reference import Reference
 from orca_nav.ros.convert import quaternion_to_yaw, stamp_to_seconds, yaw_to_quaternion
 
 

@@ -26,8 +26,8 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from std_msgs.msg import String
 
-from orca_nav.core.fleet_config import FleetConfig, RobotConfig
-from orca_nav.core.report import RobotTrack
+from orca_nav.bringup.fleet_file import FleetConfig, RobotConfig
+from orca_nav.bringup.report import RobotTrack
 from orca_nav.ros.convert import robot_topic, stamp_to_seconds, yaw_to_quaternion
 
 COLLISIONS_TOPIC = '/fleet_sim/collisions'

@@ -26,14 +26,11 @@ from typing import Tuple
 
 import numpy as np
 
+from orca_nav.core.geometry import wrap_angle
+
 TWO_PI = 2.0 * math.pi
 _ZERO = 10.0 * np.finfo(float).eps
 _HALF_PI = 0.5 * math.pi
-
-
-def wrap_angle(a):
-    """Wrap angles to [-pi, pi)."""
-    return (np.asarray(a, dtype=float) + math.pi) % TWO_PI - math.pi
 
 
 def _mod2pi(a):

@@ -24,8 +24,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import List, Optional
 
-from orca_nav.bringup import MODES, describe_graph, share_dir
-from orca_nav.core.fleet_config import FleetConfig, load_fleet_config
+from orca_nav.bringup.graph import MODES, describe_graph, share_dir
+from orca_nav.bringup.fleet_file import FleetConfig, load_fleet_config
 
 # Wall-clock limits for start-up: every robot's odometry must arrive, goal topics be matched
 # (the run starts without subscribers after their wait, with a warning).
@@ -35,7 +35,7 @@ GOAL_SUBSCRIBER_WAIT_S = 10.0
 
 def load_scenario(scenario: str, robots: Optional[int] = None) -> FleetConfig:
     """A built-in scenario by name, or a fleet config file by path."""
-    from orca_nav.scenarios import scenario_config
+    from orca_nav.bringup.scenarios import scenario_config
     if scenario.endswith(('.yaml', '.yml')) or os.sep in scenario:
         if robots is not None:
             raise ValueError(f'robots: --robots resizes built-in scenarios only, not {scenario}')
@@ -93,10 +93,10 @@ def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
     """Runs the fleet to completion (or its demo duration); writes report.json and
     trajectories.png into out_dir and returns the report."""
     from orca_nav.core.grid import OccupancyGrid
-    from orca_nav.core.report import fleet_report
-    from orca_nav.report_plot import plot_trajectories
-    from orca_nav.ros.demo_mission import DemoMission
-    from orca_nav.ros.runner import run_graph
+    from orca_nav.bringup.report import fleet_report
+    from orca_nav.bringup.report_plot import plot_trajectories
+    from orca_nav.bringup.mission import DemoMission
+    from orca_nav.bringup.runner import run_graph
 
     progress = progress or Progress()
     specs = describe_graph(cfg, use_sim=True, mode=mode)
@@ -154,7 +154,7 @@ def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
 
 
 def demo_command(args) -> int:
-    from orca_nav.core.report import format_table
+    from orca_nav.bringup.report import format_table
     try:
         cfg = with_overrides(load_scenario(args.scenario, args.robots), args.duration, args.seed)
     except ValueError as err:

@@ -26,7 +26,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from orca_nav.bringup import PACKAGE, NodeSpec
+from orca_nav.bringup.graph import PACKAGE, NodeSpec
 from orca_nav.ros.params import warn_undeclared_overrides
 
 NODE_CLASSES = {

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-from orca_nav.core.fleet_config import FleetConfig
+from orca_nav.bringup.fleet_file import FleetConfig
 
 PACKAGE = 'orca_nav'
 MODES = ('centralized', 'per_robot')
@@ -46,7 +46,7 @@ class NodeSpec:
 
 def share_dir() -> Path:
     """The package's share folder (config/, launch/): the colcon install, else this checkout."""
-    checkout = Path(__file__).resolve().parents[1]
+    checkout = Path(__file__).resolve().parents[2]
     try:
         from ament_index_python.packages import get_package_share_directory
     except ImportError:

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.report import RobotTrack
+from orca_nav.bringup.report import RobotTrack
 
 
 def plot_trajectories(path, tracks: Sequence[RobotTrack], starts: np.ndarray,

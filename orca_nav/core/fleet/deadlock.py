@@ -1,16 +1,5 @@
-"""Preferred velocities for a fleet: goal seeking plus deadlock breaking, batched over robots.
-
-ORCA only ever picks the allowed velocity closest to each robot's *preferred* velocity, so
-everything a fleet layer wants from it (go to a goal, brake in time, get out of a stall) is
-expressed here, and `orca.compute_velocities` stays RVO2's algorithm untouched.
-
-Goal seeking (`goal_velocities`): head straight for the goal at
-``min(max_speed, sqrt(2 * max_accel * distance), distance / time_step)``: full speed far away,
-the braking profile inside the stopping distance ``max_speed**2 / (2 * max_accel)``, and never
-more than one step's worth of distance so a discrete controller does not overshoot. Within
-``goal_tolerance`` the preferred velocity is zero and the robot counts as arrived.
-
-Deadlock breaking (`DeadlockBreaker`): symmetric encounters stall plain ORCA. Two robots
+"""Deadlock breaking for a fleet (`DeadlockBreaker`), on top of the goal-seeking preferred
+velocities (`preferred_velocity`): symmetric encounters stall plain ORCA. Two robots
 meeting head-on, or a ring of robots swapping across a circle, get mirror-image half-planes;
 each slows down by the same amount, nobody steps aside, and all speeds decay to zero short of
 the goals (RVO2's circle_16_tight ends as a jammed ring this way). Once jammed, no choice of
@@ -44,81 +33,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
-__all__ = ['goal_velocities', 'DeadlockParams', 'DeadlockBreaker']
+from orca_nav.core.fleet.preferred_velocity import per_robot_values, points
+
+__all__ = ['DeadlockParams', 'DeadlockBreaker']
 
 _GOLDEN = 0.5 * (np.sqrt(5.0) - 1.0)
-
-
-def _per_robot(name, value, n, allow_zero=False):
-    arr = np.broadcast_to(np.asarray(value, dtype=float), (n,)).astype(float)
-    bad = np.flatnonzero(~np.isfinite(arr) | ((arr < 0.0) if allow_zero else (arr <= 0.0)))
-    if bad.size:
-        i = int(bad[0])
-        bound = '>= 0' if allow_zero else '> 0'
-        raise ValueError(f'{name}[{i}] must be finite and {bound}, got {arr[i]}')
-    return arr
-
-
-def _points(name, value, n=None):
-    arr = np.asarray(value, dtype=float)
-    if arr.ndim != 2 or arr.shape[1] != 2 or (n is not None and arr.shape[0] != n):
-        expected = f'({n}, 2)' if n is not None else '(N, 2)'
-        raise ValueError(f'{name} must have shape {expected}, got {arr.shape}')
-    bad = np.argwhere(~np.isfinite(arr))
-    if bad.size:
-        raise ValueError(f'{name}[{bad[0][0]}] is not finite: {arr[bad[0][0]].tolist()}')
-    return arr
-
-
-def goal_velocities(positions, goals, max_speed, max_accel, goal_tolerance, time_step=None,
-                    headings=None, route_lengths=None):
-    """Goal-seeking preferred velocities with a braking profile.
-
-    positions, goals: (N, 2); a goal row of NaN means "no goal" (zero preferred velocity).
-    headings, route_lengths: optional (N, 2) unit directions and (N,) path lengths to the goal
-    around obstacles (`geodesic_guidance.GeodesicGuidance.directions`); without them the robot
-    heads straight for the goal and brakes on the straight distance.
-    max_speed, max_accel: scalars or (N,) (> 0). goal_tolerance: scalar or (N,) (>= 0).
-    time_step: the control period; caps the speed at distance / time_step (None = no cap).
-    Returns (pref_velocities (N, 2), arrived (N,) bool; robots without a goal count as arrived).
-    """
-    positions = _points('positions', positions)
-    n = len(positions)
-    goals = np.asarray(goals, dtype=float)
-    if goals.shape != (n, 2):
-        raise ValueError(f'goals must have shape ({n}, 2), got {goals.shape}')
-    partial = np.flatnonzero(np.isnan(goals).any(axis=1) & ~np.isnan(goals).all(axis=1))
-    infinite = np.flatnonzero(np.isinf(goals).any(axis=1))
-    if partial.size or infinite.size:
-        i = int(np.concatenate([partial, infinite])[0])
-        raise ValueError(f'goals[{i}] must be finite (or all NaN for no goal), got {goals[i].tolist()}')
-    max_speed = _per_robot('max_speed', max_speed, n)
-    max_accel = _per_robot('max_accel', max_accel, n)
-    goal_tolerance = _per_robot('goal_tolerance', goal_tolerance, n, allow_zero=True)
-    has_goal = ~np.isnan(goals[:, 0])
-    offset = np.where(has_goal[:, None], goals - positions, 0.0)
-    distance = np.hypot(offset[:, 0], offset[:, 1])
-    arrived = ~has_goal | (distance <= goal_tolerance)
-    speed = np.minimum(max_speed, np.sqrt(2.0 * max_accel * distance))
-    if time_step is not None:
-        if not (np.isfinite(time_step) and time_step > 0.0):
-            raise ValueError(f'time_step must be finite and > 0, got {time_step}')
-        speed = np.minimum(speed, distance / time_step)
-    if headings is None:
-        scale = np.divide(speed, distance, out=np.zeros(n), where=distance > 0.0)
-        return offset * np.where(arrived, 0.0, scale)[:, None], arrived
-    headings = np.asarray(headings, dtype=float)
-    route = np.asarray(route_lengths, dtype=float)
-    if headings.shape != (n, 2) or route.shape != (n,):
-        raise ValueError(f'headings and route_lengths must have shapes ({n}, 2) and ({n},), '
-                         f'got {headings.shape} and {route.shape}')
-    # Brake on the route length (never shorter than the straight distance).
-    route = np.fmax(np.nan_to_num(route, nan=0.0, posinf=0.0), distance)
-    speed = np.minimum(max_speed, np.sqrt(2.0 * max_accel * route))
-    if time_step is not None:
-        speed = np.minimum(speed, route / time_step)
-    pref = np.nan_to_num(headings) * np.where(arrived, 0.0, speed)[:, None]
-    return pref, arrived
 
 
 @dataclass(frozen=True)
@@ -188,8 +107,8 @@ class DeadlockBreaker:
         distances: optional (N,) distance to the goal along the route around obstacles
         (progress is judged on it; default: the straight distance to `goals`)."""
         n = len(self._angle)
-        positions = _points('positions', positions, n)
-        pref = _points('pref_velocities', pref_velocities, n)
+        positions = points('positions', positions, n)
+        pref = points('pref_velocities', pref_velocities, n)
         arrived = np.asarray(arrived, dtype=bool)
         goals = np.asarray(goals, dtype=float)
         if arrived.shape != (n,) or goals.shape != (n, 2):
@@ -198,8 +117,8 @@ class DeadlockBreaker:
         if not np.isfinite(now):
             raise ValueError(f'now must be finite, got {now}')
         p = self.params
-        max_speed = _per_robot('max_speed', max_speed, n)
-        radius = _per_robot('radius', radius, n)
+        max_speed = per_robot_values('max_speed', max_speed, n)
+        radius = per_robot_values('radius', radius, n)
         if distances is None:
             distances = np.hypot(*(goals - positions).T)
         elif np.shape(distances) != (n,):

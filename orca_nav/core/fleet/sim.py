@@ -29,7 +29,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.kinematics import (RobotLimits, admissible_twist, finite_array, integrate_pose,
+from orca_nav.core.fleet.kinematics import (RobotLimits, admissible_twist, finite_array, integrate_pose,
                                       limit_twist)
 
 ROBOT_ROBOT = 'robot_robot'

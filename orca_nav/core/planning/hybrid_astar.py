@@ -61,10 +61,10 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import csgraph
 
-from .footprint import Footprint, FootprintChecker
-from .grid import OccupancyGrid
-from .planning import PlanClock, PlanResult, PlanStatus
-from .reeds_shepp import (CurvePath, DistanceTable, dubins_candidates, dubins_distance, reeds_shepp_candidates,
+from orca_nav.core.planning.footprint import Footprint, FootprintChecker
+from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.planning.result import PlanClock, PlanResult, PlanStatus
+from orca_nav.core.planning.reeds_shepp import (CurvePath, DistanceTable, dubins_candidates, dubins_distance, reeds_shepp_candidates,
                           reeds_shepp_distance, sample_curves, wrap_angle)
 
 _MODELS = ('car', 'diff_drive')

@@ -31,7 +31,7 @@ from typing import Optional
 
 import numpy as np
 
-from .grid import OccupancyGrid
+from orca_nav.core.grid import OccupancyGrid
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from orca_nav.core.kinematics import wrap_angle
-from orca_nav.core.tracking import Reference
+from orca_nav.core.geometry import wrap_angle
+from orca_nav.core.planning.reference import Reference
 
 _MOVE_EPS = 1e-6     # m: a step shorter than this is a turn in place
 

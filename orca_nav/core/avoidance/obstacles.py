@@ -24,7 +24,7 @@ edge and squared distance to the segment strictly below `range_sq`, ordered by d
 ties broken in the order RVO2's tree traversal inserts them.
 
 The tree is built once (Python loop over tree nodes, numpy inside a node); queries are
-vectorised over agents. Keep the ObstacleSet and pass it to `orca.compute_velocities`
+vectorised over agents. Keep the ObstacleSet and pass it to `solver.compute_velocities`
 when the obstacles do not change between calls.
 """
 from dataclasses import dataclass
@@ -35,6 +35,23 @@ from scipy.spatial import cKDTree
 RVO_EPSILON = 1e-5  # RVO2's RVO_EPSILON, used by the tree split classification
 _BRUTE_FORCE_PAIRS = 2_000_000  # above this many agent-edge pairs, prefilter with a kd-tree
 _ROW_CHUNK = 512
+
+
+def prepare_obstacles(polygons, allow_enclosures=True):
+    """Validate polygons and build RVO2's obstacle structure once (an ObstacleSet).
+
+    Counter-clockwise polygons are solid inside; clockwise ones are accepted here as RVO2
+    enclosures (solid outside, e.g. room walls from `map_polygons`) unless
+    allow_enclosures=False. A plain list passed as `obstacles` must be counter-clockwise.
+    """
+    return ObstacleSet(polygons, allow_enclosures=allow_enclosures)
+
+
+def signed_area(polygon):
+    """Signed area of an (M, 2) vertex array: > 0 counter-clockwise, < 0 clockwise."""
+    p = np.asarray(polygon, dtype=float)
+    q = np.roll(p, -1, axis=0)
+    return 0.5 * float(np.sum(p[:, 0] * q[:, 1] - q[:, 0] * p[:, 1]))
 
 
 def validate_polygons(polygons, argument='obstacles', allow_enclosures=False):
@@ -66,12 +83,11 @@ def validate_polygons(polygons, argument='obstacles', allow_enclosures=False):
         if zero.size:
             raise ValueError(f'{name}: vertex {zero[0]} repeats the next vertex (zero-length edge)')
         if len(vertices) >= 3:
-            x, y = vertices[:, 0], vertices[:, 1]
-            twice_area = float(np.dot(x, np.roll(y, -1)) - np.dot(np.roll(x, -1), y))
-            if twice_area == 0.0 or (twice_area < 0.0 and not allow_enclosures):
+            area = signed_area(vertices)
+            if area == 0.0 or (area < 0.0 and not allow_enclosures):
                 raise ValueError(
                     f'{name}: vertices must be counter-clockwise (signed area '
-                    f'{0.5 * twice_area:.6g}); reverse the vertex order (clockwise polygons '
+                    f'{area:.6g}); reverse the vertex order (clockwise polygons '
                     'are enclosures only where allow_enclosures=True)')
         checked.append(vertices)
     return checked

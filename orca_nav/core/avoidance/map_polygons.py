@@ -24,14 +24,9 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from .obstacles import signed_area
+
 __all__ = ['grid_to_polygons', 'signed_area']
-
-
-def signed_area(polygon):
-    """Shoelace area of a closed (M, 2) vertex chain: > 0 counter-clockwise, < 0 clockwise."""
-    p = np.asarray(polygon, dtype=float)
-    q = np.roll(p, -1, axis=0)
-    return 0.5 * float(np.sum(p[:, 0] * q[:, 1] - q[:, 0] * p[:, 1]))
 
 
 def grid_to_polygons(grid, inflation=0.0, tolerance=None, border_is_wall=True, min_vertices=3):

@@ -7,7 +7,7 @@ Search (after Fast-Planner's kinodynamic A*, seed 003):
   limit-checked, swept for collisions and given their heuristic in one batch of array operations.
   An input that would end above a velocity limit is scaled down to end on it, so the search can
   cruise at full speed in any direction.
-* Edge cost ``(|u|^2 + rho) * tau``; heuristic: the OBVP cost (:mod:`orca_nav.core.obvp`) with
+* Edge cost ``(|u|^2 + rho) * tau``; heuristic: the OBVP cost (:mod:`orca_nav.core.planning.obvp`) with
   its duration bounded below by distance / speed limit, where the distance is the larger of the
   straight line and an obstacle-aware distance on a coarse line-of-sight lattice
   (:class:`~orca_nav.core.grid.CoarseGeodesic`), times a tie breaker; weighted A*
@@ -57,9 +57,9 @@ import numpy as np
 from scipy import ndimage
 
 from orca_nav.core.grid import CoarseGeodesic, OccupancyGrid
-from orca_nav.core.obvp import cubic_coefficients, obvp_min_cost
-from orca_nav.core.planning import PlanClock, PlanResult, PlanStats, PlanStatus
-from orca_nav.core.trajectory import PolynomialTrajectory
+from orca_nav.core.planning.obvp import cubic_coefficients, obvp_min_cost
+from orca_nav.core.planning.result import PlanClock, PlanResult, PlanStats, PlanStatus
+from orca_nav.core.planning.polynomial import PolynomialTrajectory
 
 # Tolerance on limits (numerical round-off of exact integration).
 _LIMIT_EPS = 1e-6

@@ -24,29 +24,10 @@ from typing import Sequence
 
 import numpy as np
 
+from orca_nav.core.geometry import rotate, world_to_body, wrap_angle
+
 KINEMATIC_MODELS = ('holonomic', 'diff_drive', 'car', 'quadrotor')
 HOLONOMIC, DIFF_DRIVE, CAR, QUADROTOR = range(4)
-
-
-def wrap_angle(angle) -> np.ndarray:
-    """Angles wrapped into [-pi, pi)."""
-    return (np.asarray(angle, dtype=float) + np.pi) % (2.0 * np.pi) - np.pi
-
-
-def _rotate(vectors: np.ndarray, yaw: np.ndarray) -> np.ndarray:
-    c, s = np.cos(yaw), np.sin(yaw)
-    return np.stack([c * vectors[:, 0] - s * vectors[:, 1], s * vectors[:, 0] + c * vectors[:, 1]],
-                    axis=1)
-
-
-def body_to_world(velocity_body, yaw) -> np.ndarray:
-    """(N,2) body-frame velocities -> global frame, for robots with heading `yaw` (N,)."""
-    return _rotate(np.atleast_2d(np.asarray(velocity_body, dtype=float)), np.asarray(yaw, float))
-
-
-def world_to_body(velocity_world, yaw) -> np.ndarray:
-    """(N,2) global-frame velocities -> body frame of robots with heading `yaw` (N,)."""
-    return _rotate(np.atleast_2d(np.asarray(velocity_world, dtype=float)), -np.asarray(yaw, float))
 
 
 def _per_robot(name: str, value, n: int, positive: bool = True) -> np.ndarray:
@@ -177,7 +158,7 @@ def integrate_pose(pose, twist, dt: float) -> np.ndarray:
     b = dt * np.sin(0.5 * theta) * np.sinc(0.5 * theta / np.pi)       # (1 - cos(theta)) / wz
     body = np.stack([twist[:, 0] * a - twist[:, 1] * b, twist[:, 0] * b + twist[:, 1] * a], axis=1)
     out = np.empty_like(pose)
-    out[:, :2] = pose[:, :2] + _rotate(body, pose[:, 2])
+    out[:, :2] = pose[:, :2] + rotate(body, pose[:, 2])
     out[:, 2] = wrap_angle(pose[:, 2] + theta)
     return out
 

@@ -1,0 +1,44 @@
+"""Agent neighbours as RVO2's KdTree picks them: the `max_neighbors` nearest other agents with
+squared distance strictly below `neighbor_dist**2`, nearest first (scipy cKDTree k-nearest query).
+Obstacle neighbours live with the obstacle tree (`obstacles.ObstacleSet.neighbors`).
+"""
+import numpy as np
+from scipy.spatial import cKDTree
+
+_PARALLEL_QUERY_MIN_AGENTS = 5000  # neighbour queries on all cores from this many agents
+
+
+def agent_neighbors(positions, neighbor_dist, max_neighbors):
+    """(N, k) neighbour indices, nearest first, and a prefix mask of the ones RVO2 keeps
+    (indices outside the mask are meaningless: cKDTree's "missing" N, or too far)."""
+    count = len(positions)
+    k = int(min(max_neighbors.max(initial=0), count - 1))
+    if k <= 0:
+        return np.zeros((count, 0), dtype=np.intp), np.zeros((count, 0), dtype=bool)
+    tree = cKDTree(positions, balanced_tree=False, compact_nodes=False)
+    reach = float(neighbor_dist.max()) * (1.0 + 1e-9) + 1e-12
+    # Threads pay off only for large crowds (each query point is independent: same result).
+    workers = -1 if count >= _PARALLEL_QUERY_MIN_AGENTS else 1
+    dist, found = tree.query(positions, k=k + 1, distance_upper_bound=reach, workers=workers)
+    own = np.arange(count)
+    if (found[:, 0] == own).all():
+        neighbors, dist = found[:, 1:], dist[:, 1:]
+    else:
+        # Coincident agents may come before the agent itself: drop the agent's own column.
+        is_self = found == own[:, None]
+        self_col = np.where(is_self.any(axis=1), is_self.argmax(axis=1), k + 1)
+        cols = np.arange(k)[None, :]
+        cols = cols + (cols >= self_col[:, None])
+        neighbors = np.take_along_axis(found, cols, axis=1)
+        dist = np.take_along_axis(dist, cols, axis=1)
+    # Strictly inside neighbor_dist (missing neighbours have dist = inf), nearest first.
+    keep = dist < neighbor_dist[:, None]
+    if max_neighbors.min() < k:
+        keep &= np.arange(k)[None, :] < max_neighbors[:, None]
+    # Slots no agent uses would only carry masked sentinel lines through every later stage
+    # (keep is a prefix mask: trailing slots are unused when no agent keeps them).
+    used = k
+    while used > 0 and not keep[:, used - 1].any():
+        used -= 1
+    return neighbors[:, :used], keep[:, :used]
+

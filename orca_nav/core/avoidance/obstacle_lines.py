@@ -1,0 +1,211 @@
+"""Obstacle ORCA lines (RVO2 `Agent::computeNewVelocity`, obstacle part), batched over
+(agent, edge) pairs: the already-covered test, collisions with vertices and edges, convex and
+concave vertices, legs, legs cut off by neighbouring edges, and the cut-off line.
+"""
+import numpy as np
+
+from .linear_program import RVO_EPSILON
+
+
+def _normalize(x, y):
+    """RVO2's normalize in float32: v * (1 / sqrt(v . v)), zero vectors left as zero."""
+    length = np.sqrt(x * x + y * y)
+    inv = np.float32(1.0) / np.where(length > 0.0, length, np.float32(1.0))
+    return x * inv, y * inv
+
+
+def _det(ax, ay, bx, by):
+    return ax * by - ay * bx
+
+
+def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_time):
+    """ORCA line of each (agent, obstacle edge) pair; vectorised Agent::computeNewVelocity
+    obstacle branch, in float32 with RVO2's operation order (near contact its legs are
+    ill-conditioned too). All inputs are float32 arrays of the pairs.
+    Returns (px, py, dx, dy, added) float32 / bool."""
+    f32 = np.float32
+    zero = f32(0.0)
+    points, unit_dir, convex = obstacles.points32, obstacles.unit_dir32, obstacles.convex
+    vertex2 = obstacles.next_vertex[vertex]
+    p1x, p1y = points[vertex, 0], points[vertex, 1]
+    p2x, p2y = points[vertex2, 0], points[vertex2, 1]
+    r1x, r1y = p1x - pos_x, p1y - pos_y
+    r2x, r2y = p2x - pos_x, p2y - pos_y
+    dist_sq1 = r1x * r1x + r1y * r1y
+    dist_sq2 = r2x * r2x + r2y * r2y
+    radius_sq = radius * radius
+    ovx, ovy = p2x - p1x, p2y - p1y
+    s = (-r1x * ovx + -r1y * ovy) / (ovx * ovx + ovy * ovy)
+    lx, ly = -r1x - s * ovx, -r1y - s * ovy
+    dist_sq_line = lx * lx + ly * ly
+    convex1, convex2 = convex[vertex], convex[vertex2]
+    u1x, u1y = unit_dir[vertex, 0], unit_dir[vertex, 1]
+    u2x, u2y = unit_dir[vertex2, 0], unit_dir[vertex2, 1]
+    prev = obstacles.prev_vertex[vertex]
+    pu1x, pu1y = unit_dir[prev, 0], unit_dir[prev, 1]
+
+    count = len(vertex)
+    px, py = np.zeros(count, dtype=f32), np.zeros(count, dtype=f32)
+    dx, dy = np.ones(count, dtype=f32), np.zeros(count, dtype=f32)
+    added = np.zeros(count, dtype=bool)
+
+    # Already colliding with the left vertex, the right vertex or the segment.
+    hit_left = (s < 0.0) & (dist_sq1 <= radius_sq)
+    hit_right = ~hit_left & (s > 1.0) & (dist_sq2 <= radius_sq)
+    hit_segment = ~hit_left & ~hit_right & (s >= 0.0) & (s <= 1.0) & (dist_sq_line <= radius_sq)
+    add = hit_left & convex1
+    dx[add], dy[add] = _normalize(-r1y[add], r1x[add])
+    added |= add
+    add = hit_right & convex2 & (_det(r2x, r2y, u2x, u2y) >= 0.0)
+    dx[add], dy[add] = _normalize(-r2y[add], r2x[add])
+    added |= add
+    dx[hit_segment], dy[hit_segment] = -u1x[hit_segment], -u1y[hit_segment]
+    added |= hit_segment
+
+    rest = ~(hit_left | hit_right | hit_segment)
+    oblique_left = rest & (s < 0.0) & (dist_sq_line <= radius_sq)
+    oblique_right = rest & ~oblique_left & (s > 1.0) & (dist_sq_line <= radius_sq)
+    # Obliquely viewed past a non-convex vertex: ignored.
+    rest &= ~(oblique_left & ~convex1) & ~(oblique_right & ~convex2)
+    sel = np.flatnonzero(rest)
+    if sel.size == 0:
+        return px, py, dx, dy, added
+    # From here on, only the remaining pairs. When viewed obliquely both legs come from one
+    # vertex (RVO2 sets obstacle2 = obstacle1, or obstacle1 = obstacle2).
+    ol, orr = oblique_left[sel], oblique_right[sel]
+    same = ol | orr
+    q1x, q1y = np.where(orr, p2x[sel], p1x[sel]), np.where(orr, p2y[sel], p1y[sel])
+    q2x, q2y = np.where(ol, p1x[sel], p2x[sel]), np.where(ol, p1y[sel], p2y[sel])
+    d1 = np.where(orr, dist_sq2[sel], dist_sq1[sel])
+    d2 = np.where(ol, dist_sq1[sel], dist_sq2[sel])
+    c1 = np.where(orr, convex2[sel], convex1[sel])
+    c2 = np.where(ol, convex1[sel], convex2[sel])
+    q1ux, q1uy = np.where(orr, u2x[sel], u1x[sel]), np.where(orr, u2y[sel], u1y[sel])
+    q1pux, q1puy = np.where(orr, u1x[sel], pu1x[sel]), np.where(orr, u1y[sel], pu1y[sel])
+    q2ux, q2uy = np.where(ol, u1x[sel], u2x[sel]), np.where(ol, u1y[sel], u2y[sel])
+    e1x, e1y = u1x[sel], u1y[sel]  # the original obstacle1's edge direction
+    rad, rsq, it = radius[sel], radius_sq[sel], inv_time[sel]
+    vx, vy, ox, oy = vel_x[sel], vel_y[sel], pos_x[sel], pos_y[sel]
+    a1x, a1y = q1x - ox, q1y - oy
+    a2x, a2y = q2x - ox, q2y - oy
+    leg1 = np.sqrt(np.maximum(d1 - rsq, zero))
+    leg2 = np.sqrt(np.maximum(d2 - rsq, zero))
+    with np.errstate(divide='ignore', invalid='ignore'):
+        inv1 = f32(1.0) / d1
+        inv2 = f32(1.0) / d2
+    left_x = np.where(c1, (a1x * leg1 - a1y * rad) * inv1, -e1x)
+    left_y = np.where(c1, (a1x * rad + a1y * leg1) * inv1, -e1y)
+    right_x = np.where(c2, (a2x * leg2 + a2y * rad) * inv2, e1x)
+    right_y = np.where(c2, (-a2x * rad + a2y * leg2) * inv2, e1y)
+    # Legs never point into a neighbouring edge at a convex vertex: use that edge instead
+    # ("foreign" leg; projecting onto it adds no constraint).
+    left_foreign = c1 & (_det(left_x, left_y, -q1pux, -q1puy) >= 0.0)
+    left_x = np.where(left_foreign, -q1pux, left_x)
+    left_y = np.where(left_foreign, -q1puy, left_y)
+    right_foreign = c2 & (_det(right_x, right_y, q2ux, q2uy) <= 0.0)
+    right_x = np.where(right_foreign, q2ux, right_x)
+    right_y = np.where(right_foreign, q2uy, right_y)
+
+    lcx, lcy = it * a1x, it * a1y  # cut-off centres
+    rcx, rcy = it * a2x, it * a2y
+    cvx, cvy = rcx - lcx, rcy - lcy
+    flx, fly = vx - lcx, vy - lcy
+    frx, fry = vx - rcx, vy - rcy
+    with np.errstate(divide='ignore', invalid='ignore'):
+        t = np.where(same, f32(0.5), (flx * cvx + fly * cvy) / (cvx * cvx + cvy * cvy))
+    t_left = flx * left_x + fly * left_y
+    t_right = frx * right_x + fry * right_y
+    scale = rad * it
+
+    lpx, lpy = np.zeros(sel.size, dtype=f32), np.zeros(sel.size, dtype=f32)
+    ldx, ldy = np.ones(sel.size, dtype=f32), np.zeros(sel.size, dtype=f32)
+    ladd = np.zeros(sel.size, dtype=bool)
+    circle_left = ((t < 0.0) & (t_left < 0.0)) | (same & (t_left < 0.0) & (t_right < 0.0))
+    circle_right = ~circle_left & (t > 1.0) & (t_right < 0.0)
+    for chosen, cx, cy, fx, fy in ((circle_left, lcx, lcy, flx, fly),
+                                   (circle_right, rcx, rcy, frx, fry)):
+        wx, wy = _normalize(fx[chosen], fy[chosen])
+        ldx[chosen], ldy[chosen] = wy, -wx
+        lpx[chosen] = cx[chosen] + scale[chosen] * wx
+        lpy[chosen] = cy[chosen] + scale[chosen] * wy
+        ladd |= chosen
+
+    open_ = ~(circle_left | circle_right)
+    inf = f32(np.inf)
+    with np.errstate(invalid='ignore', over='ignore'):
+        ex, ey = vx - (lcx + t * cvx), vy - (lcy + t * cvy)
+        dist_cutoff = np.where((t < 0.0) | (t > 1.0) | same, inf, ex * ex + ey * ey)
+        ex, ey = vx - (lcx + t_left * left_x), vy - (lcy + t_left * left_y)
+        dist_left = np.where(t_left < 0.0, inf, ex * ex + ey * ey)
+        ex, ey = vx - (rcx + t_right * right_x), vy - (rcy + t_right * right_y)
+        dist_right = np.where(t_right < 0.0, inf, ex * ex + ey * ey)
+    on_cutoff = open_ & (dist_cutoff <= dist_left) & (dist_cutoff <= dist_right)
+    on_left = open_ & ~on_cutoff & (dist_left <= dist_right) & ~left_foreign
+    on_right = open_ & ~on_cutoff & ~(dist_left <= dist_right) & ~right_foreign
+    line_x = np.where(on_cutoff, -q1ux, np.where(on_left, left_x, -right_x))
+    line_y = np.where(on_cutoff, -q1uy, np.where(on_left, left_y, -right_y))
+    anchor_x = np.where(on_right, rcx, lcx)
+    anchor_y = np.where(on_right, rcy, lcy)
+    chosen = on_cutoff | on_left | on_right
+    ldx[chosen], ldy[chosen] = line_x[chosen], line_y[chosen]
+    lpx[chosen] = anchor_x[chosen] + scale[chosen] * -line_y[chosen]
+    lpy[chosen] = anchor_y[chosen] + scale[chosen] * line_x[chosen]
+    ladd |= chosen
+
+    px[sel], py[sel], dx[sel], dy[sel] = lpx, lpy, ldx, ldy
+    added[sel] = ladd
+    return px, py, dx, dy, added
+
+
+def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_horizon_obst):
+    """Obstacle ORCA lines as (N, Lo) float64 arrays (built in float32, as RVO2 does) and
+    the per-agent line count."""
+    f32 = np.float32
+    count = len(positions)
+    reach = (time_horizon_obst.astype(f32) * max_speed.astype(f32) + radius.astype(f32))
+    agent, vertex = obstacles.neighbors(positions, reach * reach)
+    num_lines = np.zeros(count, dtype=np.intp)
+    if agent.size == 0:
+        empty = np.zeros((count, 0))
+        return empty, empty, empty, empty, num_lines
+    per_agent = np.bincount(agent, minlength=count)
+    rank = np.arange(agent.size) - np.repeat(np.cumsum(per_agent) - per_agent, per_agent)
+    width = int(per_agent.max())
+    px, py = np.zeros((count, width), dtype=f32), np.zeros((count, width), dtype=f32)
+    dx, dy = np.ones((count, width), dtype=f32), np.zeros((count, width), dtype=f32)
+    pos = positions.astype(f32)
+    vel = velocities.astype(f32)
+    rad = radius.astype(f32)
+    inv_time = f32(1.0) / time_horizon_obst.astype(f32)
+    points = obstacles.points32
+    slots = np.arange(width)
+    eps = f32(RVO_EPSILON)
+    # Sequential over neighbour rank because of the already-covered test.
+    for r in range(width):
+        pick = np.flatnonzero(rank == r)
+        a, v = agent[pick], vertex[pick]
+        if r > 0:
+            # Covered when both end points are beyond an earlier obstacle line by the radius.
+            it = inv_time[a, None]
+            margin = it * rad[a, None]
+            lpx, lpy, ldx, ldy = px[a, :r], py[a, :r], dx[a, :r], dy[a, :r]
+            covered = slots[None, :r] < num_lines[a, None]
+            for end in (v, obstacles.next_vertex[v]):
+                rx = points[end, 0][:, None] - pos[a, 0][:, None]
+                ry = points[end, 1][:, None] - pos[a, 1][:, None]
+                covered &= _det(it * rx - lpx, it * ry - lpy, ldx, ldy) - margin >= -eps
+            covered = covered.any(axis=1)
+            a, v = a[~covered], v[~covered]
+            if a.size == 0:
+                continue
+        lx, ly, ldx, ldy, added = _obstacle_line(obstacles, v, pos[a, 0], pos[a, 1], vel[a, 0],
+                                                 vel[a, 1], rad[a], inv_time[a])
+        a, slot = a[added], num_lines[a[added]]
+        px[a, slot], py[a, slot] = lx[added], ly[added]
+        dx[a, slot], dy[a, slot] = ldx[added], ldy[added]
+        num_lines[a] += 1
+    # Unit length in float64: the linear programs rely on it.
+    dx, dy = dx.astype(np.float64), dy.astype(np.float64)
+    norm = np.sqrt(dx * dx + dy * dy)
+    return px.astype(np.float64), py.astype(np.float64), dx / norm, dy / norm, num_lines
+

@@ -1,0 +1,101 @@
+"""RVO2's agent parameters (`OrcaParams`) and the input checks every avoidance entry point shares.
+
+Names are RVO2's (`neighborDist` -> `neighbor_dist`, ...). Every check raises ValueError naming
+the argument and, for arrays, the offending index.
+"""
+from dataclasses import dataclass
+from typing import Union
+
+import numpy as np
+
+ArrayLike = Union[float, np.ndarray]
+PER_AGENT_FIELDS = ('neighbor_dist', 'max_neighbors', 'time_horizon', 'time_horizon_obst',
+                    'radius', 'max_speed')
+
+
+@dataclass
+class OrcaParams:
+    """RVO2's agent parameters (names as RVO2's) plus the simulation time step.
+
+    Per-agent fields may be a scalar (all agents) or an (N,) array.
+    """
+    time_step: float
+    neighbor_dist: ArrayLike
+    max_neighbors: ArrayLike
+    time_horizon: ArrayLike
+    time_horizon_obst: ArrayLike
+    radius: ArrayLike
+    max_speed: ArrayLike
+
+    def per_agent(self, count):
+        """Validated per-agent arrays (dict name -> (count,) array) and the time step."""
+        time_step = check_scalar('params.time_step', self.time_step, positive=True)
+        arrays = {}
+        for name in PER_AGENT_FIELDS:
+            value = np.asarray(getattr(self, name))
+            label = f'params.{name}'
+            if value.ndim == 0:
+                value = np.full(count, value.item())
+            elif value.shape != (count,):
+                raise ValueError(f'{label}: expected a scalar or shape ({count},), got {value.shape}')
+            try:
+                value = value.astype(np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f'{label} must be numeric, got {value!r}') from None
+            if name == 'max_neighbors':
+                whole = np.isfinite(value) & (value >= 0.0) & (value == np.floor(value))
+                bad = np.flatnonzero(~whole)
+                if bad.size:
+                    raise ValueError(f'{label}[{bad[0]}] must be an integer >= 0, got {value[bad[0]]}')
+                arrays[name] = value.astype(np.int64)
+                continue
+            check_finite(label, value)
+            strict = name in ('time_horizon', 'time_horizon_obst')
+            bad = np.flatnonzero(value <= 0.0 if strict else value < 0.0)
+            if bad.size:
+                relation = '> 0' if strict else '>= 0'
+                raise ValueError(f'{label}[{bad[0]}] must be {relation}, got {value[bad[0]]}')
+            arrays[name] = value
+        return arrays, time_step
+
+
+def check_scalar(label, value, positive=False):
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f'{label} must be a number, got {value!r}') from None
+    if not np.isfinite(value) or (positive and value <= 0.0):
+        raise ValueError(f'{label} must be finite{" and > 0" if positive else ""}, got {value}')
+    return value
+
+
+def check_finite(label, array):
+    if not np.isfinite(array).all():
+        flat = np.flatnonzero(~np.isfinite(array.reshape(len(array), -1)).all(axis=1))[0]
+        raise ValueError(f'{label}[{flat}] is not finite: {array[flat].tolist()}')
+
+
+def as_point(label, value):
+    """One (x, y) pair as a float64 (2,) array; ValueError naming `label` otherwise."""
+    try:
+        point = np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(f'{label} must be a numeric (x, y) pair, got {value!r}') from None
+    if point.shape != (2,):
+        raise ValueError(f'{label}: expected 2 numbers (x, y), got shape {np.shape(value)}')
+    if not np.isfinite(point).all():
+        raise ValueError(f'{label} is not finite: {point.tolist()}')
+    return point
+
+
+def as_vectors(label, value, count=None):
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f'{label} must be a numeric (N, 2) array') from None
+    if array.ndim != 2 or array.shape[1] != 2 or (count is not None and array.shape[0] != count):
+        expected = f'({count}, 2)' if count is not None else '(N, 2)'
+        raise ValueError(f'{label}: expected shape {expected}, got {array.shape}')
+    check_finite(label, array)
+    return array
+

@@ -1,0 +1,181 @@
+"""ORCA exactly as RVO2 2.0.3 computes it, batched over all agents with numpy.
+
+One call of `compute_velocities` is RVO2's `RVOSimulator::doStep` without the position
+update: for every agent, `Agent::computeNeighbors` then `Agent::computeNewVelocity`.
+
+- Agent neighbours: the `max_neighbors` nearest other agents with squared distance strictly
+  below `neighbor_dist**2` (scipy cKDTree k-nearest query).
+- Obstacle neighbours: edges the agent is strictly outside of, within
+  `time_horizon_obst * max_speed + radius`, nearest first (see `obstacles.ObstacleSet`,
+  which also reproduces RVO2's edge splitting in its obstacle tree).
+- ORCA lines: obstacle lines first (already-covered test, convex/concave vertices, legs,
+  legs cut off by neighbouring edges, collision with the obstacle), then agent lines
+  (cut-off circle, legs, the already-colliding case that uses `time_step`).
+- The new velocity: linearProgram2 (closest point to the preferred velocity within
+  `max_speed`), and where that is infeasible linearProgram3 (minimise the largest
+  penetration of agent lines, obstacle lines hard); see `linear_program`.
+
+Precision: agent ORCA lines are built in float32 with RVO2's operation order (near contact
+their legs come from sqrt(dist^2 - r^2), so the reference's rounding decides them); obstacle
+lines and the linear programs run in float64. On the recorded RVO2 runs every new velocity
+agrees within ~1e-5 m/s. Inputs and outputs are float64.
+
+Degenerate input RVO2 turns into NaN (coincident agents with equal velocities) gets a
+separating direction instead. As in RVO2, an agent whose centre is inside a solid polygon
+sees none of its edges (only edges it is outside of count).
+
+Usage::
+
+    params = OrcaParams(time_step=0.25, neighbor_dist=15.0, max_neighbors=10,
+                        time_horizon=10.0, time_horizon_obst=10.0, radius=1.5, max_speed=2.0)
+    new_v = compute_velocities(positions, velocities, pref_velocities, params,
+                               obstacles=[square_ccw, segment])
+    solution = solve(positions, velocities, pref_velocities, params)  # the same, plus
+    solution.infeasible   # (N,) bool: linearProgram2 failed, linearProgram3 chose the velocity
+    solution.lines        # OrcaLines: each agent's half-planes in velocity space
+
+`radius` and `max_speed` (and also `neighbor_dist`, `max_neighbors`, `time_horizon`,
+`time_horizon_obst`) may be floats or (N,) arrays.
+
+Obstacles that rarely change (e.g. a node calling this at 20 Hz with map polygons):
+build `obstacles = prepare_obstacles(polygons)` once per map and pass that `ObstacleSet` as
+`obstacles` on every call. It holds the validated polygons and RVO2's processed obstacle
+tree (with its edge splits), so nothing is re-validated or rebuilt per cycle. A plain list
+must be counter-clockwise; `prepare_obstacles` also accepts clockwise polygons as RVO2
+enclosures (solid outside: room walls, the map border), unless allow_enclosures=False.
+
+`simulator.OrcaSimulator` is RVO2's simulator (add agents, obstacles, preferred velocities, step),
+plus `remove_agent(id)` and `set_obstacles(polygons)` to replace the obstacles at run time.
+"""
+from typing import NamedTuple
+
+import numpy as np
+
+from .agent_lines import agent_lines
+from .linear_program import clamp_to_speed, closest_point, min_max_penetration, take_columns, violation
+from .neighbors import agent_neighbors
+from .obstacle_lines import obstacle_lines
+from .obstacles import as_obstacle_set
+from .params import OrcaParams, as_vectors
+
+
+class OrcaLines(NamedTuple):
+    """Every agent's ORCA lines, (L, N) arrays: column j holds agent j's lines, obstacle lines
+    first, in RVO2's order; rows where `valid` is False are padding. The permitted velocities
+    of a line lie left of its direction: det(direction, v - point) >= 0."""
+    point_x: np.ndarray
+    point_y: np.ndarray
+    dir_x: np.ndarray
+    dir_y: np.ndarray
+    valid: np.ndarray
+
+    def segments(self, agent: int, half_length: float) -> np.ndarray:
+        """(M, 2, 2): both ends of each of `agent`'s M lines, `half_length` either side of its
+        point, in velocity space (for drawing them around the agent)."""
+        rows = self.valid[:, agent]
+        point = np.stack([self.point_x[rows, agent], self.point_y[rows, agent]], axis=1)
+        reach = half_length * np.stack([self.dir_x[rows, agent], self.dir_y[rows, agent]], axis=1)
+        return np.stack([point - reach, point + reach], axis=1).astype(float)
+
+
+class OrcaSolution(NamedTuple):
+    velocities: np.ndarray   # (N, 2) float64: the new velocities
+    # (N,) bool: no velocity within max_speed satisfies all of the agent's ORCA lines
+    # (linearProgram2 failed), so linearProgram3 minimised the largest penetration. Normal
+    # now and then in a crowd; persistent, it means the agent is jammed.
+    infeasible: np.ndarray
+    lines: OrcaLines
+
+
+def compute_velocities(positions, velocities, pref_velocities, params, obstacles=()):
+    """The new velocity of every agent, as RVO2's computeNewVelocity picks it.
+
+    positions, velocities, pref_velocities: (N, 2). params: OrcaParams. obstacles: list of
+    (M, 2) counter-clockwise vertex arrays (2 vertices = a segment) or an ObstacleSet.
+    Returns (N, 2) float64.
+    """
+    return solve(positions, velocities, pref_velocities, params, obstacles).velocities
+
+
+def solve(positions, velocities, pref_velocities, params, obstacles=()) -> OrcaSolution:
+    """compute_velocities, plus which agents' linear programs were infeasible and the
+    ORCA lines they were solved over."""
+    positions = as_vectors('positions', positions)
+    count = len(positions)
+    velocities = as_vectors('velocities', velocities, count)
+    pref_velocities = as_vectors('pref_velocities', pref_velocities, count)
+    if not isinstance(params, OrcaParams):
+        raise ValueError(f'params must be an OrcaParams, got {type(params).__name__}')
+    agent_params, time_step = params.per_agent(count)
+    obstacle_set = as_obstacle_set(obstacles)
+    return new_velocities(positions, velocities, pref_velocities, agent_params, time_step,
+                           obstacle_set)
+
+
+def new_velocities(positions, velocities, pref_velocities, agent_params, time_step,
+                    obstacle_set):
+    count = len(positions)
+    infeasible = np.zeros(count, dtype=bool)
+    if count == 0:
+        none = np.zeros((0, 0))
+        return OrcaSolution(np.zeros((0, 2)), infeasible,
+                            OrcaLines(none, none, none, none, none.astype(bool)))
+    radius = agent_params['radius']
+    max_speed = agent_params['max_speed']
+    neighbors, keep = agent_neighbors(positions, agent_params['neighbor_dist'],
+                                       agent_params['max_neighbors'])
+    # Lines are slot-major, (L, N): per-agent values broadcast along the long axis.
+    px, py, dx, dy = agent_lines(positions, velocities, radius, agent_params['time_horizon'],
+                                  time_step, neighbors, keep)
+    valid = np.ascontiguousarray(keep.T)
+    num_obst = np.zeros(count, dtype=np.intp)
+    if len(obstacle_set):
+        o_px, o_py, o_dx, o_dy, num_obst = obstacle_lines(
+            obstacle_set, positions, velocities, radius, max_speed,
+            agent_params['time_horizon_obst'])
+        if o_px.shape[1]:
+            # Obstacle lines first, then each agent's agent lines right after its own.
+            obst_width, agent_width = o_px.shape[1], px.shape[0]
+            width = obst_width + agent_width
+            rows = num_obst[None, :] + np.arange(agent_width)[:, None]
+            cols = np.broadcast_to(np.arange(count)[None, :], rows.shape)
+            merged = []
+            for obst_part, agent_part, fill in ((o_px, px, 0.0), (o_py, py, 0.0),
+                                                (o_dx, dx, 1.0), (o_dy, dy, 0.0)):
+                full = np.full((width, count), fill)
+                full[:obst_width] = obst_part.T
+                full[rows, cols] = agent_part
+                merged.append(full)
+            px, py, dx, dy = merged
+            valid = np.arange(width)[:, None] < (num_obst + keep.sum(axis=1))[None, :]
+
+    opt_x = pref_velocities[:, 0]
+    opt_y = pref_velocities[:, 1]
+    vx, vy = clamp_to_speed(opt_x, opt_y, max_speed)
+    if px.shape[0]:
+        start_violation = violation(px, py, dx, dy, vx, vy)
+        need = ((start_violation > 0.0) & valid).any(axis=0)
+        if need.any():
+            idx = np.flatnonzero(need)
+            lpx, lpy, ldx, ldy, lvalid, lstart = take_columns(
+                (px, py, dx, dy, valid, start_violation), idx)
+            sx, sy, line_fail = closest_point(lpx, lpy, ldx, ldy, lvalid, max_speed[idx],
+                                              opt_x[idx], opt_y[idx], lstart)
+            failed = np.flatnonzero(line_fail >= 0)
+            if failed.size:
+                f = idx[failed]
+                infeasible[f] = True
+                sx[failed], sy[failed] = min_max_penetration(
+                    *take_columns((lpx, lpy, ldx, ldy, lvalid), failed), num_obst[f],
+                    line_fail[failed], max_speed[f], sx[failed], sy[failed])
+            vx[idx] = sx
+            vy[idx] = sy
+            # Points on the speed circle may exceed it by rounding (~1e-16 relative).
+            speed_sq = vx * vx + vy * vy
+            over = np.flatnonzero(speed_sq > max_speed * max_speed)
+            if over.size:
+                scale = max_speed[over] / np.sqrt(speed_sq[over])
+                vx[over] *= scale
+                vy[over] *= scale
+    return OrcaSolution(np.stack([vx, vy], axis=1), infeasible, OrcaLines(px, py, dx, dy, valid))
+

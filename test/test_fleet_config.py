@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orca_nav.bringup.fleet_file import (KINEMATICS, NUMERIC_ROBOT_FIELDS, DemoSettings,
-                                        load_fleet_config)
-from orca_nav.bringup.scenarios import (GENERATORS, circle, fleets_dir, scenario_config, scenario_names,
-                                write_fleet_config)
+from orca_nav.bringup.fleet_file import DemoSettings, load_fleet_config
+from orca_nav.bringup.scenarios import (GENERATORS, circle, fleets_dir, scenario_config,
+                                        scenario_names, write_fleet_config)
+from orca_nav.core.fleet.robots import ROBOT_FIELDS
 
 
 def robot(name='robot0', **fields):
@@ -145,14 +145,21 @@ def test_file_errors_name_the_file(tmp_path):
         load_fleet_config(fleet(map='m.yaml'), base_dir=tmp_path)
 
 
-def test_robot_fields_match_the_ros_parameter_specs():
-    """The fleet config's defaults and ranges are those of the per-robot ROS parameters."""
+def test_robot_fields_come_from_the_one_robot_schema():
+    """Fleet files and the per-robot ROS parameters both derive from core.fleet.robots: the same
+    fields, defaults and ranges, and a value the schema refuses is refused by both."""
     params = pytest.importorskip('orca_nav.ros.params')
     specs = {spec.name: spec for spec in params.ROBOT_SPECS}
-    assert tuple(params.KINEMATICS) == KINEMATICS
-    assert specs['kinematics'].default == 'holonomic'
-    for name, (default, low, high) in NUMERIC_ROBOT_FIELDS.items():
-        assert (specs[name].default, specs[name].min, specs[name].max) == (default, low, high)
+    assert list(specs) == [f.name for f in ROBOT_FIELDS] + ['start', 'goal']
+    for field in ROBOT_FIELDS:
+        spec = specs[field.name]
+        assert (spec.default, spec.min, spec.max, spec.choices) == \
+            (field.default, field.min, field.max, field.choices)
+    loaded = load_fleet_config(fleet()).robots[0]
+    assert loaded.field_values() == {f.name: f.default for f in ROBOT_FIELDS}
+    with pytest.raises(ValueError, match=r'robots\[0\]\.radius: 60\.0 is above the maximum 50\.0'):
+        load_fleet_config(fleet(robot('r', radius=60.0)))
+    assert 'above the maximum 50.0' in specs['radius'].validate('r.radius', 60.0)
 
 
 @pytest.mark.parametrize('name', list(GENERATORS))

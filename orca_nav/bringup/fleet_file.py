@@ -24,8 +24,8 @@ A fleet config is a YAML file (or the equivalent dict)::
     map_publisher: {}
     demo: {duration: 60.0, goal_tolerance: 0.25}
 
-Robot fields and their defaults/ranges match the per-robot ROS parameters of TEAM.md
-(`orca_nav.ros.params.ROBOT_SPECS`; a test keeps the two in step). Every error is a ValueError
+Robot fields, their defaults and ranges come from the one robot schema
+(`orca_nav.core.fleet.robots`), as do the per-robot ROS parameters. Every error is a ValueError
 whose message starts with the field path (``robots[3].radius``) or names the file.
 """
 from __future__ import annotations
@@ -40,45 +40,26 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import yaml
 
-KINEMATICS = ('holonomic', 'diff_drive', 'car', 'quadrotor')
+from orca_nav.core.fleet.robots import (FIELDS_BY_NAME, NUMERIC_FIELDS, ROBOT_FIELDS, Pose,
+                                        RobotSpec, check_robot_name, field_problem)
+
 NODE_SECTIONS = ('orca_node', 'fleet_sim_node', 'planner_node', 'map_publisher')
 
-# field -> (default, min, max): the same values as the ROS per-robot parameter specs.
-NUMERIC_ROBOT_FIELDS: Dict[str, Tuple[float, float, float]] = {
-    'radius': (0.3, 0.01, 50.0),
-    'max_speed': (1.0, 0.01, 100.0),
-    'max_accel': (2.0, 0.01, 100.0),
-    'max_yaw_rate': (2.0, 0.01, 100.0),
-    'wheelbase': (0.5, 0.01, 20.0),
-    'min_turning_radius': (1.0, 0.01, 1000.0),
-}
-DEFAULT_KINEMATICS = 'holonomic'
-DEFAULTABLE_FIELDS = ('kinematics',) + tuple(NUMERIC_ROBOT_FIELDS)
+DEFAULTABLE_FIELDS = tuple(f.name for f in ROBOT_FIELDS)
 ROBOT_KEYS = ('name', 'start', 'goal', 'goals') + DEFAULTABLE_FIELDS
 TOP_LEVEL_KEYS = ('name', 'global_frame', 'map', 'defaults', 'robots', 'planner', 'demo') \
     + NODE_SECTIONS
 DEMO_DEFAULTS = {'duration': 60.0, 'goal_tolerance': 0.25}
 
-_ROBOT_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
 _PARAM_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z')
 _FRAME_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_/]*\Z')
 
-Pose = Tuple[float, float, float]
-
 
 @dataclass(frozen=True)
-class RobotConfig:
-    """One robot: its model, limits, start pose and the goals it visits in turn."""
+class RobotConfig(RobotSpec):
+    """One robot: its model and limits (RobotSpec), start pose and the goals it visits in turn."""
 
-    name: str
-    kinematics: str
-    radius: float
-    max_speed: float
-    max_accel: float
-    max_yaw_rate: float
-    wheelbase: float
-    min_turning_radius: float
-    start: Pose
+    start: Pose = (0.0, 0.0, 0.0)
     goals: Tuple[Pose, ...] = ()
 
     def ros_parameters(self) -> Dict[str, Any]:
@@ -87,7 +68,7 @@ class RobotConfig:
         A robot without goals gets no `goal` entry: an empty list has no ROS parameter type.
         """
         params = {'kinematics': self.kinematics, 'start': list(self.start)}
-        params.update({name: float(getattr(self, name)) for name in NUMERIC_ROBOT_FIELDS})
+        params.update({name: float(getattr(self, name)) for name in NUMERIC_FIELDS})
         if self.goals:
             params['goal'] = list(self.goals[0])
         return params
@@ -272,13 +253,10 @@ def _pose(value, where: str) -> Pose:
 
 
 def _robot_field(key: str, value, where: str):
-    if key == 'kinematics':
-        if value not in KINEMATICS:
-            raise ValueError(f'{where}: unknown kinematics {value!r} '
-                             f'(one of: {", ".join(KINEMATICS)})')
-        return value
-    _default, low, high = NUMERIC_ROBOT_FIELDS[key]
-    return _number(value, where, low, high)
+    problem = field_problem(key, value)
+    if problem is not None:
+        raise ValueError(f'{where}: {problem}')
+    return value if FIELDS_BY_NAME[key].choices is not None else float(value)
 
 
 def _parse_defaults(raw) -> Dict[str, Any]:
@@ -302,15 +280,15 @@ def _parse_robots(raw, defaults: Mapping[str, Any]) -> Tuple[RobotConfig, ...]:
             raise ValueError(f'{where}: expected a mapping, got {entry!r}')
         _reject_unknown(entry, ROBOT_KEYS, where + '.')
         name = entry.get('name')
-        if not isinstance(name, str) or not _ROBOT_NAME.match(name):
-            raise ValueError(f'{where}.name: {name!r} is not a valid robot name '
-                             '(letters, digits, _; must not start with a digit)')
+        try:
+            check_robot_name(name)
+        except ValueError as err:
+            raise ValueError(f'{where}.name: {err}') from None
         if name in seen:
             raise ValueError(f'{where}.name: duplicate robot name {name!r} '
                              f'(also robots[{seen[name]}])')
         seen[name] = index
-        values = {'kinematics': DEFAULT_KINEMATICS}
-        values.update({k: v[0] for k, v in NUMERIC_ROBOT_FIELDS.items()})
+        values = {f.name: f.default for f in ROBOT_FIELDS}
         values.update(defaults)
         for key in DEFAULTABLE_FIELDS:
             if key in entry:

@@ -16,7 +16,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.parameter import Parameter
 
-KINEMATICS = ('holonomic', 'diff_drive', 'car', 'quadrotor')
+from orca_nav.core.fleet.robots import ROBOT_FIELDS, check_robot_name
 
 _TYPE_OF_HINT = {
     'bool': ParameterType.PARAMETER_BOOL,
@@ -125,16 +125,12 @@ class ParamSpec:
         return None
 
 
-# Per-robot fields shared by every fleet node (`<robot>.<field>`).
+# Per-robot fields shared by every fleet node (`<robot>.<field>`): the robot schema, plus the
+# start and goal poses of the fleet file.
 ROBOT_SPECS: List[ParamSpec] = [
-    ParamSpec('kinematics', 'holonomic', 'Motion model of the robot', choices=KINEMATICS),
-    ParamSpec('radius', 0.3, 'Radius of the disc that encloses the robot (m)', min=0.01, max=50.0),
-    ParamSpec('max_speed', 1.0, 'Maximum linear speed (m/s)', min=0.01, max=100.0),
-    ParamSpec('max_accel', 2.0, 'Maximum linear acceleration (m/s^2)', min=0.01, max=100.0),
-    ParamSpec('max_yaw_rate', 2.0, 'Maximum yaw rate (rad/s)', min=0.01, max=100.0),
-    ParamSpec('wheelbase', 0.5, 'Car wheelbase, rear to front axle (m)', min=0.01, max=20.0),
-    ParamSpec('min_turning_radius', 1.0, 'Car minimum turning radius of the rear axle (m)',
-              min=0.01, max=1000.0),
+    ParamSpec(f.name, f.default, f.description, min=f.min, max=f.max, choices=f.choices)
+    for f in ROBOT_FIELDS
+] + [
     ParamSpec('start', [0.0, 0.0, 0.0], 'Start pose x, y, yaw (m, m, rad) in the global frame',
               length=(3,)),
     ParamSpec('goal', [], 'Goal pose x, y, yaw (m, m, rad); empty for none',
@@ -214,16 +210,11 @@ def declare_robot_parameters(node, robots: Sequence[str],
     """Declares `<robot>.<field>` for every robot; returns robot -> field -> value."""
     specs = list(specs)
     for robot in robots:
-        check_robot_name(robot)
+        try:
+            check_robot_name(robot)
+        except ValueError as err:
+            raise ValueError(f'robots: {err}') from None
     return {robot: declare_parameters(node, specs, prefix=robot + '.') for robot in robots}
-
-
-def check_robot_name(name: str) -> None:
-    """Robot names become topic namespaces: a ROS name token, not empty, not starting with a digit."""
-    if not name or not (name[0].isalpha() or name[0] == '_') or \
-            not all(c.isalnum() or c == '_' for c in name):
-        raise ValueError(f'robots: {name!r} is not a valid robot name (letters, digits, _; '
-                         'must not start with a digit)')
 
 
 def on_parameters_changed(node, listener: Callable[[Dict[str, Any]], None]) -> None:

@@ -24,9 +24,10 @@ from typing import Sequence
 
 import numpy as np
 
+from orca_nav.core.fleet.robots import KINEMATICS
 from orca_nav.core.geometry import rotate, world_to_body, wrap_angle
 
-KINEMATIC_MODELS = ('holonomic', 'diff_drive', 'car', 'quadrotor')
+KINEMATIC_MODELS = KINEMATICS     # the codes below index it
 HOLONOMIC, DIFF_DRIVE, CAR, QUADROTOR = range(4)
 
 

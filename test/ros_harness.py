@@ -1,10 +1,24 @@
-"""Shared helpers for tests that talk to nodes over real rclpy / DDS."""
+"""Shared helpers for tests that talk to nodes over real rclpy / DDS.
+
+Synchronisation is by condition, never by sleeping: the harness spins its executor on a thread
+and, after every callback it ran (any node's), wakes whoever waits in `wait_for`; waiting on
+DDS discovery (a publisher matching its subscriber) is a condition too. The `timeout` of a wait
+is a generous bound that fails the test when the condition never comes, not a delay.
+
+Tests that need time to pass use simulated time: `SimClock` publishes /clock, nodes are
+started with use_sim_time, and the test advances the clock itself, so a loaded machine makes a
+test slower but never changes what it sees.
+"""
 import os
 import threading
-import time
 
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
+from rosgraph_msgs.msg import Clock as ClockMsg
+
+WAIT_S = 30.0       # bound of every wait: fails a test whose condition never comes
 
 
 class RosHarness:
@@ -15,14 +29,23 @@ class RosHarness:
         rclpy.init(context=self.context, domain_id=domain_id)
         self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
         self.probe = self.add(rclpy.create_node('probe', context=self.context))
+        self._changed = threading.Condition()
+        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
 
     def _spin(self):
-        try:
-            self.executor.spin()
-        except Exception:       # the context shut down under us at teardown
-            pass
+        while not self._stop.is_set():
+            try:
+                # The timeout only lets the loop see _stop and discovery changes (matched
+                # publishers) that run no callback.
+                self.executor.spin_once(timeout_sec=0.05)
+            except Exception:       # the context shut down under us at teardown
+                if self._stop.is_set() or not self.context.ok():
+                    return
+                raise
+            with self._changed:
+                self._changed.notify_all()
 
     def add(self, node):
         self.executor.add_node(node)
@@ -34,7 +57,23 @@ class RosHarness:
         self.probe.create_subscription(msg_type, topic, box.append, qos)
         return box
 
+    def publisher(self, msg_type, topic, qos=10, subscribers=1):
+        """A probe publisher, returned once `subscribers` subscriptions have matched it (so
+        nothing it publishes next is lost to discovery)."""
+        pub = self.probe.create_publisher(msg_type, topic, qos)
+        assert self.wait_for(lambda: pub.get_subscription_count() >= subscribers), \
+            f'nothing subscribed to {topic}'
+        return pub
+
+    def wait_for(self, predicate, timeout=WAIT_S):
+        """Waits until `predicate()` holds (re-checked after every executor callback) or
+        `timeout` s pass; returns whether it holds."""
+        with self._changed:
+            return self._changed.wait_for(predicate, timeout)
+
     def shutdown(self):
+        self._stop.set()
+        self._thread.join(timeout=10.0)
         nodes = list(self.executor.get_nodes())     # Executor.shutdown() forgets its nodes
         self.executor.shutdown(timeout_sec=2.0)
         for node in nodes:      # a node left alive keeps publishing into later tests
@@ -42,8 +81,41 @@ class RosHarness:
         rclpy.try_shutdown(context=self.context)
 
 
-def wait_for(predicate, timeout=15.0, period=0.02):
-    """Polls `predicate` until it holds or `timeout` s pass; returns its last value."""
+class SimClock:
+    """The test's own /clock: nodes started with `sim_time()` see only the time it publishes."""
+
+    def __init__(self, harness, start_s=100.0, subscribers=1):
+        self.now_s = float(start_s)
+        self._pub = harness.publisher(ClockMsg, '/clock', QoSProfile(depth=10),
+                                      subscribers=subscribers)
+        self.publish()
+
+    def publish(self):
+        msg = ClockMsg()
+        msg.clock.sec = int(self.now_s)
+        msg.clock.nanosec = int(round((self.now_s - int(self.now_s)) * 1e9))
+        self._pub.publish(msg)
+        return msg.clock
+
+    def advance(self, seconds):
+        self.now_s += seconds
+        return self.publish()
+
+
+def sim_time():
+    """The parameter override that puts a node on /clock."""
+    return Parameter('use_sim_time', value=True)
+
+
+def node_time_s(node):
+    """A node's own idea of now, in seconds (its clock follows /clock under use_sim_time)."""
+    return node.get_clock().now().nanoseconds * 1e-9
+
+
+def wait_for(predicate, timeout=WAIT_S, period=0.02):
+    """Transitional: polls `predicate` until it holds. Being replaced by RosHarness.wait_for
+    (condition-driven); removed once no test calls it."""
+    import time
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if predicate():

@@ -17,10 +17,10 @@ pip_install() {
   # This machine's pip config lists local index folders that may not exist; drop that noise only.
   "$VPY" -m pip install -q --disable-pip-version-check "$@" 2> >(grep -v "is ignored: it is neither" >&2)
 }
-if ! "$VPY" -c "import rclpy, nav_msgs.msg, geometry_msgs.msg, visualization_msgs.msg, trajectory_msgs.msg, diagnostic_msgs.msg" >/dev/null 2>&1; then
+if ! "$VPY" -c "import rclpy, nav_msgs.msg, geometry_msgs.msg, visualization_msgs.msg, trajectory_msgs.msg, diagnostic_msgs.msg, rosgraph_msgs.msg" >/dev/null 2>&1; then
   echo "setup_venv: rclpy not importable, installing the ROS 2 Jazzy PyPI wheels" >&2
   pip_install \
     "ros-jazzy-rclpy[fastrtps]" ros-jazzy-geometry-msgs ros-jazzy-nav-msgs ros-jazzy-visualization-msgs \
-    ros-jazzy-trajectory-msgs ros-jazzy-std-msgs ros-jazzy-diagnostic-msgs
+    ros-jazzy-trajectory-msgs ros-jazzy-std-msgs ros-jazzy-diagnostic-msgs ros-jazzy-rosgraph-msgs
 fi
 pip_install -e ".[${extras}]"

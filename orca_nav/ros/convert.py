@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+from builtin_interfaces.msg import Duration, Time
 from geometry_msgs.msg import Quaternion
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry
@@ -45,6 +46,22 @@ def _yaw(x: float, y: float, z: float, w: float) -> float:
 
 def stamp_to_seconds(stamp) -> float:
     return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def seconds_to_time(seconds: float) -> Time:
+    sec = int(np.floor(seconds))
+    return Time(sec=sec, nanosec=min(int(round((seconds - sec) * 1e9)), 999_999_999))
+
+
+def seconds_to_duration(seconds: float) -> Duration:
+    sec = int(np.floor(seconds))
+    return Duration(sec=sec, nanosec=min(int(round((seconds - sec) * 1e9)), 999_999_999))
+
+
+def node_now(node) -> float:
+    """The node's clock in seconds: ROS time, so /clock under use_sim_time. Every time a node
+    hands to the core comes from here or from a message stamp."""
+    return node.get_clock().now().nanoseconds * 1e-9
 
 
 def _check_finite(values, field: str) -> None:

@@ -138,6 +138,16 @@ ROBOT_SPECS: List[ParamSpec] = [
 ]
 
 
+# Parameters every fleet node that needs them declares alike (one name, one meaning, one default).
+SHARED_SPECS: Dict[str, ParamSpec] = {spec.name: spec for spec in [
+    ParamSpec('goal_tolerance', 0.15, 'A robot within this distance of its goal (or of the end of '
+              'its trajectory) has arrived (m)', min=0.01, max=100.0),
+    ParamSpec('safety_margin', 0.05, 'Clearance added to every robot radius, by the planner '
+              '(against the map) and by ORCA (against robots and obstacles) (m)',
+              min=0.0, max=10.0),
+]}
+
+
 def _callback_registry(node) -> Dict[str, tuple]:
     """The node's table full_name -> (spec, listeners); installs the one on-set callback."""
     registry = getattr(node, '_orca_param_registry', None)

@@ -12,24 +12,14 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 import numpy as np
-from builtin_interfaces.msg import Duration, Time
 from geometry_msgs.msg import PoseStamped, Transform, Twist
 from nav_msgs.msg import Path
 from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint
 
 from orca_nav.core.planning.path_timing import step_directions
 from orca_nav.core.planning.reference import Reference
-from orca_nav.ros.convert import quaternion_to_yaw, stamp_to_seconds, yaw_to_quaternion
-
-
-def seconds_to_time(seconds: float) -> Time:
-    sec = int(np.floor(seconds))
-    return Time(sec=sec, nanosec=min(int(round((seconds - sec) * 1e9)), 999_999_999))
-
-
-def seconds_to_duration(seconds: float) -> Duration:
-    sec = int(np.floor(seconds))
-    return Duration(sec=sec, nanosec=min(int(round((seconds - sec) * 1e9)), 999_999_999))
+from orca_nav.ros.convert import (quaternion_to_yaw, seconds_to_duration, seconds_to_time,
+                                  stamp_to_seconds, yaw_to_quaternion)
 
 
 def _xyz(row: np.ndarray) -> Tuple[float, float, float]:

@@ -1,0 +1,481 @@
+"""The fleet controller: every robot's state, goal and trajectory in, every robot's command out.
+
+One `FleetController` serves a fleet (or, in per-robot mode, commands one robot and sees the
+others as reciprocal agents). Each control cycle, for all robots at once:
+
+    states -> preferred velocities (trajectory tracking | toward the goal around the map's
+              obstacles (guidance) + deadlock breaker)
+           -> ORCA (radius enlarged by the NH-ORCA tracking-error bound for diff-drive/car)
+           -> body twists per kinematic model -> acceleration limits
+
+Time is passed in, never read: `now` and the state stamps are seconds on one clock (a ROS
+node's clock, simulated or not). A robot's state counts at its stamp; a robot whose state is
+older than `odom_timeout` is stale: it gets a zero command and the others see it as a static
+agent at its last pose. A robot commanded by nobody here (per-robot mode) keeps its measured
+velocity as its preferred velocity; ORCA's answer for it is not used.
+
+The map: `prepare_map` turns an occupancy grid into what avoidance needs (ORCA polygons and the
+goal guidance fields). It is slow on big maps and touches no controller state, so a caller may
+run it on a worker thread and hand the result to `set_map` on the controller's own thread.
+The controller is not thread-safe: one thread calls all its methods.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from orca_nav.core.avoidance import OrcaLines, OrcaParams, prepare_obstacles, solve
+from orca_nav.core.avoidance.map_polygons import grid_to_polygons
+from orca_nav.core.avoidance.obstacles import ObstacleSet
+from orca_nav.core.fleet.deadlock import DeadlockBreaker, DeadlockParams
+from orca_nav.core.fleet.guidance import GeodesicGuidance
+from orca_nav.core.fleet.kinematics import (CAR, DIFF_DRIVE, RobotLimits, limit_twist,
+                                            tracking_error_bound)
+from orca_nav.core.fleet.preferred_velocity import goal_velocities
+from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.fleet.tracking import FleetTracker, TrackingCommand, TrackingParams, tracking_twist
+from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.planning.reference import Reference
+
+MODES = ('centralized', 'per_robot')
+OK, WARN, ERROR = 0, 1, 2     # status levels, as diagnostic_msgs/DiagnosticStatus orders them
+
+
+@dataclass(frozen=True)
+class ControllerParams:
+    """How the controller runs (SI units). ORCA names follow RVO2."""
+
+    control_rate: float = 20.0          # cycles per second (Hz): the time step ORCA plans for
+    neighbor_dist: float = 5.0
+    max_neighbors: int = 10
+    time_horizon: float = 3.0
+    time_horizon_obst: float = 2.0
+    odom_timeout: float = 0.5           # s: older states stop the robot
+    safety_margin: float = 0.05         # m added to every radius ORCA uses
+    command_latency: float = 0.0        # s: expected cmd_vel latency (NH-ORCA bound)
+    goal_tolerance: float = 0.15        # m: arrived (goal seeking and trajectory end)
+    map_inflation: float = 0.0          # m around occupied cells before they become polygons
+    trajectories_only: bool = False     # robots hold still until their first trajectory
+    require_map: bool = False           # robots hold still until the first map is prepared
+    deadlock: Optional[DeadlockParams] = field(default_factory=DeadlockParams)   # None: off
+
+    def __post_init__(self):
+        for name in ('control_rate', 'time_horizon', 'time_horizon_obst', 'odom_timeout'):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0.0):
+                raise ValueError(f'{name} must be finite and > 0, got {value}')
+        for name in ('neighbor_dist', 'max_neighbors', 'safety_margin', 'command_latency',
+                     'goal_tolerance', 'map_inflation'):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0.0):
+                raise ValueError(f'{name} must be finite and >= 0, got {value}')
+
+    @property
+    def period(self) -> float:
+        return 1.0 / self.control_rate
+
+
+@dataclass(frozen=True)
+class MapModel:
+    """A map prepared for avoidance: the grid, its ORCA obstacles (and how many polygons and
+    vertices they have) and its goal guidance (None when no robot steers by goal)."""
+
+    grid: OccupancyGrid
+    obstacles: ObstacleSet
+    guidance: Optional[GeodesicGuidance]
+    polygon_count: int
+    vertex_count: int
+
+
+def prepare_map(grid: OccupancyGrid, inflation: float, guided: bool,
+                goals: np.ndarray = np.zeros((0, 2)), radii: np.ndarray = np.zeros(0)) -> MapModel:
+    """ORCA polygons of `grid` (occupied cells grown by `inflation`), and with `guided` the
+    goal guidance with the distance fields of `goals` (radii (K,)) built now; goals set later get
+    theirs on first use. Pure and slow on big maps: run it off the control thread."""
+    polygons = grid_to_polygons(grid, inflation=inflation)
+    obstacles = prepare_obstacles(polygons)
+    guidance = None
+    if guided:
+        guidance = GeodesicGuidance(grid.inflated(inflation) if inflation > 0.0 else grid)
+        guidance.prepare(goals, radii)
+    return MapModel(grid, obstacles, guidance, len(polygons), sum(len(p) for p in polygons))
+
+
+class ControlOutput(NamedTuple):
+    """One cycle's result, rows over all robots of the fleet."""
+
+    twists: np.ndarray          # (N, 3) body twists vx, vy, wz; zero for robots not run
+    ran: np.ndarray             # (N,) bool: commanded robots with live state (the others: zero)
+    newly_stale: List[int]      # robots whose state went stale in this cycle
+
+
+@dataclass
+class RobotStatus:
+    """One commanded robot's health for diagnostics: level (OK/WARN/ERROR), message, values."""
+
+    robot: str
+    level: int
+    message: str
+    values: Dict[str, str]
+
+
+class FleetView(NamedTuple):
+    """What an operator sees of the fleet (markers): rows over all robots."""
+
+    positions: np.ndarray       # (N, 2), NaN before the first state
+    radii: np.ndarray           # (N,) physical radii
+    velocities: np.ndarray      # (N, 2) ORCA's last velocities
+    goals: np.ndarray           # (N, 2), NaN without a goal
+    stale: np.ndarray           # (N,) bool
+    commanded: np.ndarray       # (N,) bool
+    max_speed: np.ndarray       # (N,)
+    lines: Optional[Tuple[np.ndarray, OrcaLines]]   # (rows, lines) of the last cycle
+
+
+class FleetController:
+    """Commands for a fleet; see the module docstring."""
+
+    def __init__(self, robots: Sequence[RobotSpec], params: ControllerParams = ControllerParams(),
+                 commanded: Optional[Sequence[str]] = None):
+        self.names = [r.name for r in robots]
+        if not self.names:
+            raise ValueError('robots: must name at least one robot')
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f'robots: names must be unique, got {self.names}')
+        self.index = {name: i for i, name in enumerate(self.names)}
+        chosen = self.names if commanded is None else list(commanded)
+        unknown = [r for r in chosen if r not in self.index]
+        if unknown:
+            raise ValueError(f'commanded: {unknown[0]!r} is not in robots {self.names}')
+        n = len(self.names)
+        self.commanded = np.isin(self.names, chosen)
+        self.params = params
+        self.robots = list(robots)
+        self._position = np.full((n, 2), np.nan)
+        self._velocity = np.zeros((n, 2))
+        self._yaw = np.zeros(n)
+        self._stamp = np.full(n, -np.inf)
+        self._fresh = np.zeros(n, dtype=bool)       # new state since the last cycle
+        self._goal = np.full((n, 2), np.nan)
+        self._twist = np.zeros((n, 3))              # last commanded twist
+        self._orca_velocity = np.zeros((n, 2))
+        self._arrived = np.zeros(n, dtype=bool)
+        self._stale = np.zeros(n, dtype=bool)       # commanded, known and stale at the last cycle
+        self._last_cycle = -np.inf
+        self._lines: Optional[Tuple[np.ndarray, OrcaLines]] = None
+        # Per robot, since the last status report: cycles it was commanded in, and those in which
+        # its ORCA constraints were infeasible (linearProgram3 picked the least-bad velocity).
+        self._orca_cycles = np.zeros(n, dtype=np.int64)
+        self._infeasible_cycles = np.zeros(n, dtype=np.int64)
+        self._map: Optional[MapModel] = None
+        self._obstacles = prepare_obstacles([])
+        self._configure_robots()
+        self._breaker = self._new_breaker()
+        self._tracker, self._tracked = self._new_tracker()
+
+    # ------------------------------------------------------------------ configuration
+    @property
+    def guided(self) -> bool:
+        """Robots steer to goals by themselves (so a map needs goal guidance)."""
+        return not self.params.trajectories_only
+
+    @property
+    def map(self) -> Optional[MapModel]:
+        return self._map
+
+    def configure(self, params: Optional[ControllerParams] = None,
+                  robots: Optional[Sequence[RobotSpec]] = None) -> List[str]:
+        """New parameters and/or robot specs (same names, same order) at run time. Returns what
+        was reset: a kinematics change drops that robot's trajectory (its tracker is per model),
+        new deadlock parameters restart stall detection."""
+        notes = []
+        if robots is not None:
+            robots = list(robots)
+            if [r.name for r in robots] != self.names:
+                raise ValueError('robots: the fleet cannot change at run time '
+                                 f'(have {self.names}, got {[r.name for r in robots]})')
+            changed = [new.name for old, new in zip(self.robots, robots)
+                       if old.kinematics != new.kinematics]
+            self.robots = robots
+            if changed:
+                self._tracker, self._tracked = self._new_tracker()
+                notes += [f'{name}: kinematics changed; current trajectories dropped'
+                          for name in changed]
+        if params is not None:
+            old, self.params = self.params, params
+            if params.deadlock != old.deadlock:
+                self._breaker = self._new_breaker()
+            if params.goal_tolerance != old.goal_tolerance:
+                self._tracker.params = self._tracking_params()
+        self._configure_robots()
+        return notes
+
+    def _configure_robots(self) -> None:
+        r = self.robots
+        self._limits = RobotLimits.create([x.kinematics for x in r], [x.max_speed for x in r],
+                                          [x.max_accel for x in r], [x.max_yaw_rate for x in r],
+                                          [x.min_turning_radius for x in r])
+        self._radius = np.array([x.radius for x in r], dtype=float)
+        # NH-ORCA: a diff-drive/car robot tracks the ORCA velocity only up to a bounded error,
+        # so ORCA keeps it apart by its radius plus that bound (kinematics.tracking_error_bound).
+        non_holonomic = (self._limits.model == DIFF_DRIVE) | (self._limits.model == CAR)
+        bound = tracking_error_bound(self._limits.max_speed, self.params.period,
+                                     self.params.command_latency)
+        self._orca_radius = self._radius + self.params.safety_margin + \
+            np.where(non_holonomic, bound, 0.0)
+
+    def _new_breaker(self) -> Optional[DeadlockBreaker]:
+        p = self.params.deadlock
+        return None if p is None else DeadlockBreaker(len(self.names), p)
+
+    def _tracking_params(self) -> TrackingParams:
+        return TrackingParams(position_tolerance=self.params.goal_tolerance)
+
+    def _new_tracker(self) -> Tuple[FleetTracker, np.ndarray]:
+        kinds = [r.kinematics for r in self.robots]
+        tracker = FleetTracker([k in ('diff_drive', 'car') for k in kinds], dim=2,
+                               params=self._tracking_params(), steered=[k == 'car' for k in kinds])
+        return tracker, np.full(len(kinds), self.params.trajectories_only)
+
+    # ------------------------------------------------------------------ inputs
+    def set_state(self, i: int, stamp: float, position, velocity, yaw: float) -> None:
+        """Robot i's measured state at time `stamp`: position and velocity in the global frame
+        (x, y), heading yaw. Older than the state already held: ignored (late delivery)."""
+        if stamp < self._stamp[i]:
+            return
+        self._position[i] = position[:2]
+        self._velocity[i] = velocity[:2]
+        self._yaw[i] = yaw
+        self._stamp[i] = stamp
+        self._fresh[i] = True
+
+    def set_goal(self, i: int, xy) -> Optional[str]:
+        """Sets (or clears, xy None) robot i's goal. Returns why it was refused (inside an
+        obstacle of the current map), else None. Setting the goal it already has changes nothing."""
+        if xy is not None:
+            xy = np.asarray(xy, dtype=float)[:2]
+            if not np.all(np.isfinite(xy)):
+                return f'goal {xy.tolist()} is not finite'
+            if np.array_equal(xy, self._goal[i]):
+                return None
+            reason = self._goal_problem(i, xy)
+            if reason is not None:
+                return reason
+        self._goal[i] = xy if xy is not None else np.nan
+        self._arrived[i] = False
+        if self._breaker is not None:
+            self._breaker.reset(i)
+        return None
+
+    def _goal_problem(self, i: int, xy: np.ndarray) -> Optional[str]:
+        if self._map is None:
+            return None
+        clearance = float(self._map.grid.clearance_at(xy[None, :])[0])
+        if clearance <= self._radius[i]:
+            return (f'({xy[0]:.3f}, {xy[1]:.3f}) is inside an obstacle (clearance '
+                    f'{clearance:.3f} m <= radius {self._radius[i]:.3f} m)')
+        return None
+
+    def set_trajectory(self, i: int, reference: Optional[Reference], start_time: float) -> None:
+        """Robot i tracks `reference` whose t = 0 is `start_time`; None (an empty or refused
+        trajectory) makes it hold still. From its first trajectory on a robot is tracked: it no
+        longer heads for its goal by itself."""
+        self._tracked[i] = True
+        self._tracker.set_reference(i, reference, start_time)
+
+    def set_map(self, model: MapModel) -> List[Tuple[int, str]]:
+        """Switches to a prepared map; goals now inside an obstacle are dropped: returns
+        (robot index, reason) for each."""
+        self._map = model
+        self._obstacles = model.obstacles
+        dropped = []
+        for i in np.flatnonzero(np.isfinite(self._goal[:, 0])):
+            reason = self._goal_problem(i, self._goal[i])
+            if reason is not None:
+                self._goal[i] = np.nan
+                dropped.append((int(i), reason))
+        return dropped
+
+    def goals_to_prepare(self) -> Tuple[np.ndarray, np.ndarray]:
+        """(goals (K, 2), radii (K,)) of the commanded robots with a goal: the distance fields
+        `prepare_map` should build ahead of time."""
+        known = np.isfinite(self._goal[:, 0]) & self.commanded
+        return self._goal[known].copy(), self._orca_radius[known].copy()
+
+    # ------------------------------------------------------------------ cycle timing
+    def live(self, now: float) -> np.ndarray:
+        """(N,) bool: robots whose state is within odom_timeout of `now`."""
+        return now - self._stamp <= self.params.odom_timeout
+
+    def due(self, now: float) -> bool:
+        """Cycles are at least 0.9 control periods apart, whatever triggers them."""
+        return now - self._last_cycle >= 0.9 * self.params.period
+
+    def states_complete(self, now: float) -> bool:
+        """Every live robot has sent a new state since the last cycle (and one is due): the
+        lowest-latency moment to run it."""
+        live = self.live(now)
+        return bool(live.any() and self._fresh[live].all() and self.due(now))
+
+    def cycle_time(self, clock_now: float) -> float:
+        """The time a cycle runs at: the clock, or the newest state's stamp where that is ahead
+        of the clock by less than a control period. Under simulated time /clock and odometry
+        travel on separate topics in no fixed order, so the state of time t can arrive before
+        the clock says t; a stamp further ahead is a clock problem and is not followed."""
+        newest = float(self._stamp[self._fresh].max(initial=-np.inf))
+        return newest if clock_now < newest < clock_now + self.params.period else clock_now
+
+    # ------------------------------------------------------------------ the cycle
+    def step(self, now: float) -> ControlOutput:
+        """One control cycle at time `now` for every robot this controller commands."""
+        p = self.params
+        dt = min(max(now - self._last_cycle, 1e-3), 2.0 * p.period)
+        self._last_cycle = now
+        self._fresh[:] = False
+        n = len(self.names)
+        live = self.live(now)
+        known = np.isfinite(self._position[:, 0])
+        run = self.commanded & live
+        if p.require_map and self._map is None:
+            run = np.zeros(n, dtype=bool)
+        twist = np.zeros((n, 3))
+        if run.any():
+            rows = self._agents(known, run)
+            twist[rows] = self._command(rows, live[rows], run[rows], now, dt)
+        twist[~run] = 0.0
+        self._twist = twist
+        stale = self.commanded & known & ~live
+        newly_stale = np.flatnonzero(stale & ~self._stale).tolist()
+        self._stale = stale
+        return ControlOutput(twist, run, newly_stale)
+
+    def _agents(self, known: np.ndarray, run: np.ndarray) -> np.ndarray:
+        """Indices of the agents ORCA needs: the robots to command and every known robot within
+        neighbor_dist of one of them (their output is discarded)."""
+        candidates = np.flatnonzero(known)
+        if run[candidates].all() or len(candidates) == 0:
+            return candidates
+        commanded = np.flatnonzero(run)
+        nearest, _ = cKDTree(self._position[commanded]).query(
+            self._position[candidates], k=1, distance_upper_bound=self.params.neighbor_dist)
+        # inf: no commanded robot within range (commanded robots are kept even at range 0).
+        return np.union1d(commanded, candidates[np.isfinite(nearest)])
+
+    def _command(self, rows: np.ndarray, live: np.ndarray, run: np.ndarray, now: float,
+                 dt: float) -> np.ndarray:
+        """Body twists (len(rows), 3) for the agents `rows`; `run` marks those commanded.
+        Agents not commanded here keep their measured velocity as preferred velocity; stale
+        ones are static agents at their last pose."""
+        p = self.params
+        positions = self._position[rows]
+        velocities = np.where(live[:, None], self._velocity[rows], 0.0)
+        limits = _subset_limits(self._limits, rows)
+        pref, tracking = self._preferred(rows, live, positions, limits, now)
+        pref = np.where(run[:, None], pref, velocities)
+        orca = OrcaParams(time_step=p.period, neighbor_dist=p.neighbor_dist,
+                          max_neighbors=p.max_neighbors, time_horizon=p.time_horizon,
+                          time_horizon_obst=p.time_horizon_obst,
+                          radius=self._orca_radius[rows], max_speed=limits.max_speed)
+        solution = solve(positions, velocities, pref, orca, self._obstacles)
+        self._orca_velocity[rows] = solution.velocities
+        self._orca_cycles[rows] += run
+        self._infeasible_cycles[rows] += run & solution.infeasible
+        self._lines = (rows, solution.lines)
+        command = tracking_twist(solution.velocities, self._yaw[rows], limits, tracking)
+        twist = limit_twist(command, self._twist[rows], limits, dt)
+        return np.where(run[:, None], twist, 0.0)
+
+    def _preferred(self, rows, live, positions, limits, now) -> Tuple[np.ndarray, TrackingCommand]:
+        """Trajectory tracking where a robot is tracked, else toward the goal (around the map's
+        obstacles once a map is known) with the deadlock breaker on top."""
+        track = self._tracker.update(now, np.nan_to_num(self._position), self._yaw,
+                                     self._limits.max_speed, self._limits.max_yaw_rate)
+        tracking = TrackingCommand(**{f.name: getattr(track, f.name)[rows]
+                                      for f in fields(TrackingCommand)})
+        tracked = self._tracked[rows]
+        goals = self._goal[rows]
+        route = np.hypot(*(goals - positions).T)
+        headings = None
+        guidance = self._map.guidance if self._map is not None else None
+        if guidance is not None:
+            headings = np.zeros_like(positions)
+            guided = self.commanded[rows] & ~tracked & np.isfinite(goals[:, 0])
+            headings[guided], route[guided] = guidance.directions(
+                positions[guided], goals[guided], self._orca_radius[rows[guided]])
+            # Robots not guided here keep the straight heading.
+            straight = goals[~guided] - positions[~guided]
+            norm = np.hypot(*straight.T)[:, None]
+            headings[~guided] = np.divide(straight, norm, out=np.zeros_like(straight),
+                                          where=norm > 0.0)
+        pref, arrived = goal_velocities(positions, goals, limits.max_speed, limits.max_accel,
+                                        self.params.goal_tolerance, time_step=self.params.period,
+                                        headings=headings,
+                                        route_lengths=None if headings is None else route)
+        self._arrived[rows] = np.where(tracked, tracking.reached, arrived)
+        if self._breaker is not None:
+            n = len(self.names)
+            all_pos = np.where(np.isfinite(self._position), self._position, 0.0)
+            all_pref = np.zeros((n, 2))
+            all_pref[rows] = pref
+            # Robots outside this cycle, stale, tracked or arrived neither stall nor outrank.
+            exempt = np.ones(n, dtype=bool)
+            exempt[rows] = arrived | tracked | ~live
+            all_route = np.zeros(n)
+            all_route[rows] = route
+            out = self._breaker.update(now, all_pos, all_pref, exempt, np.nan_to_num(self._goal),
+                                       self._limits.max_speed, self._radius, distances=all_route)
+            pref = out[rows]
+        return np.where(tracked[:, None], tracking.pref_velocity, pref), tracking
+
+    # ------------------------------------------------------------------ outputs
+    def status(self, now: float) -> List[RobotStatus]:
+        """Every commanded robot's health, and restarts the infeasibility counts."""
+        out = []
+        yielding = self._breaker.yielding(now) if self._breaker is not None else None
+        detouring = self._breaker.detouring(now) if self._breaker is not None else None
+        waiting_for_map = self.params.require_map and self._map is None
+        for i in np.flatnonzero(self.commanded):
+            age = now - self._stamp[i]
+            cycles, infeasible = int(self._orca_cycles[i]), int(self._infeasible_cycles[i])
+            if not np.isfinite(age):
+                level, message = WARN, 'no odometry yet'
+            elif age > self.params.odom_timeout:
+                level, message = WARN, f'stale odometry ({age:.2f} s old): stopped'
+            elif waiting_for_map:
+                level, message = WARN, 'waiting for the map: holding still'
+            elif self._tracked[i] and self._tracker.reference(i) is None:
+                level, message = OK, 'holding still: no trajectory'
+            elif not self._tracked[i] and not np.isfinite(self._goal[i, 0]):
+                level, message = OK, 'ok: no goal'
+            elif self._arrived[i]:
+                level, message = OK, 'goal reached'
+            elif 2 * infeasible > cycles:
+                level, message = WARN, (f'ORCA infeasible in {infeasible} of {cycles} cycles: '
+                                        'jammed, moving at the least-penetrating velocity')
+            elif yielding is not None and yielding[i]:
+                level, message = OK, 'ok: yielding (deadlock breaker)'
+            elif detouring is not None and detouring[i]:
+                level, message = OK, 'ok: detouring (deadlock breaker)'
+            else:
+                level, message = OK, 'ok'
+            out.append(RobotStatus(self.names[i], level, message, {
+                'odom_age_s': f'{age:.3f}',
+                'speed': f'{float(np.hypot(*self._orca_velocity[i])):.3f}',
+                'orca_cycles': str(cycles), 'orca_infeasible_cycles': str(infeasible)}))
+        self._orca_cycles[:] = 0
+        self._infeasible_cycles[:] = 0
+        return out
+
+    def view(self, now: float) -> FleetView:
+        return FleetView(self._position.copy(), self._radius.copy(), self._orca_velocity.copy(),
+                         self._goal.copy(), self.commanded & ~self.live(now),
+                         self.commanded.copy(), self._limits.max_speed.copy(), self._lines)
+
+
+def _subset_limits(limits: RobotLimits, rows: np.ndarray) -> RobotLimits:
+    return RobotLimits(model=limits.model[rows], max_speed=limits.max_speed[rows],
+                       max_accel=limits.max_accel[rows], max_yaw_rate=limits.max_yaw_rate[rows],
+                       min_turning_radius=limits.min_turning_radius[rows])

@@ -1,0 +1,69 @@
+"""The fleet as RViz markers (`/orca_nav/markers`): per commanded robot a disc (blue, or red
+while its odometry is stale), its ORCA velocity as an arrow, its goal, and optionally its ORCA
+half-plane lines drawn in velocity space around the robot like the arrow (the arrow's tip lies
+left of every line when the robot's linear program was feasible)."""
+from __future__ import annotations
+
+from typing import List
+
+import numpy as np
+from geometry_msgs.msg import Point
+from visualization_msgs.msg import Marker, MarkerArray
+
+from orca_nav.core.fleet.controller import FleetView
+
+DISC, ARROW, GOAL, LINES = range(4)     # marker ids within a robot's namespace
+
+
+def fleet_markers(view: FleetView, names: List[str], frame: str, stamp,
+                  draw_lines: bool) -> MarkerArray:
+    out = MarkerArray()
+    for i in np.flatnonzero(view.commanded & np.isfinite(view.positions[:, 0])):
+        robot = names[i]
+        x, y = (float(v) for v in view.positions[i])
+        disc = _marker(robot, DISC, Marker.CYLINDER, frame, stamp)
+        disc.pose.position.x, disc.pose.position.y = x, y
+        disc.scale.x = disc.scale.y = 2.0 * float(view.radii[i])
+        disc.scale.z = 0.1
+        disc.color.r, disc.color.g, disc.color.b, disc.color.a = \
+            (1.0, 0.3, 0.1, 0.8) if view.stale[i] else (0.2, 0.5, 1.0, 0.6)
+        arrow = _marker(robot, ARROW, Marker.ARROW, frame, stamp)
+        vx, vy = (float(v) for v in view.velocities[i])
+        arrow.points = [Point(x=x, y=y, z=0.1), Point(x=x + vx, y=y + vy, z=0.1)]
+        arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.05, 0.1, 0.1
+        arrow.color.g, arrow.color.a = 0.9, 1.0
+        goal = _marker(robot, GOAL, Marker.SPHERE, frame, stamp)
+        if np.isfinite(view.goals[i, 0]):
+            goal.pose.position.x, goal.pose.position.y = (float(v) for v in view.goals[i])
+            goal.scale.x = goal.scale.y = goal.scale.z = 0.2
+            goal.color.r, goal.color.g, goal.color.a = 1.0, 0.8, 1.0
+        else:
+            goal.action = Marker.DELETE
+        out.markers.extend([disc, arrow, goal])
+    if draw_lines and view.lines is not None:
+        out.markers.extend(_orca_line_markers(view, names, frame, stamp))
+    return out
+
+
+def _orca_line_markers(view: FleetView, names: List[str], frame: str, stamp) -> List[Marker]:
+    rows, lines = view.lines
+    markers = []
+    for column, i in enumerate(rows):
+        if not view.commanded[i]:
+            continue
+        ends = lines.segments(column, half_length=float(view.max_speed[i])) + view.positions[i]
+        marker = _marker(names[i], LINES, Marker.LINE_LIST, frame, stamp)
+        marker.points = [Point(x=float(x), y=float(y), z=0.1) for x, y in ends.reshape(-1, 2)]
+        marker.scale.x = 0.02
+        marker.color.r, marker.color.g, marker.color.b, marker.color.a = 1.0, 0.5, 0.0, 0.9
+        marker.lifetime.sec = 1     # gone soon after publish_orca_lines is switched off
+        markers.append(marker)
+    return markers
+
+
+def _marker(ns: str, marker_id: int, kind: int, frame: str, stamp) -> Marker:
+    m = Marker()
+    m.header.frame_id, m.header.stamp = frame, stamp
+    m.ns, m.id, m.type, m.action = ns, marker_id, kind, Marker.ADD
+    m.pose.orientation.w = 1.0
+    return m

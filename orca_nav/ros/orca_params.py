@@ -1,0 +1,96 @@
+"""orca_node's parameters: their declarations and what they become in the core
+(`ControllerParams`, one `RobotSpec` per robot)."""
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from orca_nav.core.fleet.controller import MODES, ControllerParams
+from orca_nav.core.fleet.deadlock import DeadlockParams
+from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.ros.params import SHARED_SPECS, ParamSpec
+
+TRIGGERS = ('odometry', 'timer')
+
+NODE_SPECS = [
+    ParamSpec('robots', ['robot0'], 'Names of all robots of the fleet (topic namespaces); '
+              'the list order is the deadlock-breaking priority', read_only=True),
+    ParamSpec('mode', 'centralized', 'centralized: command every robot; per_robot: command only '
+              'robot_name, the others are reciprocal agents', choices=MODES, read_only=True),
+    ParamSpec('robot_name', '', 'per_robot mode: the robot this node commands', read_only=True),
+    ParamSpec('global_frame', 'map', 'Frame of odometry poses, goals and the map', read_only=True),
+    ParamSpec('neighbor_dist', 5.0, 'RVO2 neighborDist: max distance to agents considered (m)',
+              min=0.0, max=1000.0),
+    ParamSpec('max_neighbors', 10, 'RVO2 maxNeighbors: max number of agents considered',
+              min=0, max=1000),
+    ParamSpec('time_horizon', 3.0, 'RVO2 timeHorizon: safe time w.r.t. other agents (s)',
+              min=0.01, max=1000.0),
+    ParamSpec('time_horizon_obst', 2.0, 'RVO2 timeHorizonObst: safe time w.r.t. obstacles (s)',
+              min=0.01, max=1000.0),
+    ParamSpec('control_rate', 20.0, 'Control cycles per second (Hz)', min=0.5, max=1000.0),
+    ParamSpec('cycle_trigger', 'odometry', 'odometry: also start a cycle as soon as every live '
+              'robot has new odometry; timer: only on the control_rate timer', choices=TRIGGERS),
+    ParamSpec('odom_timeout', 0.5, 'Odometry older than this stops the robot (s)',
+              min=0.01, max=3600.0),
+    SHARED_SPECS['safety_margin'],
+    ParamSpec('command_latency', 0.0, 'Expected cmd_vel latency, added to the tracking-error '
+              'bound of diff-drive/car robots (s)', min=0.0, max=10.0),
+    ParamSpec('cmd_vel_stamped', False, 'Publish geometry_msgs/TwistStamped instead of Twist',
+              read_only=True),
+    ParamSpec('trajectories_only', False, 'Robots hold still until their first /<robot>/trajectory '
+              'arrives (a planner owns every goal); otherwise they head straight for their goal',
+              read_only=True),
+    ParamSpec('require_map', False, 'Robots hold still until the first /map has become '
+              'obstacle polygons (set when the fleet has a map, so nobody drives before the '
+              'walls are known)', read_only=True),
+    SHARED_SPECS['goal_tolerance'],
+    ParamSpec('map_inflation', 0.0, 'Margin added around occupied map cells before they become '
+              'ORCA polygons (m)', min=0.0, max=100.0),
+    ParamSpec('publish_orca_lines', False, "Add each robot's ORCA half-plane lines to "
+              '/orca_nav/markers'),
+    ParamSpec('marker_rate', 5.0, '/orca_nav/markers messages per second (Hz); 0 disables',
+              min=0.0, max=100.0),
+    ParamSpec('diagnostics_rate', 1.0, '/diagnostics messages per second (Hz)', min=0.1,
+              max=100.0, read_only=True),
+]
+
+_DEADLOCK = DeadlockParams()
+DEADLOCK_SPECS = [
+    ParamSpec('enabled', True, 'Break symmetric stalls (progress watch, yielding, right-hand '
+              'detours); see orca_nav.core.fleet.deadlock'),
+    ParamSpec('stall_time', _DEADLOCK.stall_time, 'Window over which progress is judged (s)',
+              min=0.1, max=600.0),
+    ParamSpec('min_progress', _DEADLOCK.min_progress, 'Required fraction of the progress '
+              'max_speed allows within stall_time', min=0.01, max=0.99),
+    ParamSpec('recovery_time', _DEADLOCK.recovery_time, 'How long a stalled robot yields '
+              'or detours (s)', min=0.1, max=600.0),
+    ParamSpec('yield_factor', _DEADLOCK.yield_factor, 'A stalled robot yields to a '
+              'higher-priority robot closer than this many times their summed radii', min=1.0,
+              max=100.0),
+    ParamSpec('detour_angle', _DEADLOCK.detour_angle, 'Clockwise rotation of a detouring '
+              "robot's preferred velocity (rad)", min=0.01, max=1.57),
+    ParamSpec('detour_spread', _DEADLOCK.detour_spread, 'Range of the per-robot offset '
+              'subtracted from detour_angle (rad)', min=0.0, max=1.57),
+]
+
+
+def robot_specs(robots: List[str], fields: Dict[str, Dict[str, Any]]) -> List[RobotSpec]:
+    """The robots' `<robot>.<field>` parameters as core RobotSpecs."""
+    return [RobotSpec(r, **{k: v for k, v in fields[r].items()
+                            if k not in ('start', 'goal')}) for r in robots]
+
+
+def controller_params(c: Dict[str, Any], d: Dict[str, Any]) -> ControllerParams:
+    """The node parameters `c` and `deadlock.*` parameters `d` as the controller's."""
+    deadlock = None if not d['enabled'] else DeadlockParams(
+        stall_time=d['stall_time'], min_progress=d['min_progress'],
+        recovery_time=d['recovery_time'], yield_factor=d['yield_factor'],
+        detour_angle=d['detour_angle'],
+        detour_spread=min(d['detour_spread'], d['detour_angle']))
+    return ControllerParams(
+        control_rate=c['control_rate'], neighbor_dist=c['neighbor_dist'],
+        max_neighbors=c['max_neighbors'], time_horizon=c['time_horizon'],
+        time_horizon_obst=c['time_horizon_obst'], odom_timeout=c['odom_timeout'],
+        safety_margin=c['safety_margin'], command_latency=c['command_latency'],
+        goal_tolerance=c['goal_tolerance'], map_inflation=c['map_inflation'],
+        trajectories_only=c['trajectories_only'], require_map=c['require_map'],
+        deadlock=deadlock)

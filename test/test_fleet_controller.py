@@ -1,0 +1,279 @@
+"""core.fleet.controller: the fleet controller driven with injected time, closed loop with the
+core simulator. Default behaviour (deadlock breaker on) is what these tests exercise."""
+import math
+
+import numpy as np
+import pytest
+
+from orca_nav.core.fleet.controller import (OK, WARN, ControllerParams, FleetController,
+                                            prepare_map)
+from orca_nav.core.fleet.deadlock import DeadlockParams
+from orca_nav.core.fleet.kinematics import RobotLimits
+from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.fleet.sim import FleetSim
+from orca_nav.core.geometry import body_to_world
+from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.planning.reference import Reference
+
+PERIOD = 0.05
+
+
+def specs(count, **fields):
+    return [RobotSpec(f'robot{i}', **fields) for i in range(count)]
+
+
+def closed_loop(controller, starts, seconds, grid=None, start_time=100.0):
+    """Runs controller + core simulator for `seconds` of simulated time at the control rate;
+    returns (poses (T, N, 3), commanded twists (T, N, 3), collision events)."""
+    robots = controller.robots
+    limits = RobotLimits.create([r.kinematics for r in robots], [r.max_speed for r in robots],
+                                [r.max_accel for r in robots], [r.max_yaw_rate for r in robots],
+                                [r.min_turning_radius for r in robots])
+    sim = FleetSim(limits, [r.radius for r in robots], np.asarray(starts, dtype=float), grid=grid)
+    now, poses, twists, events = start_time, [], [], []
+    for _ in range(int(round(seconds / PERIOD))):
+        pose, twist = sim.odometry()
+        velocity = body_to_world(twist[:, :2], pose[:, 2])
+        for i in range(len(robots)):
+            controller.set_state(i, now, pose[i, :2], velocity[i], pose[i, 2])
+        out = controller.step(now)
+        events += sim.step(PERIOD, out.twists)
+        poses.append(sim.poses)
+        twists.append(out.twists)
+        now += PERIOD
+    return np.array(poses), np.array(twists), events
+
+
+def test_commands_head_for_the_goal_in_the_body_frame():
+    robots = specs(2) + [RobotSpec('robot2', kinematics='diff_drive')]
+    fleet = FleetController(robots)
+    fleet.set_state(0, 1.0, (0.0, 0.0), (0.0, 0.0), 0.0)
+    fleet.set_state(1, 1.0, (0.0, 20.0), (0.0, 0.0), math.pi / 2)
+    fleet.set_state(2, 1.0, (-3.0, -2.0), (0.0, 0.0), 0.0)
+    for i, goal in enumerate([(5.0, 0.0), (0.0, 25.0), (-3.0, -10.0)]):
+        assert fleet.set_goal(i, goal) is None
+    out = fleet.step(1.0)
+    # robot1 faces +y: its goal straight ahead is +x in its body frame (REP-103).
+    assert out.twists[0, 0] > 0.05 and abs(out.twists[0, 1]) < 1e-9
+    assert out.twists[1, 0] > 0.05 and abs(out.twists[1, 1]) < 1e-6
+    # Diff-drive facing +x with its goal at -y: turns clockwise, never sideways.
+    assert out.twists[2, 2] < -0.1 and out.twists[2, 1] == 0.0
+    assert out.ran.all() and out.newly_stale == []
+
+
+def test_circle_swap_with_the_default_deadlock_breaker_arrives_without_contact():
+    count, ring = 8, 3.0
+    angle = 2 * np.pi * np.arange(count) / count
+    starts = np.column_stack([ring * np.cos(angle), ring * np.sin(angle), angle + np.pi])
+    fleet = FleetController(specs(count, radius=0.25, max_speed=1.0))
+    for i in range(count):
+        fleet.set_goal(i, -starts[i, :2])
+    poses, _, events = closed_loop(fleet, starts, 25.0)
+    assert events == []
+    final = np.hypot(*(poses[-1, :, :2] + starts[:, :2]).T)
+    assert np.all(final <= fleet.params.goal_tolerance + 0.05), final
+    gaps = [np.min(np.hypot(*(p[:, None, :2] - p[None, :, :2]).transpose(2, 0, 1))
+                   + 1e9 * np.eye(count)) for p in poses]
+    assert min(gaps) >= 0.5 - 1e-6
+
+
+def test_plain_orca_stalls_where_the_deadlock_breaker_gets_through():
+    # Four robots swapping across a small circle: mirror-image half-planes stall plain ORCA.
+    angle = 2 * np.pi * np.arange(4) / 4
+    starts = np.column_stack([2.0 * np.cos(angle), 2.0 * np.sin(angle), angle + np.pi])
+    remaining = {}
+    for breaker in (None, DeadlockParams()):
+        fleet = FleetController(specs(4, radius=0.3), ControllerParams(deadlock=breaker))
+        for i in range(4):
+            fleet.set_goal(i, -starts[i, :2])
+        poses, _, events = closed_loop(fleet, starts, 20.0)
+        assert events == []
+        remaining[breaker is not None] = np.hypot(*(poses[-1, :, :2] + starts[:, :2]).T).max()
+    assert remaining[False] > 1.0
+    assert remaining[True] <= fleet.params.goal_tolerance
+
+
+def test_stale_robot_gets_zero_once_reported_and_is_a_static_agent():
+    fleet = FleetController(specs(2), ControllerParams(odom_timeout=0.5))
+    fleet.set_state(0, 10.0, (0.0, 0.0), (0.0, 0.0), 0.0)
+    fleet.set_state(1, 10.0, (2.0, 0.0), (0.0, 0.0), 0.0)
+    fleet.set_goal(0, (4.0, 0.0))
+    fleet.set_goal(1, (2.0, 5.0))
+    assert fleet.step(10.0).twists[1, 1] > 0.0
+    fleet.set_state(0, 10.6, (0.0, 0.0), (0.0, 0.0), 0.0)
+    out = fleet.step(10.6)
+    assert out.newly_stale == [1]
+    assert np.all(out.twists[1] == 0.0)
+    assert fleet.step(10.65).newly_stale == []      # reported once
+    # robot0 heads at the stale robot 2 m ahead: ORCA keeps it from driving into it.
+    status = {s.robot: s for s in fleet.status(10.65)}
+    assert status['robot1'].level == WARN and 'stale odometry' in status['robot1'].message
+    assert status['robot0'].level == OK
+
+
+def test_a_late_state_is_ignored():
+    fleet = FleetController(specs(1))
+    fleet.set_state(0, 5.0, (1.0, 0.0), (0.0, 0.0), 0.0)
+    fleet.set_state(0, 4.0, (9.0, 9.0), (0.0, 0.0), 0.0)
+    assert np.allclose(fleet.view(5.0).positions[0], (1.0, 0.0))
+
+
+def test_require_map_holds_everyone_until_the_map_is_set():
+    fleet = FleetController(specs(1), ControllerParams(require_map=True))
+    fleet.set_state(0, 1.0, (1.0, 1.0), (0.0, 0.0), 0.0)
+    fleet.set_goal(0, (3.0, 1.0))
+    assert np.all(fleet.step(1.0).twists == 0.0)
+    assert 'waiting for the map' in fleet.status(1.0)[0].message
+    grid = OccupancyGrid(np.zeros((50, 50), dtype=bool), 0.1, (0.0, 0.0))
+    fleet.set_map(prepare_map(grid, 0.0, fleet.guided))
+    assert fleet.step(1.1).twists[0, 0] > 0.0
+
+
+def test_goals_inside_obstacles_are_refused_and_dropped_when_a_map_walls_them_in():
+    occupied = np.zeros((40, 40), dtype=bool)
+    occupied[10:20, 10:20] = True              # a block 1 m..2 m
+    grid = OccupancyGrid(occupied, 0.1, (0.0, 0.0))
+    fleet = FleetController(specs(2))
+    fleet.set_goal(1, (1.5, 1.5))              # accepted: no map yet
+    fleet.set_map(prepare_map(grid, 0.0, fleet.guided))
+    assert 'inside an obstacle' in fleet.set_goal(0, (1.5, 1.2))
+    assert fleet.set_goal(0, (3.5, 3.5)) is None
+    dropped = fleet.set_map(prepare_map(grid, 0.0, fleet.guided))
+    assert [i for i, _ in dropped] == [] and np.isnan(fleet.view(0.0).goals[1, 0])
+
+
+def test_a_map_routes_a_robot_around_a_block_to_its_goal():
+    occupied = np.zeros((60, 60), dtype=bool)
+    occupied[20:40, 28:32] = True              # a wall between start and goal
+    grid = OccupancyGrid(occupied, 0.1, (0.0, 0.0))
+    fleet = FleetController(specs(1, radius=0.2))
+    fleet.set_goal(0, (5.0, 3.0))
+    fleet.set_map(prepare_map(grid, 0.0, fleet.guided, *fleet.goals_to_prepare()))
+    poses, _, events = closed_loop(fleet, [(1.0, 3.0, 0.0)], 20.0, grid=grid)
+    assert events == []
+    assert np.hypot(*(poses[-1, 0, :2] - (5.0, 3.0))) <= 0.2
+
+
+def test_trajectories_drive_tracked_robots_and_an_empty_one_holds_still():
+    fleet = FleetController(specs(2), ControllerParams(trajectories_only=True))
+    fleet.set_state(0, 0.0, (0.0, 0.0), (0.0, 0.0), 0.0)
+    fleet.set_state(1, 0.0, (0.0, 5.0), (0.0, 0.0), 0.0)
+    fleet.set_goal(1, (5.0, 5.0))              # a goal alone does not move a tracked robot
+    assert np.all(fleet.step(0.0).twists == 0.0)
+    t = np.linspace(0.0, 4.0, 41)
+    line = Reference(times=t, positions=np.column_stack([0.5 * t, 0 * t]),
+                     velocities=np.tile([0.5, 0.0], (41, 1)), accelerations=np.zeros((41, 2)),
+                     yaw=np.zeros(41), yaw_rate=np.zeros(41), direction=np.ones(41))
+    fleet.set_trajectory(0, line, start_time=0.0)
+    out = fleet.step(0.5)
+    assert out.twists[0, 0] > 0.1 and np.all(out.twists[1] == 0.0)
+    fleet.set_trajectory(0, None, start_time=0.5)
+    for k in range(1, 4):       # decelerates within max_accel, then stands
+        twist = fleet.step(0.5 + k * PERIOD).twists[0]
+    assert np.all(twist == 0.0)
+    assert fleet.status(0.5)[0].message == 'holding still: no trajectory'
+
+
+def test_per_robot_mode_commands_one_robot_and_sees_the_others_as_agents():
+    fleet = FleetController(specs(2), commanded=['robot1'])
+    fleet.set_state(0, 1.0, (1.0, 0.0), (-1.0, 0.0), math.pi)   # coming straight at robot1
+    fleet.set_state(1, 1.0, (-1.0, 0.0), (0.0, 0.0), 0.0)
+    fleet.set_goal(1, (3.0, 0.0))
+    out = fleet.step(1.0)
+    assert list(out.ran) == [False, True]
+    assert np.all(out.twists[0] == 0.0)
+    assert abs(out.twists[1, 1]) > 0.0          # sidesteps rather than meeting head-on
+    assert [s.robot for s in fleet.status(1.0)] == ['robot1']
+
+
+def test_cycle_triggering_on_complete_states_and_the_clock():
+    fleet = FleetController(specs(2), ControllerParams(control_rate=20.0))
+    assert not fleet.states_complete(1.0)      # nobody has a state yet
+    fleet.set_state(0, 1.0, (0.0, 0.0), (0.0, 0.0), 0.0)
+    assert fleet.states_complete(1.0)          # robot1 is not live: only robot0 counts
+    fleet.set_state(1, 1.0, (3.0, 0.0), (0.0, 0.0), 0.0)
+    fleet.step(1.0)
+    fleet.set_state(0, 1.05, (0.0, 0.0), (0.0, 0.0), 0.0)
+    assert not fleet.states_complete(1.05)     # robot1's newer state is missing
+    fleet.set_state(1, 1.05, (3.0, 0.0), (0.0, 0.0), 0.0)
+    assert fleet.states_complete(1.05)
+    # /clock still says 1.04 while the states of 1.05 are in: the cycle runs at 1.05.
+    assert fleet.cycle_time(1.04) == pytest.approx(1.05)
+    assert fleet.cycle_time(0.5) == 0.5        # a stamp far ahead of the clock is not followed
+    assert not fleet.due(1.0 + 0.04)
+
+
+def test_jammed_robots_are_reported_infeasible():
+    # Overlapping by 0.5 m: leaving each other within one cycle needs several m/s.
+    robots = [RobotSpec('robot0', radius=0.5), RobotSpec('robot1', radius=0.5), RobotSpec('robot2')]
+    fleet = FleetController(robots)
+    for i, (x, goal) in enumerate([(0.0, 5.0), (0.5, -5.0), (10.0, 15.0)]):
+        fleet.set_state(i, 0.0, (x, 0.0), (0.0, 0.0), 0.0)
+        fleet.set_goal(i, (goal, 0.0))
+    for k in range(10):
+        for i, x in enumerate((0.0, 0.5, 10.0)):
+            fleet.set_state(i, k * PERIOD, (x, 0.0), (0.0, 0.0), 0.0)
+        fleet.step(k * PERIOD)
+    status = {s.robot: s for s in fleet.status(0.5)}
+    assert status['robot0'].level == WARN and 'infeasible' in status['robot0'].message
+    assert status['robot2'].level == OK
+    assert status['robot0'].values['orca_infeasible_cycles'] == '10'
+    assert fleet.status(0.5)[0].values['orca_cycles'] == '0'   # counts restart per report
+
+
+def test_resending_a_goal_keeps_the_stall_history_and_a_kinematics_change_drops_trajectories():
+    fleet = FleetController(specs(2))
+    assert fleet.set_goal(0, (1.0, 1.0)) is None
+    fleet._breaker._reference_time[0] = 7.0     # some stall history
+    assert fleet.set_goal(0, (1.0, 1.0)) is None
+    assert fleet._breaker._reference_time[0] == 7.0
+    assert 'not finite' in fleet.set_goal(0, (math.nan, 1.0))
+    t = np.array([0.0, 1.0])
+    ref = Reference(times=t, positions=np.zeros((2, 2)), velocities=np.zeros((2, 2)),
+                    accelerations=np.zeros((2, 2)), yaw=np.zeros(2), yaw_rate=np.zeros(2),
+                    direction=np.ones(2))
+    fleet.set_trajectory(1, ref, 0.0)
+    notes = fleet.configure(robots=[RobotSpec('robot0'), RobotSpec('robot1', kinematics='car')])
+    assert notes == ['robot1: kinematics changed; current trajectories dropped']
+    with pytest.raises(ValueError, match='cannot change at run time'):
+        fleet.configure(robots=specs(3))
+
+
+def test_bad_construction_names_the_problem():
+    with pytest.raises(ValueError, match='must name at least one robot'):
+        FleetController([])
+    with pytest.raises(ValueError, match='unique'):
+        FleetController([RobotSpec('a'), RobotSpec('a')])
+    with pytest.raises(ValueError, match="'ghost' is not in robots"):
+        FleetController(specs(1), commanded=['ghost'])
+    with pytest.raises(ValueError, match='control_rate must be finite and > 0'):
+        ControllerParams(control_rate=0.0)
+
+
+def parallel_park():
+    """Forward 4 m along +x, then 3 m backward and 1 m to the right along an S (car-drivable)."""
+    s = np.linspace(0.0, 1.0, 31)[1:]
+    x = np.r_[np.linspace(0.0, 4.0, 41), 4.0 - 3.0 * s]
+    y = np.r_[np.zeros(41), -0.5 * (1 - np.cos(np.pi * s))]
+    yaw = np.zeros(x.size)
+    # Reversing: the car faces opposite to its direction of travel (which runs toward -x).
+    travel = np.arctan2(np.gradient(y[40:])[1:], np.gradient(x[40:])[1:])
+    yaw[41:] = (travel + 2 * np.pi) % (2 * np.pi) - np.pi
+    return x, y, yaw, np.r_[np.ones(41), -np.ones(30)]
+
+
+@pytest.mark.parametrize('kinematics', ['car', 'diff_drive'])
+def test_a_reversing_trajectory_is_driven_backward_closed_loop(kinematics):
+    from orca_nav.core.planning.path_timing import time_path
+    reference = time_path(*parallel_park(), max_speed=1.0, max_accel=1.0, max_yaw_rate=1.0)
+    robots = [RobotSpec('robot0', kinematics=kinematics, min_turning_radius=1.0),
+              RobotSpec('robot1')]
+    fleet = FleetController(robots, ControllerParams(trajectories_only=True))
+    # Stamped 0.2 s before the first cycle (it started from an earlier state): the tracker
+    # starts 0.2 s into it.
+    fleet.set_trajectory(0, reference, start_time=99.8)
+    poses, twists, events = closed_loop(fleet, [(0.0, 0.0, 0.0), (5.0, 5.0, 0.0)], 30.0)
+    assert events == [] and (twists[:, 0, 0] < -0.05).any()     # drove backward
+    assert np.linalg.norm(poses[-1, 0, :2] - reference.positions[-1]) <= 0.4
+    np.testing.assert_allclose(poses[-1, 1], [5.0, 5.0, 0.0])   # trajectories_only: holds
+    assert fleet.status(129.95)[0].message == 'goal reached'

@@ -1,8 +1,10 @@
 """Starts an orca_nav fleet: `ros2 launch orca_nav multi_robot.launch.py fleet_config:=<file>`.
 
 Arguments: fleet_config (fleet YAML; default the 16-robot circle), use_sim (embedded fleet
-simulator, default true; false when Gazebo or real robots publish odometry), rviz (default
-false), mode (centralized | per_robot ORCA nodes).
+simulator, default true; false when Gazebo or real robots publish odometry), use_sim_time
+(nodes on /clock; default: the fleet file's `use_sim_time`, else true exactly with the embedded
+simulator, which then publishes /clock; Gazebo users set it true), rviz (default false), mode
+(centralized | per_robot ORCA nodes).
 
 The node graph comes from `orca_nav.bringup.describe_graph`, the same description the
 in-process runner of `orca-nav demo` starts; this file only turns each NodeSpec into a
@@ -19,13 +21,19 @@ from orca_nav.bringup.fleet_file import load_fleet_config
 TRUE_WORDS = ('true', '1', 'yes', 'on')
 
 
+def _optional_bool(text):
+    """'' -> None (the fleet file decides), else the truth of the word."""
+    return None if text == '' else text.lower() in TRUE_WORDS
+
+
 def _nodes(context):
     cfg = load_fleet_config(LaunchConfiguration('fleet_config').perform(context))
     specs = describe_graph(
         cfg,
         use_sim=LaunchConfiguration('use_sim').perform(context).lower() in TRUE_WORDS,
         mode=LaunchConfiguration('mode').perform(context),
-        rviz=LaunchConfiguration('rviz').perform(context).lower() in TRUE_WORDS)
+        rviz=LaunchConfiguration('rviz').perform(context).lower() in TRUE_WORDS,
+        use_sim_time=_optional_bool(LaunchConfiguration('use_sim_time').perform(context)))
     return [Node(package=spec.package, executable=spec.executable, name=spec.name,
                  namespace=spec.namespace or None, parameters=list(spec.parameters),
                  remappings=list(spec.remappings), arguments=list(spec.arguments),
@@ -40,6 +48,9 @@ def generate_launch_description():
             description='Fleet config YAML: robots, map, node parameters'),
         DeclareLaunchArgument('use_sim', default_value='true',
                               description='Start the embedded fleet simulator (fleet_sim_node)'),
+        DeclareLaunchArgument('use_sim_time', default_value='',
+                              description='Nodes on /clock (empty: the fleet file decides, else '
+                                          'true with the embedded simulator)'),
         DeclareLaunchArgument('rviz', default_value='false', description='Start RViz'),
         DeclareLaunchArgument('mode', default_value='centralized', choices=list(MODES),
                               description='One ORCA node for the fleet, or one per robot'),

@@ -43,7 +43,7 @@ def test_centralized_graph(fleet_with_map):
     nodes = by_executable(specs)
     (map_params,) = nodes['map_publisher'][0].parameters
     assert map_params == {'yaml_filename': str(cfg.map_path), 'frame_id': 'world',
-                          'publish_period': 2.0}
+                          'use_sim_time': True, 'publish_period': 2.0}
     (orca,) = nodes['orca_node'][0].parameters
     assert orca['robots'] == ['a', 'b'] and orca['global_frame'] == 'world'
     assert orca['a.goal'] == [1.0, 1.0, 0.5] and 'b.goal' not in orca
@@ -51,6 +51,9 @@ def test_centralized_graph(fleet_with_map):
     assert orca['time_horizon'] == 4.0 and 'rate' not in orca
     (sim,) = nodes['fleet_sim_node'][0].parameters
     assert sim['rate'] == 40.0 and sim['a.radius'] == 0.3
+    # The embedded simulator is the clock source; every other node follows /clock.
+    assert sim['publish_clock'] is True and 'use_sim_time' not in sim
+    assert orca['use_sim_time'] is True and planner_params(nodes)['use_sim_time'] is True
     (planner,) = nodes['planner_node'][0].parameters
     assert planner['time_budget'] == 0.5 and planner['robots'] == ['a', 'b']
     # every per-robot field of TEAM.md, for every robot, with a ROS-typed value
@@ -60,6 +63,41 @@ def test_centralized_graph(fleet_with_map):
                       'min_turning_radius'):
             assert type(orca[f'{name}.{field}']) is float     # an int would not fit a double
         assert all(type(v) is float for v in orca[f'{name}.start'])
+
+
+def planner_params(nodes):
+    return nodes['planner_node'][0].parameters[0]
+
+
+@pytest.mark.parametrize('use_sim, file_value, asked, expected', [
+    (True, None, None, True), (False, None, None, False), (False, True, None, True),
+    (True, False, None, False), (True, None, False, False), (False, None, True, True)])
+def test_simulated_time_follows_the_embedded_simulator_unless_told(use_sim, file_value, asked,
+                                                                   expected):
+    raw = {'robots': [{'name': 'a', 'start': [0, 0], 'goal': [1, 0]}]}
+    if file_value is not None:
+        raw['use_sim_time'] = file_value
+    specs = describe_graph(load_fleet_config(raw), use_sim=use_sim, use_sim_time=asked)
+    nodes = by_executable(specs)
+    assert nodes['orca_node'][0].parameters[0]['use_sim_time'] is expected
+    if use_sim:
+        assert nodes['fleet_sim_node'][0].parameters[0]['publish_clock'] is expected
+
+
+def test_lockstep_ties_odometry_to_the_control_cycle_and_counts_its_listeners(fleet_with_map):
+    specs = describe_graph(fleet_with_map, sim_overrides={'lockstep': True,
+                                                          'real_time_factor': 0.0}, observers=1)
+    nodes = by_executable(specs)
+    sim = nodes['fleet_sim_node'][0].parameters[0]
+    orca = nodes['orca_node'][0].parameters[0]
+    assert sim['lockstep'] is True and sim['real_time_factor'] == 0.0
+    assert sim['odom_rate'] == 20.0 and orca['cycle_trigger'] == 'odometry'
+    assert sim['lockstep_subscribers'] == 3        # orca_node, planner_node, the observer
+    per_robot = by_executable(describe_graph(fleet_with_map, mode='per_robot',
+                                             sim_overrides={'lockstep': True}))
+    assert per_robot['fleet_sim_node'][0].parameters[0]['lockstep_subscribers'] == 3  # a, b, planner
+    with pytest.raises(ValueError, match='lockstep: needs simulated time'):
+        describe_graph(fleet_with_map, use_sim_time=False, sim_overrides={'lockstep': True})
 
 
 def test_per_robot_mode_namespaces_one_orca_node_per_robot(fleet_with_map):

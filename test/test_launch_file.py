@@ -95,7 +95,8 @@ def expected_kwargs(spec):
 def test_launch_arguments(launch_module):
     description = launch_module.generate_launch_description()
     arguments = {e.name: e for e in description.entities if isinstance(e, DeclareLaunchArgument)}
-    assert set(arguments) == {'fleet_config', 'use_sim', 'rviz', 'mode'}
+    assert set(arguments) == {'fleet_config', 'use_sim', 'use_sim_time', 'rviz', 'mode'}
+    assert arguments['use_sim_time'].default_value == ''      # the fleet file decides
     assert arguments['fleet_config'].default_value == str(
         share_dir() / 'config' / 'fleets' / 'circle.yaml')
     assert arguments['use_sim'].default_value == 'true'
@@ -103,15 +104,17 @@ def test_launch_arguments(launch_module):
     assert arguments['mode'].choices == ['centralized', 'per_robot']
 
 
-@pytest.mark.parametrize('overrides, use_sim, mode, rviz', [
-    ({}, True, 'centralized', False),
-    ({'use_sim': 'false', 'rviz': 'true'}, False, 'centralized', True),
-    ({'mode': 'per_robot', 'use_sim': 'True'}, True, 'per_robot', False),
+@pytest.mark.parametrize('overrides, use_sim, mode, rviz, use_sim_time', [
+    ({}, True, 'centralized', False, None),
+    ({'use_sim': 'false', 'rviz': 'true'}, False, 'centralized', True, None),
+    ({'mode': 'per_robot', 'use_sim': 'True'}, True, 'per_robot', False, None),
+    ({'use_sim': 'false', 'use_sim_time': 'true'}, False, 'centralized', False, True),
 ])
-def test_launched_nodes_equal_the_description(launch_module, overrides, use_sim, mode, rviz):
+def test_launched_nodes_equal_the_description(launch_module, overrides, use_sim, mode, rviz,
+                                              use_sim_time):
     nodes = launched_nodes(launch_module, **overrides)
     cfg = load_fleet_config(share_dir() / 'config' / 'fleets' / 'circle.yaml')
-    specs = describe_graph(cfg, use_sim=use_sim, mode=mode, rviz=rviz)
+    specs = describe_graph(cfg, use_sim=use_sim, mode=mode, rviz=rviz, use_sim_time=use_sim_time)
     assert [n.kwargs for n in nodes] == [expected_kwargs(s) for s in specs]
 
 

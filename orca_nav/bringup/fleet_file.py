@@ -4,6 +4,7 @@ A fleet config is a YAML file (or the equivalent dict)::
 
     name: two_robots              # optional, defaults to the file stem
     global_frame: map             # frame of odometry, goals and the map (default 'map')
+    use_sim_time: true            # nodes on /clock (default: when the embedded simulator runs)
     map: ../maps/corridor.yaml    # map_server YAML, relative to this file; omit for open space
     defaults:                     # applied to every robot, each robot may override
       kinematics: diff_drive
@@ -47,8 +48,8 @@ NODE_SECTIONS = ('orca_node', 'fleet_sim_node', 'planner_node', 'map_publisher')
 
 DEFAULTABLE_FIELDS = tuple(f.name for f in ROBOT_FIELDS)
 ROBOT_KEYS = ('name', 'start', 'goal', 'goals') + DEFAULTABLE_FIELDS
-TOP_LEVEL_KEYS = ('name', 'global_frame', 'map', 'defaults', 'robots', 'planner', 'demo') \
-    + NODE_SECTIONS
+TOP_LEVEL_KEYS = ('name', 'global_frame', 'use_sim_time', 'map', 'defaults', 'robots', 'planner',
+                  'demo') + NODE_SECTIONS
 DEMO_DEFAULTS = {'duration': 60.0, 'goal_tolerance': 0.25}
 
 _PARAM_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z')
@@ -91,6 +92,7 @@ class FleetConfig:
     global_frame: str = 'map'
     map_path: Optional[Path] = None
     planner_enabled: bool = False
+    use_sim_time: Optional[bool] = None     # None: when the embedded simulator runs
     # node name (NODE_SECTIONS) -> flat {parameter name: value}; planner params land in planner_node
     node_parameters: Mapping[str, Mapping[str, Any]] = field(
         default_factory=lambda: MappingProxyType({s: MappingProxyType({}) for s in NODE_SECTIONS}))
@@ -114,6 +116,8 @@ class FleetConfig:
         The map path is written relative to `base_dir` when given.
         """
         out: Dict[str, Any] = {'name': self.name, 'global_frame': self.global_frame}
+        if self.use_sim_time is not None:
+            out['use_sim_time'] = self.use_sim_time
         if self.map_path is not None:
             out['map'] = str(_relative_to(self.map_path, base_dir) if base_dir else self.map_path)
         # Fields every robot shares go to `defaults`; robots list only what differs.
@@ -176,6 +180,9 @@ def _parse(raw, folder: Path, default_name: str, path: Optional[Path]) -> FleetC
     global_frame = _string(raw.get('global_frame', 'map'), 'global_frame')
     if not _FRAME_NAME.match(global_frame):
         raise ValueError(f'global_frame: {global_frame!r} is not a valid frame id')
+    use_sim_time = raw.get('use_sim_time')
+    if use_sim_time is not None and not isinstance(use_sim_time, bool):
+        raise ValueError(f'use_sim_time: expected true or false, got {use_sim_time!r}')
     defaults = _parse_defaults(raw.get('defaults', {}))
     robots = _parse_robots(raw.get('robots'), defaults)
     map_path = _parse_map(raw.get('map'), folder)
@@ -188,7 +195,7 @@ def _parse(raw, folder: Path, default_name: str, path: Optional[Path]) -> FleetC
         raise ValueError(f'planner.enabled: expected true or false, got {enabled!r}')
     planner_params = {k: v for k, v in planner_raw.items() if k != 'enabled'}
 
-    reserved = {'robots', 'global_frame'} | {f'{r.name}.{f}' for r in robots
+    reserved = {'robots', 'global_frame', 'use_sim_time'} | {f'{r.name}.{f}' for r in robots
                                              for f in ROBOT_KEYS + ('goal',)}
     sections = {}
     for section in NODE_SECTIONS:
@@ -207,7 +214,7 @@ def _parse(raw, folder: Path, default_name: str, path: Optional[Path]) -> FleetC
                            for key, default in DEMO_DEFAULTS.items()})
     return FleetConfig(
         name=name, robots=robots, global_frame=global_frame, map_path=map_path,
-        planner_enabled=enabled,
+        planner_enabled=enabled, use_sim_time=use_sim_time,
         node_parameters=MappingProxyType({k: MappingProxyType(v) for k, v in sections.items()}),
         demo=demo, source=path)
 
@@ -344,7 +351,7 @@ def _node_parameters(raw, section: str, reserved) -> Dict[str, Any]:
             continue
         if key in reserved:
             raise ValueError(f'{where}: set by the fleet config itself (robots, global_frame, '
-                             'per-robot fields); remove it here')
+                             'use_sim_time, per-robot fields); remove it here')
         flat[key] = _parameter_value(value, where)
     return flat
 

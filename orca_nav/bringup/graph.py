@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from orca_nav.bringup.fleet_file import FleetConfig
+from orca_nav.core.fleet.controller import MODES
 
 PACKAGE = 'orca_nav'
-MODES = ('centralized', 'per_robot')
 
 # Node names the graph uses (topics that carry a node name, like /fleet_sim/collisions, follow).
 MAP_PUBLISHER = 'map_publisher'
@@ -58,7 +58,7 @@ def share_dir() -> Path:
 
 
 def fleet_parameters(cfg: FleetConfig) -> Dict[str, Any]:
-    """`robots`, `global_frame` and every `<robot>.<field>` of TEAM.md, for a fleet-serving node."""
+    """`robots`, `global_frame` and every `<robot>.<field>`, for a fleet-serving node."""
     params: Dict[str, Any] = {'robots': list(cfg.robot_names), 'global_frame': cfg.global_frame}
     for robot in cfg.robots:
         params.update({f'{robot.name}.{key}': value
@@ -66,27 +66,56 @@ def fleet_parameters(cfg: FleetConfig) -> Dict[str, Any]:
     return params
 
 
+def uses_sim_time(cfg: FleetConfig, use_sim: bool, use_sim_time: Optional[bool] = None) -> bool:
+    """Whether the nodes run on /clock: as asked, else as the fleet file says, else exactly when
+    the embedded simulator runs (it is then the clock source)."""
+    if use_sim_time is not None:
+        return use_sim_time
+    return use_sim if cfg.use_sim_time is None else cfg.use_sim_time
+
+
 def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centralized',
-                   rviz: bool = False) -> List[NodeSpec]:
+                   rviz: bool = False, use_sim_time: Optional[bool] = None,
+                   sim_overrides: Optional[Dict[str, Any]] = None,
+                   observers: int = 0) -> List[NodeSpec]:
     """The nodes that run `cfg`: map publisher (with a map), simulator (use_sim), ORCA
-    (one node, or one per robot namespace in 'per_robot' mode), planner (when enabled), RViz."""
+    (one node, or one per robot namespace in 'per_robot' mode), planner (when enabled), RViz.
+
+    use_sim_time: see `uses_sim_time`; with the embedded simulator on simulated time, the
+    simulator publishes /clock and every other node follows it. sim_overrides: simulator
+    parameters that win over the fleet file's (the demo's real-time factor, lockstep).
+    observers: nodes outside this graph that listen to every robot's odometry (the demo's
+    mission); a simulator in lockstep starts the clock only once all of them listen.
+    """
     if mode not in MODES:
         raise ValueError(f'mode: {mode!r} is not one of {", ".join(MODES)}')
+    sim_time = uses_sim_time(cfg, use_sim, use_sim_time)
+    clock = {'use_sim_time': sim_time}
     fleet = fleet_parameters(cfg)
     sections = cfg.node_parameters
     # With a planner every goal gets a trajectory: robots wait for it instead of heading
     # straight at the goal meanwhile; with a map nobody moves before it is known (a fleet
     # file may still say otherwise).
-    orca = {**fleet, 'trajectories_only': cfg.planner_enabled,
+    orca = {**fleet, **clock, 'trajectories_only': cfg.planner_enabled,
             'require_map': cfg.map_path is not None, **sections['orca_node']}
     specs: List[NodeSpec] = []
     if cfg.map_path is not None:
         specs.append(NodeSpec(MAP_PUBLISHER, MAP_PUBLISHER, parameters=[{
-            'yaml_filename': str(cfg.map_path), 'frame_id': cfg.global_frame,
+            'yaml_filename': str(cfg.map_path), 'frame_id': cfg.global_frame, **clock,
             **sections['map_publisher']}]))
     if use_sim:
-        specs.append(NodeSpec('fleet_sim_node', FLEET_SIM,
-                              parameters=[{**fleet, **sections['fleet_sim_node']}]))
+        sim = {**fleet, 'publish_clock': sim_time, **sections['fleet_sim_node'],
+               **(sim_overrides or {})}
+        if sim.get('lockstep'):
+            if not sim['publish_clock']:
+                raise ValueError('fleet_sim_node.lockstep: needs simulated time (use_sim_time)')
+            # One exchange per control cycle, each cycle triggered by the exchange's odometry.
+            sim['odom_rate'] = float(orca.get('control_rate', 20.0))
+            orca['cycle_trigger'] = 'odometry'
+            odometry_readers = (1 if mode == 'centralized' else len(cfg.robots)) + \
+                int(cfg.planner_enabled) + observers
+            sim.setdefault('lockstep_subscribers', odometry_readers)
+        specs.append(NodeSpec('fleet_sim_node', FLEET_SIM, parameters=[sim]))
     if mode == 'centralized':
         specs.append(NodeSpec('orca_node', ORCA, parameters=[orca]))
     else:
@@ -97,8 +126,8 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
             for name in cfg.robot_names)
     if cfg.planner_enabled:
         specs.append(NodeSpec('planner_node', PLANNER,
-                              parameters=[{**fleet, **sections['planner_node']}]))
+                              parameters=[{**fleet, **clock, **sections['planner_node']}]))
     if rviz:
-        specs.append(NodeSpec('rviz2', 'rviz2', package='rviz2',
+        specs.append(NodeSpec('rviz2', 'rviz2', package='rviz2', parameters=[clock],
                               arguments=['-d', str(share_dir() / 'config' / 'orca_nav.rviz')]))
     return specs

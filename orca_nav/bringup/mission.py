@@ -1,11 +1,13 @@
-"""The demo's mission layer: sends each robot its goals in turn and records the run.
+"""The demo's mission layer: steps each robot through its goals and records the run.
 
-It publishes `/<robot>/goal_pose` (the next goal once the previous one is reached), records
-every robot's odometry (time, x, y), the simulator's collision reports (`/fleet_sim/collisions`,
-std_msgs/String holding one JSON object per new contact, with the robots' names under `robots`)
-and any planned path on `/<robot>/plan`. Times are odometry stamps, in seconds since the run
-started: once every robot has odometry and every goal topic has a subscriber (or after
-`subscriber_wait_s`).
+Every robot starts with its first goal already given (the bringup passes it as the `<robot>.goal`
+parameter, so motion starts with the first control cycle and nothing here can race it); the
+mission publishes `/<robot>/goal_pose` for each further goal once the robot is within the demo's
+goal tolerance of the current one. It records every robot's odometry (time, x, y), the
+simulator's collision reports (`/fleet_sim/collisions`, std_msgs/String with one JSON object per
+new contact) and the planned paths on `/<robot>/plan`. Times are odometry stamps, in seconds
+since the first odometry heard: simulated time when the run is on /clock.
+
 All rclpy calls happen in callbacks on the graph's executor (calling into rclpy from another
 thread while the EventsExecutor spins can deadlock); the CLI only reads the recorded state,
 which one lock guards.
@@ -15,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -28,17 +29,17 @@ from std_msgs.msg import String
 
 from orca_nav.bringup.fleet_file import FleetConfig, RobotConfig
 from orca_nav.bringup.report import RobotTrack
-from orca_nav.ros.convert import robot_topic, stamp_to_seconds, yaw_to_quaternion
+from orca_nav.ros.convert import latched_qos, robot_topic, stamp_to_seconds, yaw_to_quaternion
 
 COLLISIONS_TOPIC = '/fleet_sim/collisions'
+_CLASH_CHECK_EVERY = 100    # odometry messages between two looks for a second odometry publisher
 
 
 @dataclass
 class _RobotLog:
     config: RobotConfig
-    samples: List[tuple] = field(default_factory=list)       # (t, x, y) since start
+    samples: List[tuple] = field(default_factory=list)       # (t, x, y) since the origin
     latest_stamp: Optional[float] = None
-    latest_xy: Optional[tuple] = None
     goal_index: int = 0
     goal_times: List[Optional[float]] = field(default_factory=list)
     collisions: int = 0
@@ -48,41 +49,36 @@ class _RobotLog:
 class DemoMission(Node):
     """Goal sequencing and recording for one fleet run (see the module docstring)."""
 
-    def __init__(self, cfg: FleetConfig, goal_tolerance: Optional[float] = None,
-                 subscriber_wait_s: float = 10.0, **kwargs):
+    def __init__(self, cfg: FleetConfig, goal_tolerance: Optional[float] = None, **kwargs):
         super().__init__('demo_mission', **kwargs)
         self._cfg = cfg
         self._tolerance = cfg.demo.goal_tolerance if goal_tolerance is None else goal_tolerance
-        self._subscriber_wait_s = subscriber_wait_s
         self._lock = threading.Lock()
         self._error: Optional[str] = None
-        self._warnings: List[str] = []
-        self._odometry_since: Optional[float] = None
-        self._next_domain_check = 0.0
         self._logs: Dict[str, _RobotLog] = {
             r.name: _RobotLog(r, goal_times=[None] * len(r.goals)) for r in cfg.robots}
-        self._start_stamp: Optional[float] = None
+        self._origin: Optional[float] = None
+        self._newest: Optional[float] = None
+        self._odometry_count = 0
         self._collision_events = 0
         self._goal_pubs = {name: self.create_publisher(
             PoseStamped, robot_topic(name, 'goal_pose'), QoSProfile(depth=10))
-            for name in self._logs}
+            for name, log in self._logs.items() if len(log.config.goals) > 1}
         for name in self._logs:
             # Best effort matches reliable and best-effort odometry publishers alike.
             self.create_subscription(Odometry, robot_topic(name, 'odom'),
                                      lambda msg, n=name: self._on_odom(n, msg),
                                      qos_profile_sensor_data)
             self.create_subscription(Path, robot_topic(name, 'plan'),
-                                     lambda msg, n=name: self._on_plan(n, msg),
-                                     QoSProfile(depth=10))
+                                     lambda msg, n=name: self._on_plan(n, msg), latched_qos())
         self.create_subscription(String, COLLISIONS_TOPIC, self._on_collision,
                                  QoSProfile(depth=100))
-        self.create_timer(0.1, self._on_watch)
 
     # ---- state for the CLI (plain Python state only: no rclpy calls off the executor) --------
 
     def started(self) -> bool:
-        with self._lock:
-            return self._start_stamp is not None
+        """Every robot has reported odometry."""
+        return not self.missing_odometry()
 
     def missing_odometry(self) -> List[str]:
         with self._lock:
@@ -93,54 +89,10 @@ class DemoMission(Node):
         with self._lock:
             return self._error
 
-    def warnings(self) -> List[str]:
-        with self._lock:
-            return list(self._warnings)
-
-    # ---- start-up and watch, on the executor thread --------------------------------------------
-
-    def _on_watch(self) -> None:
-        """Starts the run once every robot has odometry and the goal topics are matched (or
-        after `subscriber_wait_s`), and watches for a second publisher of our odometry."""
-        now = time.monotonic()
-        if now >= self._next_domain_check:
-            self._next_domain_check = now + 1.0
-            clashes = [robot_topic(name, 'odom') for name in self._logs
-                       if self.count_publishers(robot_topic(name, 'odom')) > 1]
-            if clashes:
-                with self._lock:
-                    self._error = (f'{clashes[0]} has another publisher: another fleet runs on '
-                                   'this ROS domain (or one killed in the last ~20 s is still '
-                                   'in DDS discovery); give this run its own ROS_DOMAIN_ID')
-        if self.started() or self.missing_odometry():
-            return
-        if self._odometry_since is None:
-            self._odometry_since = now
-        unmatched = [name for name, pub in self._goal_pubs.items()
-                     if pub.get_subscription_count() == 0]
-        if unmatched and now - self._odometry_since < self._subscriber_wait_s:
-            return          # goals published before anyone listens would be lost
-        with self._lock:
-            if unmatched:
-                self._warnings.append(f'nothing subscribes to /{unmatched[0]}/goal_pose; '
-                                      'starting anyway')
-            self._start()
-
-    def _start(self) -> None:
-        """Starts the clock at the newest odometry stamp and sends every robot its first goal
-        (caller holds the lock)."""
-        self._start_stamp = max(log.latest_stamp for log in self._logs.values())
-        for log in self._logs.values():
-            log.samples.append((0.0,) + log.latest_xy)
-            self._send_goal(log)
-
     def elapsed(self) -> float:
-        """Seconds of odometry time since start() (the newest stamp of any robot)."""
+        """Seconds of odometry time since the origin (the newest stamp of any robot)."""
         with self._lock:
-            if self._start_stamp is None:
-                return 0.0
-            stamps = [log.latest_stamp for log in self._logs.values() if log.latest_stamp]
-            return max(0.0, max(stamps) - self._start_stamp) if stamps else 0.0
+            return 0.0 if self._origin is None else self._newest - self._origin
 
     def progress(self) -> Dict[str, int]:
         with self._lock:
@@ -182,14 +134,20 @@ class DemoMission(Node):
         position = msg.pose.pose.position
         if not all(math.isfinite(v) for v in (stamp, position.x, position.y)):
             return
+        self._odometry_count += 1
+        if self._odometry_count % _CLASH_CHECK_EVERY == 1:
+            self._check_for_another_fleet()
         with self._lock:
             log = self._logs[name]
             if log.latest_stamp is not None and stamp <= log.latest_stamp:
                 return          # late or repeated sample
-            log.latest_stamp, log.latest_xy = stamp, (position.x, position.y)
-            if self._start_stamp is None or stamp < self._start_stamp:
+            log.latest_stamp = stamp
+            if self._origin is None:
+                self._origin = stamp
+            if stamp < self._origin:
                 return
-            t = stamp - self._start_stamp
+            self._newest = max(self._newest or stamp, stamp)
+            t = stamp - self._origin
             log.samples.append((t, position.x, position.y))
             goals = log.config.goals
             if log.goal_index < len(goals):
@@ -199,11 +157,20 @@ class DemoMission(Node):
                     log.goal_index += 1
                     self._send_goal(log)
 
+    def _check_for_another_fleet(self) -> None:
+        clashes = [robot_topic(name, 'odom') for name in self._logs
+                   if self.count_publishers(robot_topic(name, 'odom')) > 1]
+        if clashes:
+            with self._lock:
+                self._error = (f'{clashes[0]} has another publisher: another fleet runs on '
+                               'this ROS domain (or one killed in the last ~20 s is still '
+                               'in DDS discovery); give this run its own ROS_DOMAIN_ID')
+
     def _on_collision(self, msg: String) -> None:
         try:
             names = json.loads(msg.data)['robots']
         except (ValueError, KeyError, TypeError):
-            self.get_logger().warn(f'{COLLISIONS_TOPIC}: unreadable report {msg.data!r}')
+            self.get_logger().warning(f'{COLLISIONS_TOPIC}: unreadable report {msg.data!r}')
             names = []
         with self._lock:
             self._collision_events += 1
@@ -219,7 +186,7 @@ class DemoMission(Node):
                 self._logs[name].plans.append(points)
 
     def _send_goal(self, log: _RobotLog) -> None:
-        """Publishes the robot's current goal, if it has one left (caller holds the lock)."""
+        """Publishes the robot's next goal, if it has one left (caller holds the lock)."""
         if log.goal_index >= len(log.config.goals):
             return
         x, y, yaw = log.config.goals[log.goal_index]

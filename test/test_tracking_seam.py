@@ -3,13 +3,11 @@ import numpy as np
 import pytest
 
 pytest.importorskip('rclpy')
-from trajectory_msgs.msg import MultiDOFJointTrajectoryPoint  # noqa: E402
 
 from orca_nav.core.fleet.kinematics import RobotLimits, integrate_pose, limit_twist  # noqa: E402
-from orca_nav.core.planning.path_timing import reference_from_samples, time_path  # noqa: E402
+from orca_nav.core.planning.path_timing import time_path  # noqa: E402
 from orca_nav.ros.tracking_seam import TrackingSeam  # noqa: E402
-from orca_nav.ros.trajectory_msgs import (empty_trajectory, msg_to_reference,  # noqa: E402
-                                          reference_to_path, reference_to_trajectory)
+from orca_nav.ros.trajectory_msgs import empty_trajectory, reference_to_trajectory  # noqa: E402
 
 
 class FakeClock:
@@ -30,31 +28,6 @@ def parallel_park():
     travel = np.arctan2(np.gradient(y[40:])[1:], np.gradient(x[40:])[1:])
     yaw[41:] = (travel + 2 * np.pi) % (2 * np.pi) - np.pi
     return x, y, yaw, np.r_[np.ones(41), -np.ones(30)]
-
-
-def test_message_round_trip_keeps_reference_and_reversing_direction():
-    ref = time_path(*parallel_park(), max_speed=1.0, max_accel=1.0, max_yaw_rate=1.0)
-    msg = reference_to_trajectory(ref, 'map', 1234.5, 'robot0/base_link')
-    back, start, frame = msg_to_reference(msg)
-    assert frame == 'map' and start == pytest.approx(1234.5)
-    np.testing.assert_allclose(back.times, ref.times, atol=1e-8)
-    np.testing.assert_allclose(back.positions, ref.positions, atol=1e-9)
-    np.testing.assert_allclose(back.velocities, ref.velocities, atol=1e-9)
-    np.testing.assert_allclose(back.yaw, ref.yaw, atol=1e-9)
-    np.testing.assert_array_equal(back.direction, ref.direction)
-    path = reference_to_path(ref, 'map', 1234.5)
-    assert len(path.poses) == len(ref)
-    last = path.poses[-1].header.stamp
-    assert last.sec + 1e-9 * last.nanosec == pytest.approx(1234.5 + ref.duration, abs=1e-6)
-    assert msg_to_reference(empty_trajectory('map', 5.0))[0] is None
-
-
-def test_malformed_trajectory_is_refused_naming_the_point():
-    msg = reference_to_trajectory(reference_from_samples(
-        [0.0, 1.0], [[0, 0], [1, 0]], [[1, 0], [1, 0]], [[0, 0], [0, 0]]), 'map', 0.0, 'r')
-    msg.points.append(MultiDOFJointTrajectoryPoint())
-    with pytest.raises(ValueError, match=r'points\[2\]'):
-        msg_to_reference(msg)
 
 
 @pytest.mark.parametrize('kinematics', ['car', 'diff_drive'])

@@ -87,8 +87,8 @@ class StartState:
     stamp_s: float
 
     def __post_init__(self):
-        pose = np.asarray(self.pose, dtype=float).reshape(-1)
-        velocity = np.asarray(self.velocity, dtype=float).reshape(-1)[:2]
+        pose = np.array(self.pose, dtype=float).reshape(-1)       # copies: the state is a value
+        velocity = np.array(self.velocity, dtype=float).reshape(-1)[:2]
         for name, arr, size in (('pose', pose, 3), ('velocity', velocity, 2)):
             if arr.size != size or not np.all(np.isfinite(arr)):
                 raise ValueError(f'start state {name} must be {size} finite values, '
@@ -289,6 +289,13 @@ class FleetPlanner:
     @property
     def robots(self) -> List[str]:
         return list(self._robots)
+
+    def spec(self, name: str) -> RobotSpec:
+        return self._robots[name].spec
+
+    @property
+    def map_has_free_cell(self) -> bool:
+        return self._map_has_free_cell
 
     def statuses(self) -> List[RobotStatus]:
         return [robot.status for robot in self._robots.values()]

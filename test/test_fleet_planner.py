@@ -1,4 +1,6 @@
 """The fleet planning supervisor (core, no ROS) driven with injected time and planner outcomes."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -6,7 +8,7 @@ from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.fleet_planner import (FleetPlanner, Level, PlanOutcome, PlanSettings,
                                                   ReplanPolicy, StartState, build_planner,
-                                                  plan_reference, run_request)
+                                                  plan_reference, planner_key, run_request)
 from orca_nav.core.planning.path_timing import time_path
 from orca_nav.core.planning.result import PlanResult, PlanStats, PlanStatus
 
@@ -32,7 +34,6 @@ def state(x, y, yaw=0.0, stamp=0.0):
 
 
 def supervisor(robots=('robot0',), spec=HOLONOMIC, settings=SETTINGS, policy=POLICY):
-    from dataclasses import replace
     return FleetPlanner({name: replace(spec, name=name) for name in robots}, settings, policy)
 
 
@@ -211,8 +212,6 @@ def test_planner_error_is_a_failure_not_a_crash():
     class Broken:
         def plan(self, *args):
             raise RuntimeError('index out of range')
-    from dataclasses import replace
-    from orca_nav.core.planning.fleet_planner import planner_key
     key = planner_key(request.map_generation, request.spec, request.settings)
     outcome = run_request(replace(request, planners={key: Broken()}))
     assert outcome.result.status is PlanStatus.INTERNAL_ERROR

@@ -286,10 +286,6 @@ class FleetPlanner:
         """New robot parameters apply to the robot's next plan request."""
         self._robots[name].spec = spec
 
-    @property
-    def robots(self) -> List[str]:
-        return list(self._robots)
-
     def spec(self, name: str) -> RobotSpec:
         return self._robots[name].spec
 

@@ -50,8 +50,11 @@ def baseline_run(cfg, dt: float = 0.05):
     from orca_nav.core.fleet.sim import FleetSim
     from orca_nav.core.grid import OccupancyGrid
     from orca_nav.core.fleet.kinematics import RobotLimits
+    from orca_nav.core.fleet.robots import RobotSpec
     from orca_nav.core.fleet.tracking import FleetTracker, tracking_twist
-    from orca_nav.ros.planner_node import NODE_SPECS, PlanRequest, build_planner, plan_reference
+    from orca_nav.core.planning.fleet_planner import (PlanSettings, StartState, build_planner,
+                                                      plan_reference)
+    from orca_nav.ros.params import SHARED_SPECS
 
     grid = OccupancyGrid.from_map_yaml(cfg.map_path)
     robots = cfg.robots
@@ -63,10 +66,9 @@ def baseline_run(cfg, dt: float = 0.05):
     sim = FleetSim(limits, [r.radius for r in robots], starts, grid=grid)
     tracker = FleetTracker([r.kinematics in ('diff_drive', 'car') for r in robots],
                            steered=[r.kinematics == 'car' for r in robots])
-    settings = {s.name: s.default for s in NODE_SPECS}
-    settings.update(cfg.node_parameters['planner_node'])
-    fields = ('kinematics', 'radius', 'max_speed', 'max_accel', 'max_yaw_rate', 'wheelbase',
-              'min_turning_radius')
+    settings = PlanSettings.from_values({'safety_margin': SHARED_SPECS['safety_margin'].default,
+                                         **cfg.node_parameters['planner_node']})
+    specs = [RobotSpec(r.name, **r.field_values()) for r in robots]
     goal_index = np.zeros(n, dtype=int)
     finish = [None] * n
     planners = [None] * n
@@ -75,11 +77,10 @@ def baseline_run(cfg, dt: float = 0.05):
     def plan_next(i, pose, t):
         nonlocal failures
         goal = np.array(robots[i].goals[goal_index[i]], dtype=float)
-        request = PlanRequest(0, grid, 0, pose.copy(), np.zeros(2), goal,
-                              {f: getattr(robots[i], f) for f in fields}, settings)
         if planners[i] is None:
-            planners[i] = build_planner(request)
-        result, reference = plan_reference(planners[i], request)
+            planners[i] = build_planner(grid, specs[i], settings)
+        result, reference = plan_reference(planners[i], specs[i], settings,
+                                           StartState(pose, np.zeros(2), t), goal)
         if reference is None:
             failures += 1
             print(f'baseline {cfg.name}: {robots[i].name} goal {goal_index[i]}: '

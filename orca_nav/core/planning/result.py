@@ -14,6 +14,7 @@ class PlanStatus(enum.Enum):
     START_IN_COLLISION = 'start_in_collision'
     GOAL_IN_COLLISION = 'goal_in_collision'
     OUT_OF_MAP = 'out_of_map'
+    INTERNAL_ERROR = 'internal_error'     # the planner raised: a bug, reported as a failure
 
 
 @dataclass

@@ -1,0 +1,457 @@
+"""The fleet planning supervisor: goals, start states and maps in; plan jobs and plans out.
+
+Per robot, :class:`FleetPlanner` keeps the goal, the latest start state (pose, velocity and the
+stamp it was measured at) and the current plan, and decides when to plan:
+
+* a new goal plans from the latest start state; so does the first map or start state a waiting
+  goal needed;
+* a new map that blocks the rest of the trajectory replans; so does a robot farther than
+  ``replan_deviation`` from its trajectory, at most once per ``min_replan_interval``;
+* a robot within ``goal_tolerance`` of the end of its trajectory, once its last driving-direction
+  segment has started, is done and no longer replanned.
+
+Planning itself runs elsewhere (a thread pool in the node): every input returns
+:class:`Actions`, whose ``plan`` requests are plain data that :func:`run_request` turns into a
+:class:`PlanOutcome` on any thread, without touching the supervisor. The outcome goes back to
+:meth:`FleetPlanner.finish` on the supervisor's own thread. Each robot has at most one job
+running; a newer goal or replan bumps the robot's generation, so the running job's outcome is
+stale when it comes back: it is dropped and the newest request is planned instead.
+
+Every failure (no map, no free cell, no start state, bad goal, no path, timeout) holds the robot
+still (a ``TrajectoryUpdate`` without reference) and says why in the robot's status.
+
+Time is passed in (seconds, the caller's one clock); numpy only.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, fields, replace
+from typing import Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.planning.path_timing import reference_from_samples, time_path
+from orca_nav.core.planning.reference import Reference
+from orca_nav.core.planning.result import PlanResult, PlanStats, PlanStatus
+
+_KINODYNAMIC = ('holonomic', 'quadrotor')
+_START_SPEED_FRACTION = 0.95     # odometry may overshoot the speed limit a little
+
+
+class Level(enum.IntEnum):
+    """Severity of a robot's status (the numbers of diagnostic_msgs/DiagnosticStatus)."""
+
+    OK = 0
+    WARN = 1
+    ERROR = 2
+
+
+def _from_values(cls, values: Mapping[str, object]):
+    """An instance of dataclass `cls` from the entries of `values` named like its fields."""
+    return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """What one planning query depends on besides the map and the robot."""
+
+    safety_margin: float                # clearance added to the robot radius (m)
+    plan_time_budget: float = 1.0       # wall-time budget of one query (s)
+    allow_reverse: bool = True          # cars and diff-drive robots may reverse
+    sample_period: float = 0.1          # time between kinodynamic trajectory samples (s)
+    cusp_dwell: float = 0.5             # stop at each direction switch (s)
+
+    from_values = classmethod(_from_values)
+
+
+@dataclass(frozen=True)
+class ReplanPolicy:
+    """When the supervisor replans, and when a robot is done."""
+
+    goal_tolerance: float               # this close to the end of its trajectory: done (m)
+    replan_deviation: float = 1.0       # replan when farther than this from the trajectory (m)
+    min_replan_interval: float = 2.0    # at most one deviation replan per robot in this time (s)
+
+    from_values = classmethod(_from_values)
+
+
+@dataclass(frozen=True)
+class StartState:
+    """Where a robot is: pose (x, y, yaw) and planar velocity in the global frame, measured at
+    ``stamp_s`` (the time a plan from this state starts at)."""
+
+    pose: np.ndarray        # (3,) x, y, yaw
+    velocity: np.ndarray    # (2,)
+    stamp_s: float
+
+    def __post_init__(self):
+        pose = np.array(self.pose, dtype=float).reshape(-1)       # copies: the state is a value
+        velocity = np.array(self.velocity, dtype=float).reshape(-1)[:2]
+        for name, arr, size in (('pose', pose, 3), ('velocity', velocity, 2)):
+            if arr.size != size or not np.all(np.isfinite(arr)):
+                raise ValueError(f'start state {name} must be {size} finite values, '
+                                 f'got {arr.tolist()}')
+        if not np.isfinite(self.stamp_s):
+            raise ValueError(f'start state stamp_s must be finite, got {self.stamp_s}')
+        object.__setattr__(self, 'pose', pose)
+        object.__setattr__(self, 'velocity', velocity)
+        object.__setattr__(self, 'stamp_s', float(self.stamp_s))
+
+
+PlannerKey = Tuple[int, RobotSpec, PlanSettings]
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """One planning job, plain data: everything :func:`run_request` needs, nothing shared."""
+
+    robot: str
+    generation: int                     # the robot's request generation when it was asked
+    grid: OccupancyGrid
+    map_generation: int
+    start: StartState
+    goal: np.ndarray                    # (3,) x, y, yaw
+    spec: RobotSpec
+    settings: PlanSettings
+    planners: Mapping[PlannerKey, object]   # the robot's cached planners (key -> planner)
+
+
+@dataclass(frozen=True)
+class PlanOutcome:
+    """What a job returns to :meth:`FleetPlanner.finish`."""
+
+    request: PlanRequest
+    result: PlanResult
+    reference: Optional[Reference]      # None unless the planner succeeded
+    planners: Mapping[PlannerKey, object]   # the planners the job used, to cache
+
+
+@dataclass(frozen=True)
+class TrajectoryUpdate:
+    """Publish for `robot`: `reference` whose t = 0 is `start_s`, or None = hold still."""
+
+    robot: str
+    reference: Optional[Reference]
+    start_s: float
+
+
+@dataclass(frozen=True)
+class RobotStatus:
+    robot: str
+    level: Level
+    message: str
+    values: Tuple[Tuple[str, str], ...] = ()    # (key, value) pairs
+
+
+@dataclass
+class Actions:
+    """What the caller does after an input: run `plan`, publish `publish`, report `status`."""
+
+    plan: List[PlanRequest] = field(default_factory=list)
+    publish: List[TrajectoryUpdate] = field(default_factory=list)
+    status: List[RobotStatus] = field(default_factory=list)
+
+    def __iadd__(self, other: 'Actions') -> 'Actions':
+        self.plan += other.plan
+        self.publish += other.publish
+        self.status += other.status
+        return self
+
+
+# ---------------------------------------------------------------------- planning (any thread)
+def planner_key(map_generation: int, spec: RobotSpec, settings: PlanSettings) -> PlannerKey:
+    """What a built planner depends on: the map and the robot's planning parameters."""
+    return map_generation, spec, settings
+
+
+def build_planner(grid: OccupancyGrid, spec: RobotSpec, settings: PlanSettings):
+    """The core planner for the robot's kinematics."""
+    if spec.kinematics in _KINODYNAMIC:
+        from orca_nav.core.planning.kinodynamic_astar import KinodynamicAStar, KinodynamicParams
+        return KinodynamicAStar(grid, KinodynamicParams(
+            max_vel=spec.max_speed, max_acc=spec.max_accel, max_speed=spec.max_speed,
+            max_acc_norm=spec.max_accel, robot_radius=spec.radius,
+            safety_margin=settings.safety_margin, max_time=settings.plan_time_budget))
+    from orca_nav.core.planning.hybrid_astar import HybridAStar, HybridParams
+    return HybridAStar(grid, HybridParams(
+        wheelbase=spec.wheelbase, min_turning_radius=spec.min_turning_radius,
+        robot_radius=spec.radius, allow_reverse=settings.allow_reverse,
+        model='diff_drive' if spec.kinematics == 'diff_drive' else 'car',
+        collision_margin=max(settings.safety_margin, 1e-3), timeout=settings.plan_time_budget))
+
+
+def plan_reference(planner, spec: RobotSpec, settings: PlanSettings, start: StartState,
+                   goal) -> Tuple[PlanResult, Optional[Reference]]:
+    """Runs the planner from `start` to `goal` (x, y, yaw); on success also returns the
+    time-parametrised reference (t = 0 at the start state)."""
+    goal = np.asarray(goal, dtype=float)
+    try:
+        if spec.kinematics in _KINODYNAMIC:
+            speed = float(np.linalg.norm(start.velocity))
+            limit = _START_SPEED_FRACTION * spec.max_speed
+            start_vel = start.velocity * (min(1.0, limit / speed) if speed > 0.0 else 0.0)
+            result = planner.plan(start.pose[:2], start_vel, goal[:2], np.zeros(2))
+            if not result.success:
+                return result, None
+            t, pos, vel, acc = result.trajectory.sample(settings.sample_period)
+            return result, reference_from_samples(t, pos[:, :2], vel[:, :2], acc[:, :2],
+                                                  start_yaw=start.pose[2])
+        result = planner.plan(tuple(start.pose), tuple(goal))
+        if not result.success:
+            return result, None
+        path = result.path
+        return result, time_path(path.x, path.y, path.yaw, path.direction,
+                                 max_speed=spec.max_speed, max_accel=spec.max_accel,
+                                 max_yaw_rate=spec.max_yaw_rate, cusp_dwell=settings.cusp_dwell)
+    except ValueError as err:       # the planners raise for starts/goals outside the map
+        return PlanResult(PlanStatus.OUT_OF_MAP, str(err), PlanStats()), None
+
+
+def run_request(request: PlanRequest) -> PlanOutcome:
+    """Plans one request. Pure with respect to the supervisor: safe on any thread.
+
+    A robot standing inside the safety margin (tracking error, pushed aside by others) is not in
+    collision: when the start is in collision with the margin, it is planned again without it.
+    """
+    planners: Dict[PlannerKey, object] = {}
+
+    def attempt(settings: PlanSettings):
+        key = planner_key(request.map_generation, request.spec, settings)
+        planner = request.planners.get(key)
+        if planner is None:
+            planner = build_planner(request.grid, request.spec, settings)
+        planners[key] = planner
+        return plan_reference(planner, request.spec, settings, request.start, request.goal)
+
+    try:
+        result, reference = attempt(request.settings)
+        if result.status is PlanStatus.START_IN_COLLISION and request.settings.safety_margin > 0:
+            result, reference = attempt(replace(request.settings, safety_margin=0.0))
+    except Exception as err:    # noqa: BLE001 -- a planner bug fails this plan, not the worker
+        result = PlanResult(PlanStatus.INTERNAL_ERROR, f'planner error: {err!r}', PlanStats())
+        reference = None
+    return PlanOutcome(request, result, reference, planners)
+
+
+def last_segment_start(reference: Reference) -> float:
+    """Start time of the reference's last driving-direction segment."""
+    switches = np.flatnonzero(reference.direction[1:] != reference.direction[:-1])
+    return float(reference.times[switches[-1] + 1]) if switches.size else 0.0
+
+
+def _fmt_pose(pose) -> str:
+    return '(' + ', '.join(f'{v:.2f}' for v in pose) + ')'
+
+
+# ---------------------------------------------------------------------- the supervisor
+@dataclass
+class _Robot:
+    spec: RobotSpec
+    goal: Optional[np.ndarray] = None
+    start: Optional[StartState] = None
+    generation: int = 0                  # bumped by every plan request (new goal, replan)
+    running: bool = False                # a job of this robot is out
+    waiting: bool = False                # the goal waits for a map / start state / free cell
+    holding: bool = False                # the last update was "hold still"
+    reference: Optional[Reference] = None
+    progress_time: float = 0.0
+    done: bool = True
+    last_request: float = -np.inf
+    planners: Mapping[PlannerKey, object] = field(default_factory=dict)
+    status: Optional[RobotStatus] = None
+
+
+class FleetPlanner:
+    """Plans for a fleet of robots (see the module docstring). Not thread-safe: every method
+    runs on one thread; only :func:`run_request` runs elsewhere."""
+
+    def __init__(self, robots: Mapping[str, RobotSpec], settings: PlanSettings,
+                 policy: ReplanPolicy):
+        self.settings, self.policy = settings, policy
+        self._robots = {name: _Robot(spec) for name, spec in robots.items()}
+        self._grid: Optional[OccupancyGrid] = None
+        self._map_generation = 0
+        self._map_has_free_cell = False
+        for name, robot in self._robots.items():
+            robot.status = RobotStatus(name, Level.OK, 'idle: no goal yet', self._values(robot))
+
+    # -------------------------------------------------------------- configuration
+    def configure(self, settings: PlanSettings, policy: ReplanPolicy) -> None:
+        """New settings apply to the next plan request."""
+        self.settings, self.policy = settings, policy
+
+    def set_robot(self, name: str, spec: RobotSpec) -> None:
+        """New robot parameters apply to the robot's next plan request."""
+        self._robots[name].spec = spec
+
+    def spec(self, name: str) -> RobotSpec:
+        return self._robots[name].spec
+
+    @property
+    def map_has_free_cell(self) -> bool:
+        return self._map_has_free_cell
+
+    def statuses(self) -> List[RobotStatus]:
+        return [robot.status for robot in self._robots.values()]
+
+    # -------------------------------------------------------------- inputs
+    def set_goal(self, name: str, goal, now: float) -> Actions:
+        """A new goal (x, y, yaw) for robot `name`: plans to it, or rejects it saying why."""
+        goal = np.asarray(goal, dtype=float).reshape(-1)
+        if goal.size != 3 or not np.all(np.isfinite(goal)):
+            return self.reject_goal(name, f'goal must be 3 finite values (x, y, yaw), '
+                                          f'got {goal.tolist()}')
+        robot = self._robots[name]
+        robot.goal, robot.done = goal, False
+        return self._request(name, f'new goal {_fmt_pose(goal)}', now)
+
+    def reject_goal(self, name: str, reason: str) -> Actions:
+        """Reports a goal the caller could not accept; the current plan stays."""
+        actions = Actions()
+        self._set_status(actions, name, Level.WARN, f'goal rejected: {reason}')
+        return actions
+
+    def set_start_state(self, name: str, state: StartState, now: float) -> Actions:
+        """The robot's latest state (odometry). Its first one plans a goal that waited for it."""
+        robot = self._robots[name]
+        first = robot.start is None
+        robot.start = state
+        if first and robot.waiting:
+            return self._request(name, 'start state arrived', now)
+        return Actions()
+
+    def set_map(self, grid: OccupancyGrid, now: float) -> Actions:
+        """A new map: plans waiting goals, replans robots whose trajectory it blocks."""
+        first = self._grid is None
+        self._grid = grid
+        self._map_generation += 1
+        self._map_has_free_cell = bool((~grid.occupied).any())
+        actions = Actions()
+        for name, robot in self._robots.items():
+            if robot.goal is None:
+                continue
+            if robot.waiting or not self._map_has_free_cell:
+                actions += self._request(name, 'map arrived' if first else 'new map', now)
+            elif robot.reference is not None and not robot.done and \
+                    not self._free_ahead(robot, robot.reference, robot.progress_time):
+                actions += self._request(name, 'the new map blocks the trajectory', now)
+        return actions
+
+    def check_progress(self, now: float) -> Actions:
+        """Follows each robot along its trajectory: done at the goal, replan when off it."""
+        actions = Actions()
+        for name, robot in self._robots.items():
+            ref = robot.reference
+            if ref is None or robot.start is None or robot.done or robot.running:
+                continue
+            position = robot.start.pose[:2]
+            robot.progress_time = ref.nearest_time(position, after=robot.progress_time)
+            deviation = float(np.linalg.norm(position - ref.position_at(robot.progress_time)[0]))
+            to_end = float(np.linalg.norm(position - ref.positions[-1]))
+            if to_end <= self.policy.goal_tolerance and \
+                    robot.progress_time >= last_segment_start(ref):
+                robot.done = True
+                self._set_status(actions, name, Level.OK, 'goal reached')
+            elif deviation > self.policy.replan_deviation and \
+                    now - robot.last_request >= self.policy.min_replan_interval:
+                actions += self._request(name, f'{deviation:.2f} m off the trajectory', now)
+        return actions
+
+    def finish(self, outcome: PlanOutcome, now: float) -> Actions:
+        """A job's outcome: publishes its plan, or holds the robot saying why it failed, or
+        drops it when a newer request was made meanwhile (and plans that one)."""
+        request = outcome.request
+        name = request.robot
+        robot = self._robots[name]
+        robot.running = False
+        robot.planners = outcome.planners or robot.planners
+        actions = Actions()
+        if request.generation != robot.generation:      # stale: a newer goal or replan
+            if robot.goal is not None and not robot.waiting:
+                actions.plan.append(self._submit(name))
+            return actions
+        reference = outcome.reference
+        if reference is None:
+            result = outcome.result
+            return self._hold(name, Level.ERROR, f'planning failed ({result.status.value}): '
+                                                 f'{result.message}', now, waiting=False)
+        if request.map_generation != self._map_generation and \
+                not self._free_ahead(robot, reference, 0.0):
+            return self._request(name, 'a new map blocks the planned trajectory', now)
+        robot.reference, robot.progress_time, robot.done = reference, 0.0, False
+        robot.holding = False
+        actions.publish.append(TrajectoryUpdate(name, reference, request.start.stamp_s))
+        stats = outcome.result.stats
+        self._set_status(actions, name, Level.OK, f'following a {reference.duration:.1f} s '
+                         f'trajectory to {_fmt_pose(request.goal)}, planned in '
+                         f'{stats.plan_time * 1e3:.0f} ms', values=(
+                             ('plan_time', f'{stats.plan_time:.3f}'),
+                             ('expanded_nodes', str(stats.expanded_nodes)),
+                             ('duration', f'{reference.duration:.2f}'),
+                             ('samples', str(len(reference)))))
+        return actions
+
+    # -------------------------------------------------------------- internals
+    def _request(self, name: str, reason: str, now: float) -> Actions:
+        """Plans (again) for the robot's goal, or holds it still saying why it cannot."""
+        robot = self._robots[name]
+        robot.generation += 1
+        robot.last_request = now
+        if self._grid is None:
+            return self._hold(name, Level.OK, 'no map yet: holding still until one arrives',
+                              now, waiting=True)
+        if not self._map_has_free_cell:
+            return self._hold(name, Level.ERROR, 'the map has no free cell: holding still',
+                              now, waiting=True)
+        if robot.start is None:
+            return self._hold(name, Level.OK, 'no odometry yet: holding still until it '
+                                              'arrives', now, waiting=True)
+        robot.waiting = False
+        actions = Actions()
+        self._set_status(actions, name, Level.OK, f'planning ({reason})')
+        if not robot.running:       # else the running job is stale; its finish submits this
+            actions.plan.append(self._submit(name))
+        return actions
+
+    def _submit(self, name: str) -> PlanRequest:
+        robot = self._robots[name]
+        robot.running = True
+        return PlanRequest(robot=name, generation=robot.generation, grid=self._grid,
+                           map_generation=self._map_generation, start=robot.start,
+                           goal=robot.goal.copy(), spec=robot.spec, settings=self.settings,
+                           planners=dict(robot.planners))
+
+    def _hold(self, name: str, level: Level, message: str, now: float,
+              waiting: bool) -> Actions:
+        """The robot holds still (no stale plan remains) and its status says why."""
+        robot = self._robots[name]
+        robot.waiting = waiting
+        robot.reference = None
+        actions = Actions()
+        if not robot.holding:
+            robot.holding = True
+            actions.publish.append(TrajectoryUpdate(name, None, now))
+        self._set_status(actions, name, level, message)
+        return actions
+
+    def _free_ahead(self, robot: _Robot, reference: Reference, after: float) -> bool:
+        """The reference from time `after` on is collision-free on the current map."""
+        ahead = reference.positions[reference.times >= after]
+        if ahead.shape[0] < 2:
+            return True
+        return bool(np.all(self._grid.segment_free(ahead[:-1], ahead[1:], robot.spec.radius)))
+
+    def _values(self, robot: _Robot, extra=()) -> Tuple[Tuple[str, str], ...]:
+        goal = 'none' if robot.goal is None else ', '.join(f'{v:.3f}' for v in robot.goal)
+        return (('goal', goal),) + tuple(extra)
+
+    def _set_status(self, actions: Actions, name: str, level: Level, message: str,
+                    values=()) -> None:
+        """Records the status; reports it when it changed."""
+        robot = self._robots[name]
+        status = RobotStatus(name, level, message, self._values(robot, values))
+        if (robot.status.level, robot.status.message) != (level, message):
+            actions.status.append(status)
+        robot.status = status

@@ -1,0 +1,263 @@
+"""The fleet planning supervisor (core, no ROS) driven with injected time and planner outcomes."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.planning.fleet_planner import (FleetPlanner, Level, PlanOutcome, PlanSettings,
+                                                  ReplanPolicy, StartState, build_planner,
+                                                  plan_reference, planner_key, run_request)
+from orca_nav.core.planning.path_timing import time_path
+from orca_nav.core.planning.result import PlanResult, PlanStats, PlanStatus
+
+RES = 0.1
+HOLONOMIC = RobotSpec('robot0', kinematics='holonomic', radius=0.25, max_speed=1.0, max_accel=1.0)
+POLICY = ReplanPolicy(goal_tolerance=0.15, replan_deviation=0.5, min_replan_interval=2.0)
+SETTINGS = PlanSettings(safety_margin=0.05, plan_time_budget=2.0)
+
+
+def room(size=10.0, blocks=()):
+    """A walled square room (0..size) with extra occupied boxes (xmin, ymin, xmax, ymax)."""
+    n = int(round(size / RES))
+    occ = np.zeros((n, n), bool)
+    occ[:2, :] = occ[-2:, :] = occ[:, :2] = occ[:, -2:] = True
+    centres = (np.arange(n) + 0.5) * RES
+    for x0, y0, x1, y1 in blocks:
+        occ[np.ix_((centres >= y0) & (centres <= y1), (centres >= x0) & (centres <= x1))] = True
+    return OccupancyGrid(occ, RES, (0.0, 0.0))
+
+
+def state(x, y, yaw=0.0, stamp=0.0):
+    return StartState(pose=[x, y, yaw], velocity=[0.0, 0.0], stamp_s=stamp)
+
+
+def supervisor(robots=('robot0',), spec=HOLONOMIC, settings=SETTINGS, policy=POLICY):
+    return FleetPlanner({name: replace(spec, name=name) for name in robots}, settings, policy)
+
+
+def ready(grid=None, start=(2.0, 5.0), stamp=10.0):
+    """A supervisor with a map and robot0's start state."""
+    planner = supervisor()
+    planner.set_map(grid if grid is not None else room(), now=stamp)
+    planner.set_start_state('robot0', state(*start, stamp=stamp), now=stamp)
+    return planner
+
+
+def straight_outcome(request, x1, y1):
+    """What a planner would return: a straight reference from the request's start."""
+    x0, y0 = request.start.pose[:2]
+    reference = time_path([x0, x1], [y0, y1], [0.0, 0.0], [1, 1], max_speed=1.0, max_accel=1.0)
+    return PlanOutcome(request, PlanResult(PlanStatus.SUCCESS, 'ok', PlanStats()), reference, {})
+
+
+def following(planner, goal=(8.0, 5.0), now=10.0):
+    """robot0 follows a straight trajectory to `goal`; returns the reference."""
+    (request,) = planner.set_goal('robot0', [*goal, 0.0], now).plan
+    actions = planner.finish(straight_outcome(request, *goal), now)
+    return actions.publish[0].reference
+
+
+def test_goal_gives_a_request_from_the_latest_start_state():
+    planner = ready(stamp=10.0)
+    planner.set_start_state('robot0', state(2.5, 5.0, 0.3, stamp=11.0), now=11.0)
+    actions = planner.set_goal('robot0', [8.0, 5.0, 1.0], now=11.2)
+    (request,) = actions.plan
+    assert request.robot == 'robot0' and request.spec.kinematics == 'holonomic'
+    np.testing.assert_allclose(request.start.pose, [2.5, 5.0, 0.3])
+    assert request.start.stamp_s == 11.0
+    np.testing.assert_allclose(request.goal, [8.0, 5.0, 1.0])
+    assert not actions.publish
+    assert [(s.level, s.message) for s in actions.status] == \
+        [(Level.OK, 'planning (new goal (8.00, 5.00, 1.00))')]
+
+
+def test_outcome_gives_the_reference_starting_at_the_start_state_stamp():
+    planner = ready(stamp=10.0)
+    (request,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], now=10.3).plan
+    outcome = run_request(request)
+    assert outcome.result.success, outcome.result.message
+    actions = planner.finish(outcome, now=10.9)
+    (update,) = actions.publish
+    assert update.robot == 'robot0' and update.start_s == 10.0     # the state's stamp, not now
+    np.testing.assert_allclose(update.reference.positions[0], [2.0, 5.0], atol=0.05)
+    np.testing.assert_allclose(update.reference.positions[-1], [8.0, 5.0], atol=0.1)
+    (status,) = actions.status
+    assert status.level is Level.OK and status.message.startswith('following a ')
+    assert dict(status.values)['samples'] == str(len(update.reference))
+    assert dict(status.values)['goal'] == '8.000, 5.000, 0.000'
+
+
+def test_stale_outcome_is_dropped_and_the_newest_goal_planned():
+    planner = ready()
+    (first,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], now=10.0).plan
+    second_goal = planner.set_goal('robot0', [2.0, 8.0, 0.0], now=10.1)
+    assert not second_goal.plan          # one job per robot: the running one is now stale
+    third_goal = planner.set_goal('robot0', [5.0, 8.0, 0.0], now=10.2)
+    assert not third_goal.plan
+    actions = planner.finish(straight_outcome(first, 8.0, 5.0), now=10.5)
+    assert not actions.publish           # nothing for the replaced goals
+    (newest,) = actions.plan
+    np.testing.assert_allclose(newest.goal, [5.0, 8.0, 0.0])
+    assert newest.generation > first.generation
+    actions = planner.finish(straight_outcome(newest, 5.0, 8.0), now=11.0)
+    np.testing.assert_allclose(actions.publish[0].reference.positions[-1], [5.0, 8.0])
+
+
+def test_start_inside_the_safety_margin_is_planned_again_without_it():
+    grid = room()
+    start = state(0.48, 5.0)       # 0.33 m from the wall's cell centres: r 0.25 + 0.1 > 0.33
+    settings = PlanSettings(safety_margin=0.1, plan_time_budget=2.0)
+    with_margin, _ = plan_reference(build_planner(grid, HOLONOMIC, settings), HOLONOMIC,
+                                    settings, start, [5.0, 5.0, 0.0])
+    assert with_margin.status is PlanStatus.START_IN_COLLISION
+    planner = supervisor(settings=settings)
+    planner.set_map(grid, now=0.0)
+    planner.set_start_state('robot0', start, now=0.0)
+    outcome = run_request(planner.set_goal('robot0', [5.0, 5.0, 0.0], now=0.0).plan[0])
+    assert outcome.result.success, outcome.result.message
+    np.testing.assert_allclose(outcome.reference.positions[0], [0.48, 5.0], atol=0.05)
+    assert sorted(key[2].safety_margin for key in outcome.planners) == [0.0, 0.1]
+
+
+def test_planners_are_cached_per_map_and_parameters():
+    planner = ready()
+    first = run_request(planner.set_goal('robot0', [8.0, 5.0, 0.0], now=10.0).plan[0])
+    planner.finish(first, now=10.0)
+    second = run_request(planner.set_goal('robot0', [8.0, 2.0, 0.0], now=10.0).plan[0])
+    assert list(second.planners.values())[0] is list(first.planners.values())[0]
+    planner.finish(second, now=10.0)
+    planner.set_map(room(blocks=[(0.5, 9.0, 1.0, 9.5)]), now=11.0)
+    third = run_request(planner.set_goal('robot0', [8.0, 5.0, 0.0], now=11.0).plan[0])
+    assert list(third.planners.values())[0] is not list(first.planners.values())[0]
+
+
+def test_replan_on_deviation_only_after_min_replan_interval():
+    planner = ready(stamp=10.0)
+    following(planner, now=10.0)
+    planner.set_start_state('robot0', state(2.0, 5.4, stamp=10.5), now=10.5)   # within 0.5 m
+    assert not planner.check_progress(now=10.5).plan
+    planner.set_start_state('robot0', state(2.0, 7.0, stamp=11.0), now=11.0)   # pushed 2 m off
+    assert not planner.check_progress(now=11.0).plan      # 1 s since the last request
+    actions = planner.check_progress(now=12.0)
+    (request,) = actions.plan
+    np.testing.assert_allclose(request.start.pose[:2], [2.0, 7.0])
+    assert 'off the trajectory' in actions.status[0].message
+
+
+def test_new_map_blocking_the_trajectory_replans_and_one_that_does_not_is_ignored():
+    planner = ready()
+    following(planner)
+    assert not planner.set_map(room(blocks=[(0.5, 9.0, 1.0, 9.5)]), now=11.0).plan
+    actions = planner.set_map(room(blocks=[(4.8, 3.5, 5.2, 6.5)]), now=11.1)
+    (request,) = actions.plan
+    assert request.map_generation == 3
+    assert actions.status[0].message == 'planning (the new map blocks the trajectory)'
+
+
+def test_outcome_planned_on_a_map_replaced_meanwhile_is_replanned_when_blocked():
+    planner = ready()
+    (request,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], now=10.0).plan
+    planner.set_map(room(blocks=[(4.8, 3.5, 5.2, 6.5)]), now=10.2)
+    actions = planner.finish(straight_outcome(request, 8.0, 5.0), now=10.5)
+    assert not actions.publish
+    (again,) = actions.plan
+    assert again.map_generation == request.map_generation + 1
+
+
+def test_waits_for_map_and_odometry_holding_still_then_plans():
+    planner = supervisor()
+    actions = planner.set_goal('robot0', [8.0, 5.0, 0.0], now=1.0)
+    assert not actions.plan
+    (hold,) = actions.publish
+    assert hold.reference is None and hold.start_s == 1.0
+    assert [(s.level, s.message) for s in actions.status] == \
+        [(Level.OK, 'no map yet: holding still until one arrives')]
+    actions = planner.set_map(room(), now=2.0)
+    assert not actions.plan and not actions.publish       # still held: nothing new to send
+    assert actions.status[0].message.startswith('no odometry yet')
+    actions = planner.set_start_state('robot0', state(2.0, 5.0, stamp=3.0), now=3.0)
+    (request,) = actions.plan
+    assert request.start.stamp_s == 3.0
+    assert not planner.set_start_state('robot0', state(2.1, 5.0, stamp=3.1), now=3.1).plan
+
+
+def test_failed_plan_holds_the_robot_with_the_reason():
+    planner = ready(grid=room(blocks=[(6.0, 4.0, 7.0, 6.0)]))
+    following(planner, goal=(4.0, 5.0))
+    (request,) = planner.set_goal('robot0', [6.5, 5.0, 0.0], now=12.0).plan
+    actions = planner.finish(run_request(request), now=12.5)
+    (hold,) = actions.publish
+    assert hold.reference is None and hold.start_s == 12.5
+    (status,) = actions.status
+    assert status.level is Level.ERROR and 'goal_in_collision' in status.message
+    assert not planner.check_progress(now=20.0).plan      # nothing to follow, nothing to replan
+
+
+def test_map_without_free_cell_holds_with_an_error_until_a_usable_map():
+    planner = supervisor()
+    planner.set_map(OccupancyGrid(np.ones((50, 50), bool), RES, (0.0, 0.0)), now=0.0)
+    planner.set_start_state('robot0', state(2.0, 2.0), now=0.0)
+    actions = planner.set_goal('robot0', [3.0, 3.0, 0.0], now=1.0)
+    assert not actions.plan and actions.publish[0].reference is None
+    assert actions.status[0].level is Level.ERROR and 'no free cell' in actions.status[0].message
+    assert planner.set_map(room(), now=2.0).plan
+
+
+def test_planner_error_is_a_failure_not_a_crash():
+    planner = ready()
+    request = planner.set_goal('robot0', [8.0, 5.0, 0.0], now=10.0).plan[0]
+
+    class Broken:
+        def plan(self, *args):
+            raise RuntimeError('index out of range')
+    key = planner_key(request.map_generation, request.spec, request.settings)
+    outcome = run_request(replace(request, planners={key: Broken()}))
+    assert outcome.result.status is PlanStatus.INTERNAL_ERROR
+    actions = planner.finish(outcome, now=10.5)
+    assert actions.publish[0].reference is None
+    assert 'index out of range' in actions.status[0].message
+
+
+def test_done_within_goal_tolerance_once_the_last_segment_started():
+    # Forward 2 m, then back to the start: the start is within tolerance of the end.
+    reference = time_path([2.0, 4.0, 2.0], [5.0, 5.0, 5.0], [0.0, 0.0, 0.0], [1, 1, -1],
+                          max_speed=1.0, max_accel=1.0)
+    planner = ready()
+    (request,) = planner.set_goal('robot0', [2.0, 5.0, 0.0], now=10.0).plan
+    planner.finish(PlanOutcome(request, PlanResult(PlanStatus.SUCCESS, 'ok'), reference, {}), 10.0)
+    assert not planner.check_progress(now=10.1).status     # at the end's place, first segment
+    for x in (3.0, 4.0, 3.0, 2.05):
+        planner.set_start_state('robot0', state(x, 5.0), now=11.0)
+        actions = planner.check_progress(now=11.0)
+    assert [s.message for s in actions.status] == ['goal reached']
+    planner.set_start_state('robot0', state(2.0, 8.0), now=20.0)    # done: never replanned
+    assert not planner.check_progress(now=30.0).plan
+
+
+@pytest.mark.parametrize('goal', [[float('nan'), 5.0, 0.0], [1.0, float('inf'), 0.0], [1.0, 2.0]])
+def test_bad_goal_is_rejected_with_the_reason_and_the_plan_stays(goal):
+    planner = ready()
+    reference = following(planner)
+    actions = planner.set_goal('robot0', goal, now=11.0)
+    assert not actions.plan and not actions.publish
+    (status,) = actions.status
+    assert status.level is Level.WARN and status.message.startswith('goal rejected')
+    assert str([float(v) for v in goal]) in status.message
+    planner.set_start_state('robot0', state(*reference.positions[-1]), now=12.0)
+    assert planner.check_progress(now=12.0).status[0].message == 'goal reached'
+
+
+def test_status_changes_are_reported_once_and_all_statuses_on_request():
+    planner = supervisor(robots=('a', 'b'))
+    assert [(s.robot, s.message) for s in planner.statuses()] == \
+        [('a', 'idle: no goal yet'), ('b', 'idle: no goal yet')]
+    assert planner.set_goal('a', [1.0, 1.0, 0.0], now=0.0).status
+    assert not planner.set_goal('a', [1.0, 1.0, 0.0], now=0.1).status    # same status
+    assert planner.statuses()[0].message.startswith('no map yet')
+
+
+def test_start_state_is_validated():
+    with pytest.raises(ValueError, match='pose'):
+        state(float('nan'), 1.0)

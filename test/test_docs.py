@@ -31,3 +31,15 @@ def test_demo_help_lists_every_built_in_scenario(capsys):
     text = ' '.join(help_text(['demo', '--help'], capsys).split())    # argparse wraps lines
     assert f"Built-in scenarios: {', '.join(scenario_names())}." in text
     assert 'Exit status: 0' in text
+
+
+
+def test_parameters_page_matches_the_code():
+    pytest.importorskip('rclpy')
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('param_docs', REPO / 'tools' / 'param_docs.py')
+    param_docs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(param_docs)
+    current = param_docs.PAGE.read_text()
+    assert param_docs.page_text(current) == current, \
+        'docs/parameters.md is out of date: run .venv/bin/python tools/param_docs.py'

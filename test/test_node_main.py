@@ -79,9 +79,13 @@ class NodeProcess:
             self.proc.wait()
 
 
+# Module -> (ROS arguments, a fragment of the line it logs once started). planner_node spins a
+# MultiThreadedExecutor, the others a SingleThreadedExecutor.
 NODES = {
     'map_publisher': (['-p', 'yaml_filename:=config/maps/corridor.yaml'], 'published'),
     'fleet_sim_node': (['-p', 'robots:=[robot0, robot1]', '-p', 'sim_rate:=50'], 'simulating'),
+    'orca_node': (['-p', 'robots:=[robot0, robot1]', '-p', 'control_rate:=10'], 'commanded'),
+    'planner_node': (['-p', 'robots:=[robot0]'], 'planning for'),
 }
 
 
@@ -90,6 +94,8 @@ NODES = {
     ('fleet_sim_node', [signal.SIGINT, signal.SIGINT]),
     ('map_publisher', [signal.SIGTERM]),
     ('fleet_sim_node', [signal.SIGINT, signal.SIGTERM]),
+    ('orca_node', [signal.SIGINT, signal.SIGINT]),
+    ('planner_node', [signal.SIGINT, signal.SIGINT]),
 ])
 def test_stop_signals_end_the_node_cleanly(module, signals):
     ros_args, started = NODES[module]

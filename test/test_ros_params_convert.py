@@ -52,21 +52,32 @@ def test_declared_with_descriptor_and_range(make_node):
     assert node.describe_parameter('max_neighbors').integer_range[0].to_value == 1000
 
 
-@pytest.mark.parametrize('name,value,fragment', [
-    ('control_rate', -5.0, 'control_rate'),
-    ('max_neighbors', -1, 'max_neighbors'),
-    ('mode', 'swarm', "'swarm' is not one of"),
+@pytest.mark.parametrize('name,value,message', [
+    ('control_rate', -5.0, 'control_rate: -5.0 is below the minimum 0.1 (allowed: 0.1 to 1000.0)'),
+    ('control_rate', 5000, 'control_rate: 5000.0 is above the maximum 1000.0 '
+                           '(allowed: 0.1 to 1000.0)'),
+    ('max_neighbors', -1, 'max_neighbors: -1 is below the minimum 0 (allowed: 0 to 1000)'),
+    ('mode', 'swarm', "mode: 'swarm' is not one of centralized, per_robot"),
 ])
-def test_bad_start_value_names_parameter(make_node, name, value, fragment):
+def test_bad_start_value_names_parameter_value_and_what_is_allowed(make_node, name, value,
+                                                                    message):
     node = make_node([Parameter(name, value=value)])
-    with pytest.raises(ValueError, match=fragment):
+    with pytest.raises(ValueError) as err:
         declare_parameters(node, SPECS)
+    assert str(err.value) == f'invalid parameter {message}'
 
 
-def test_wrong_type_at_start_names_parameter(make_node):
-    node = make_node([Parameter('control_rate', value=20)])   # an int for a double
-    with pytest.raises(ValueError, match='control_rate: expected type double'):
+@pytest.mark.parametrize('name,value,message', [
+    ('control_rate', 'fast', "control_rate: expected a number, got 'fast'"),
+    ('control_rate', True, 'control_rate: expected a number, got True'),   # bools are not numbers
+    ('max_neighbors', 2.5, 'max_neighbors: expected an integer, got 2.5'),
+    ('mode', 3, 'mode: expected a string, got 3'),
+])
+def test_wrong_type_at_start_names_parameter_and_expected_type(make_node, name, value, message):
+    node = make_node([Parameter(name, value=value)])
+    with pytest.raises(ValueError) as err:
         declare_parameters(node, SPECS)
+    assert str(err.value) == f'invalid parameter {message}'
 
 
 def test_set_parameters_rejects_with_reason_and_notifies_good_changes(make_node):

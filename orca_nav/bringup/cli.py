@@ -1,15 +1,10 @@
-"""`orca-nav`: command line entry point.
-
-    orca-nav demo [--scenario NAME|FILE] [--robots N] [--out DIR] [--duration S]
-                  [--mode centralized|per_robot] [--seed N]
-    orca-nav bench [--quick] [AREA ...]
+"""The `orca-nav` command: fleet demos on the embedded simulator, and the benchmarks.
 
 `demo` starts the whole node graph of a fleet (map publisher, embedded simulator, ORCA, planner
 when the fleet enables it) in this process over real DDS topics, sends every robot its goals in
-turn, and stops when all are reached or after the duration. It writes DIR/report.json and
-DIR/trajectories.png and prints a summary table. Exit status 0 means every robot reached every
-goal without a collision, 1 that the run ended otherwise, 2 a start-up error. Ctrl-C ends the
-run early and still writes the report of what was recorded.
+turn, and stops when all are reached or after the duration. It writes OUT/report.json and
+OUT/trajectories.png (OUT: --out) and prints a summary table. Ctrl-C ends the run early and
+still writes the report of what was recorded. `bench` runs bench/run.py of the source checkout.
 """
 from __future__ import annotations
 
@@ -199,12 +194,25 @@ def bench_command(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog='orca-nav', description=__doc__.split('\n')[0])
-    commands = parser.add_subparsers(dest='command', required=True)
-    demo = commands.add_parser('demo', help='run a fleet scenario on the embedded simulator')
+    from orca_nav.bringup.scenarios import scenario_names
+    parser = argparse.ArgumentParser(
+        prog='orca-nav', description='Multi-robot navigation with ORCA on ROS 2: run a fleet '
+        'scenario on the embedded simulator, or the benchmarks.',
+        epilog='`orca-nav COMMAND --help` shows the options of a command.')
+    commands = parser.add_subparsers(dest='command', required=True, title='commands',
+                                     metavar='COMMAND')
+    scenarios = ', '.join(scenario_names())
+    demo = commands.add_parser(
+        'demo', help='run a fleet scenario on the embedded simulator',
+        description='Runs a fleet over real ROS 2 topics on the embedded simulator, sends every '
+        'robot its goals, writes OUT/report.json and OUT/trajectories.png and prints a summary. '
+        f'Built-in scenarios: {scenarios}.',
+        epilog='Exit status: 0 when every robot reached every goal without a collision, 1 when '
+        'the run ended otherwise, 2 for a start-up error. Ctrl-C ends the run early and still '
+        'writes the report.')
     demo.add_argument('--scenario', default='circle',
-                      help='built-in scenario (circle, crossing, corridor, blocks, or a file in '
-                           'config/fleets/) or a fleet config YAML path (default: circle)')
+                      help='a built-in scenario (listed above) or the path of a fleet config '
+                           'YAML (default: circle)')
     demo.add_argument('--robots', type=int, help='number of robots of a generated scenario')
     demo.add_argument('--out', help='output folder (default: orca_nav_demo/<scenario>)')
     demo.add_argument('--duration', type=float, help='time limit in seconds (default: scenario)')

@@ -58,7 +58,7 @@ class MapPublisher(Node):
         self.publisher.publish(self.msg)
         ny, nx = self.grid.shape
         self.get_logger().info(f'published {params["yaml_filename"]} ({nx} x {ny} cells at '
-                               f'{self.grid.resolution} m) on {params["topic"]} in frame '
+                               f'{self.grid.resolution:g} m) on {params["topic"]} in frame '
                                f'{params["frame_id"]}')
 
 

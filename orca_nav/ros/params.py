@@ -2,18 +2,22 @@
 
 Every node declares its parameters from a list of `ParamSpec`s. Each becomes a parameter with a
 ParameterDescriptor (description, numeric range), its start value is validated (a bad value stops
-start-up with a ValueError naming the parameter and value), and later `set_parameters` calls are
-validated by one on-set callback per node that rejects bad values with a reason.
+start-up with a ValueError naming the parameter, the value and what is allowed), and later
+`set_parameters` calls are validated by one on-set callback per node that rejects bad values with
+a reason.
+
+ROS tools type `10` as an integer (`-p control_rate:=10`, YAML params files, `ros2 param set`), so
+a double parameter also takes an integer, at start-up and at run time, and stores it as a float.
 """
 from __future__ import annotations
 
+import array
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType, SetParametersResult)
-from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.parameter import Parameter
 
 from orca_nav.core.fleet.robots import ROBOT_FIELDS, check_robot_name
@@ -26,6 +30,37 @@ _TYPE_OF_HINT = {
     'string_array': ParameterType.PARAMETER_STRING_ARRAY,
     'double_array': ParameterType.PARAMETER_DOUBLE_ARRAY,
 }
+
+_EXPECTED = {
+    'bool': 'true or false',
+    'int': 'an integer',
+    'double': 'a number',
+    'string': 'a string',
+    'string_array': 'a list of strings',
+    'double_array': 'a list of numbers',
+}
+
+_ARRAYS = (list, tuple, array.array)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)     # bools are not numbers
+
+
+def _has_type(kind: str, value) -> bool:
+    if kind == 'bool':
+        return isinstance(value, bool)
+    if kind == 'int':
+        return _is_int(value)
+    if kind == 'double':
+        return isinstance(value, float)
+    if kind == 'string':
+        return isinstance(value, str)
+    if not isinstance(value, _ARRAYS):
+        return False
+    if kind == 'string_array':
+        return all(isinstance(v, str) for v in value)
+    return all(isinstance(v, float) for v in value)
 
 
 @dataclass(frozen=True)
@@ -78,50 +113,62 @@ class ParamSpec:
                 to_value=int(self.max if self.max is not None else 2**62), step=0)]
         return desc
 
-    def typed_default(self):
-        if isinstance(self.default, (list, tuple)) and not self.default:
+    def coerce(self, value):
+        """`value` as this parameter stores it: an integer given for a double (or integers for a
+        double array) becomes float; anything else is returned unchanged for validate() to judge."""
+        kind = self.type_name
+        if kind == 'double' and _is_int(value):
+            return float(value)
+        if kind == 'double_array' and isinstance(value, _ARRAYS) \
+                and all(_is_int(v) or isinstance(v, float) for v in value):
+            return [float(v) for v in value]
+        return value
+
+    def declared_value(self, value):
+        """What rclpy's declare_parameter takes for the valid value `value`."""
+        if self.type_name in ('double_array', 'string_array') and not value:
             # rclpy cannot infer an array type from []: declare it typed but unset (value None).
             return Parameter.Type.DOUBLE_ARRAY if self.type_name == 'double_array' \
                 else Parameter.Type.STRING_ARRAY
-        if self.type_name == 'double':
-            return float(self.default)
-        if self.type_name == 'double_array':
-            return [float(v) for v in self.default]
-        if self.type_name == 'string_array':
-            return [str(v) for v in self.default]
-        return self.default
+        if isinstance(value, _ARRAYS):
+            return list(value)
+        return value
+
+    def allowed_range(self) -> str:
+        """The numeric range in words: '0.5 to 1000.0', 'at least 0.0', 'at most 5'."""
+        if self.min is not None and self.max is not None:
+            return f'{self.min} to {self.max}'
+        return f'at least {self.min}' if self.min is not None else f'at most {self.max}'
 
     def validate(self, full_name: str, value) -> Optional[str]:
         """Returns None when `value` is acceptable, else the reason naming parameter and value."""
         kind = self.type_name
-        numbers = []
         if value is None and kind in ('double_array', 'string_array'):
             value = []
-        if kind in ('int', 'double'):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                return f'{full_name}: expected a number, got {value!r}'
-            numbers = [value]
-        elif kind == 'double_array':
-            try:
-                numbers = [float(v) for v in value]
-            except (TypeError, ValueError):
-                return f'{full_name}: expected a list of numbers, got {value!r}'
-            if self.length is not None and len(numbers) not in self.length:
-                allowed = ' or '.join(str(n) for n in self.length)
-                return f'{full_name}: expected {allowed} numbers, got {len(numbers)} ({value!r})'
-        elif kind == 'string' and self.choices is not None and value not in self.choices:
-            return f"{full_name}: {value!r} is not one of {', '.join(self.choices)}"
-        elif kind == 'string_array' and self.choices is not None:
-            bad = [v for v in value if v not in self.choices]
+        value = self.coerce(value)
+        if not _has_type(kind, value):
+            return f'{full_name}: expected {_EXPECTED[kind]}, got {value!r}'
+        if kind in ('string', 'string_array') and self.choices is not None:
+            bad = [v for v in ([value] if kind == 'string' else value) if v not in self.choices]
             if bad:
                 return f"{full_name}: {bad[0]!r} is not one of {', '.join(self.choices)}"
+            return None
+        if kind not in ('int', 'double', 'double_array'):
+            return None
+        numbers = list(value) if kind == 'double_array' else [value]
+        if self.length is not None and len(numbers) not in self.length:
+            allowed = ' or '.join(str(n) for n in self.length)
+            return f'{full_name}: expected {allowed} numbers, got {len(numbers)} ({value!r})'
         for x in numbers:
+            shown = f'{value!r}' if kind != 'double_array' else f'{x!r} in {list(value)!r}'
             if not math.isfinite(x):
-                return f'{full_name}: value {value!r} is not finite'
+                return f'{full_name}: {shown} is not finite'
             if self.min is not None and x < self.min:
-                return f'{full_name}: value {value!r} is below the minimum {self.min}'
+                return (f'{full_name}: {shown} is below the minimum {self.min} '
+                        f'(allowed: {self.allowed_range()})')
             if self.max is not None and x > self.max:
-                return f'{full_name}: value {value!r} is above the maximum {self.max}'
+                return (f'{full_name}: {shown} is above the maximum {self.max} '
+                        f'(allowed: {self.allowed_range()})')
         return None
 
 
@@ -148,14 +195,32 @@ SHARED_SPECS: Dict[str, ParamSpec] = {spec.name: spec for spec in [
 ]}
 
 
-def _callback_registry(node) -> Dict[str, tuple]:
-    """The node's table full_name -> (spec, listeners); installs the one on-set callback."""
+def _callback_registry(node) -> Dict[str, ParamSpec]:
+    """The node's table full_name -> spec; installs the node's parameter callbacks once."""
     registry = getattr(node, '_orca_param_registry', None)
     if registry is None:
         registry = {}
         node._orca_param_registry = registry
         node._orca_param_listeners = []
         node._orca_declaring = False
+
+        def widen_integers(params: List[Parameter]) -> List[Parameter]:
+            # `ros2 param set n control_rate 10` sends an integer; rclpy would refuse it as the
+            # wrong type before the on-set callback below ever sees it.
+            widened = []
+            for param in params:
+                spec = registry.get(param.name)
+                if spec is not None and spec.type_name == 'double' \
+                        and param.type_ == Parameter.Type.INTEGER:
+                    param = Parameter(param.name, Parameter.Type.DOUBLE, float(param.value))
+                elif spec is not None and spec.type_name == 'double_array' \
+                        and param.type_ == Parameter.Type.INTEGER_ARRAY:
+                    param = Parameter(param.name, Parameter.Type.DOUBLE_ARRAY,
+                                      [float(v) for v in param.value])
+                widened.append(param)
+            return widened
+
+        node.add_pre_set_parameters_callback(widen_integers)
 
         def check(params: List[Parameter]) -> SetParametersResult:
             for param in params:
@@ -203,16 +268,23 @@ def declare_parameters(node, specs: Iterable[ParamSpec], prefix: str = '') -> Di
 def _declare_one(node, registry, spec: ParamSpec, prefix: str, values: Dict[str, Any]) -> None:
     full = prefix + spec.name
     registry[full] = spec
-    try:
-        param = node.declare_parameter(full, spec.typed_default(), spec.descriptor(full))
-    except (InvalidParameterTypeException, InvalidParameterValueException) as err:
-        raise ValueError(f'invalid parameter {full}: expected type {spec.type_name} '
-                         f'(e.g. {spec.default!r}): {err}') from err
-    value = param.value if param.value is not None else []
+    given = _overrides(node).get(full)
+    value = spec.coerce(spec.default if given is None else given.value)
     reason = spec.validate(full, value)
     if reason is not None:
         raise ValueError(f'invalid parameter {reason}')
-    values[spec.name] = list(value) if isinstance(value, (list, tuple)) else value
+    # The override was read, converted and checked above; rclpy would refuse an integer.
+    param = node.declare_parameter(full, spec.declared_value(value), spec.descriptor(full),
+                                   ignore_override=True)
+    value = param.value if param.value is not None else []
+    values[spec.name] = list(value) if isinstance(value, _ARRAYS) else value
+
+
+def _overrides(node) -> Dict[str, Parameter]:
+    """The parameters given to `node` at start (command line, params files, launch, the
+    `parameter_overrides` argument). rclpy has no public accessor; this attribute exists since
+    Foxy."""
+    return getattr(node, '_parameter_overrides', {})
 
 
 def declare_robot_parameters(node, robots: Sequence[str],
@@ -236,9 +308,7 @@ def on_parameters_changed(node, listener: Callable[[Dict[str, Any]], None]) -> N
 def warn_undeclared_overrides(node) -> List[str]:
     """Names the parameters given to `node` (params file, launch, fleet config) that it never
     declared. rclpy drops them silently, which hides typos such as `rate` for `sim_rate`."""
-    # rclpy has no public accessor for the overrides; this attribute exists since Foxy.
-    given = getattr(node, '_parameter_overrides', {})
-    unknown = sorted(name for name in given
+    unknown = sorted(name for name in _overrides(node)
                      if not node.has_parameter(name) and not name.startswith('qos_overrides.'))
     if unknown:
         node.get_logger().warning(

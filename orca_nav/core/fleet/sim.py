@@ -340,5 +340,5 @@ class Lockstep:
     def ready(self, now: float) -> bool:
         """The simulator may advance: an exchange is open, every robot answered it or it timed
         out, and the pacing allows it."""
-        return bool(self.exchange and self.paced(now)
-                    and (self._answered.all() or self.timed_out(now)))
+        return bool(self.exchange) and self.paced(now) and (self.answered_all
+                                                            or self.timed_out(now))

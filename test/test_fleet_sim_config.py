@@ -100,6 +100,17 @@ def test_fleet_sim_yaml_names_only_declared_parameters():
             assert spec.validate(spec.name, values[spec.name]) is None
 
 
+def test_fleet_sim_yaml_documents_every_parameter_with_its_default():
+    """The file says its values are the defaults unless marked "example" (only `robots`)."""
+    from orca_nav.ros.fleet_sim_node import NODE_SPECS
+    values = yaml.safe_load((REPO / 'config' / 'fleet_sim.yaml').read_text())
+    values = values['fleet_sim']['ros__parameters']
+    for spec in NODE_SPECS:
+        assert spec.name in values, f'{spec.name} is not in config/fleet_sim.yaml'
+        if spec.name != 'robots':
+            assert values[spec.name] == spec.default, spec.name
+
+
 def test_rviz_config_has_the_documented_displays_and_goal_tool():
     cfg = yaml.safe_load((REPO / 'config' / 'orca_nav.rviz').read_text())
     manager = cfg['Visualization Manager']

@@ -1,8 +1,10 @@
-"""core/fleet_sim.py: exact integration, limits, latency, seeded noise, collision events once."""
+"""core/fleet/sim.py: exact integration, limits, latency, watchdog, seeded noise, collision events
+once; the odometry schedule and the lockstep bookkeeping, on times passed in."""
 import numpy as np
 import pytest
 
-from orca_nav.core.fleet.sim import ROBOT_MAP, ROBOT_ROBOT, FleetSim, map_overlap
+from orca_nav.core.fleet.sim import (ROBOT_MAP, ROBOT_ROBOT, FleetSim, Lockstep, PeriodicSchedule,
+                                    map_overlap)
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.fleet.kinematics import RobotLimits
 
@@ -57,6 +59,136 @@ def test_latency_delays_commands():
             moved_at = k
     assert moved_at == 3            # steps start at 0, .1, .2, .3: the one at .3 >= .25 moves
     assert sim.poses[0, 0] == pytest.approx(0.7)
+
+
+def _positions_while_stepping(sim, dt, steps):
+    out = []
+    for _ in range(steps):
+        sim.step(dt)
+        out.append(sim.poses[0, 0])
+    return np.array(out)
+
+
+def test_watchdog_stops_a_robot_whose_command_is_older_than_cmd_timeout():
+    sim = _sim(['holonomic'], [[0.0, 0.0, 0.0]], cmd_timeout=0.1)
+    assert np.isinf(sim.command_age[0])
+    sim.set_commands([[1.0, 0.0, 0.0]])
+    x = _positions_while_stepping(sim, 0.02, 12)
+    # Steps starting at 0 .. 0.1 move (age 0.1 is not older than 0.1); from 0.12 on it stands.
+    assert x[5] == pytest.approx(0.12) and np.all(x[6:] == x[5])
+    assert sim.twists[0, 0] == 0.0 and sim.command_age[0] == pytest.approx(0.24)
+    sim.set_commands([[1.0, 0.0, 0.0]])     # a new command moves it again
+    sim.step(0.02)
+    assert sim.poses[0, 0] == pytest.approx(0.14) and sim.command_age[0] == pytest.approx(0.02)
+
+
+def test_watchdog_counts_from_when_a_delayed_command_takes_effect():
+    sim = _sim(['holonomic'], [[0.0, 0.0, 0.0]], cmd_timeout=0.1, cmd_latency=0.05)
+    sim.set_commands([[1.0, 0.0, 0.0]])
+    x = _positions_while_stepping(sim, 0.02, 12)
+    # Takes effect in the step at 0.06 (first start >= 0.05), stale from 0.16 (0.11 > 0.1).
+    assert x[2] == 0.0 and x[3] == pytest.approx(0.02)
+    assert x[7] == pytest.approx(0.1) and np.all(x[8:] == x[7])
+
+
+def test_watchdog_disabled_by_zero_timeout():
+    sim = _sim(['holonomic'], [[0.0, 0.0, 0.0]], cmd_timeout=0.0)
+    sim.set_commands([[1.0, 0.0, 0.0]])
+    assert _positions_while_stepping(sim, 0.5, 10)[-1] == pytest.approx(5.0)
+
+
+def test_advance_splits_a_period_into_equal_steps_no_longer_than_max_step():
+    a = _sim(['diff_drive'], [[0.0, 0.0, 0.3]], cmd_timeout=0.2)
+    b = _sim(['diff_drive'], [[0.0, 0.0, 0.3]], cmd_timeout=0.2)
+    for sim in (a, b):
+        sim.set_commands([[0.5, 0.0, 0.8]])
+    for _ in range(20):
+        a.advance(0.05, 0.02)              # 3 steps of 1/60 s
+    for _ in range(60):
+        b.step(0.05 / 3)
+    assert a.time == pytest.approx(1.0) and np.allclose(a.poses, b.poses, atol=1e-12)
+    a.advance(0.01, 0.02)                  # shorter than max_step: one step
+    assert a.time == pytest.approx(1.01)
+    with pytest.raises(ValueError, match='max_step'):
+        a.advance(0.05, 0.0)
+
+
+def _due_times(schedule, step, steps, start=0.0):
+    times = start + step * np.arange(steps)
+    return [t for t in times if schedule.due(t)]
+
+
+def test_periodic_schedule_at_the_step_rate_fires_at_every_step():
+    due = _due_times(PeriodicSchedule(1.0 / 50.0, tolerance=0.5 / 50.0), 1.0 / 50.0, 100)
+    assert len(due) == 100
+
+
+def test_periodic_schedule_keeps_the_mean_rate_between_steps():
+    """20 Hz out of 50 Hz steps: intervals of 2 or 3 steps, 20 per simulated second."""
+    due = _due_times(PeriodicSchedule(0.05, tolerance=0.01), 0.02, 500)
+    assert len(due) == 200 and due[0] == 0.0
+    assert set(np.round(np.diff(due), 9)) == {0.04, 0.06}
+
+
+def test_periodic_schedule_drops_periods_missed_in_a_stall():
+    schedule = PeriodicSchedule(0.1, tolerance=0.005)
+    assert _due_times(schedule, 0.01, 31) == pytest.approx([0.0, 0.1, 0.2, 0.3])
+    assert schedule.due(5.0)                # one output after the stall, no burst
+    assert not schedule.due(5.01) and not schedule.due(5.09)
+    assert schedule.due(5.1)
+    with pytest.raises(ValueError, match='period'):
+        PeriodicSchedule(0.0)
+
+
+def test_lockstep_advances_when_every_robot_answered_the_open_exchange():
+    step = Lockstep(2, now=0.0, timeout=1.0, start_timeout=30.0)
+    step.answer(0)                          # before the first odometry: not an answer
+    assert step.exchange == 0 and not step.ready(1.0)
+    step.open(2.0)
+    assert step.exchange == 1 and step.missing == [0, 1]
+    step.answer(0)
+    step.answer(0)                          # a second command of the same robot counts once
+    assert step.missing == [1] and not step.answered_all and not step.ready(2.1)
+    step.answer(1)
+    assert step.answered_all and step.ready(2.1)
+    step.open(2.2)                          # the answers were for the previous exchange
+    assert step.exchange == 2 and step.missing == [0, 1] and not step.ready(2.3)
+
+
+def test_lockstep_times_out_the_start_up_wait_then_each_exchange():
+    step = Lockstep(2, now=10.0, timeout=1.0, start_timeout=30.0)
+    assert not step.timed_out(39.9) and step.timed_out(40.0)     # discovery: 30 s from start
+    step.open(12.0)
+    step.answer(0)
+    # The first exchange has the rest of the start-up wait.
+    assert step.deadline == 40.0 and not step.ready(39.9) and step.ready(40.0)
+    step.open(40.0)
+    step.answer(1)
+    assert step.deadline == 41.0 and not step.ready(40.9) and step.ready(41.0)
+    assert step.missing == [0]
+
+
+def test_lockstep_first_exchange_opened_late_still_waits_one_timeout():
+    step = Lockstep(1, now=0.0, timeout=1.0, start_timeout=5.0)
+    step.open(6.0)                          # nobody connected within 5 s: opened anyway
+    assert not step.ready(6.5) and step.ready(7.0)
+
+
+def test_lockstep_pacing_holds_answered_exchanges():
+    step = Lockstep(1, now=0.0, timeout=1.0, start_timeout=30.0, pace_period=0.5)
+    step.open(1.0)
+    step.answer(0)
+    assert not step.paced(1.4) and not step.ready(1.4)
+    assert step.ready(1.5)
+
+
+def test_lockstep_bad_arguments():
+    with pytest.raises(ValueError, match='timeout'):
+        Lockstep(1, now=0.0, timeout=0.0, start_timeout=30.0)
+    with pytest.raises(ValueError, match='pace_period'):
+        Lockstep(1, now=0.0, timeout=1.0, start_timeout=30.0, pace_period=float('nan'))
+    with pytest.raises(ValueError, match='n_robots'):
+        Lockstep(0, now=0.0, timeout=1.0, start_timeout=30.0)
 
 
 def test_seeded_noise_is_reproducible_and_has_the_given_spread():
@@ -156,3 +288,7 @@ def test_bad_inputs():
         sim.set_commands([[0.0, 0.0, 0.0]], robots=[3])
     with pytest.raises(ValueError, match='cmd_latency'):
         _sim(['holonomic'], [[0.0, 0.0, 0.0]], cmd_latency=-1.0)
+    with pytest.raises(ValueError, match='cmd_timeout'):
+        _sim(['holonomic'], [[0.0, 0.0, 0.0]], cmd_timeout=np.nan)
+    with pytest.raises(ValueError, match='dt'):
+        sim.step(0.0)

@@ -1,10 +1,14 @@
-"""fleet_sim_node and map_publisher over real rclpy / DDS (no timing asserts: counts are loose)."""
+"""fleet_sim_node and map_publisher over real rclpy / DDS.
+
+Every wait is a condition: a message seen, a simulated time reached, a node state. Motion is
+driven in lockstep (the test answers each odometry with a cmd_vel, as a controller does) or on
+the test's own /clock, so positions and stamps are exact whatever the machine's load.
+"""
 import json
 import math
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -17,16 +21,20 @@ from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.parameter import Parameter, parameter_value_to_python  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
+from rosgraph_msgs.msg import Clock as ClockMsg  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
+from orca_nav.core.fleet.kinematics import RobotLimits  # noqa: E402
+from orca_nav.core.fleet.sim import FleetSim  # noqa: E402
 from orca_nav.core.grid import OccupancyGrid  # noqa: E402
-from orca_nav.ros.convert import latched_qos, odom_to_state  # noqa: E402
+from orca_nav.ros.convert import latched_qos, odom_to_state, stamp_to_seconds  # noqa: E402
 from orca_nav.ros.fleet_sim_node import FleetSimNode  # noqa: E402
 from orca_nav.ros.map_publisher import MapPublisher  # noqa: E402
-from ros_harness import RosHarness, private_domain, wait_for  # noqa: E402
+from ros_harness import RosHarness, SimClock, private_domain, sim_time  # noqa: E402
 
 pytestmark = pytest.mark.ros
 REPO = Path(__file__).resolve().parents[1]
+PERIOD = 0.02       # 1 / odom_rate = 1 / sim_rate with the defaults: one step per exchange
 
 
 class Ros(RosHarness):
@@ -39,19 +47,54 @@ class Ros(RosHarness):
                 overrides.append(Parameter(f'{robot}.{key}', value=value))
         return self.add(FleetSimNode(context=self.context, parameter_overrides=overrides))
 
-    def send(self, topic, msg, times):
-        """Publishes `msg` on `topic` `times` times, 50 ms apart; returns the publisher."""
-        pub = self.probe.create_publisher(type(msg), topic, 10)
-        for _ in range(times):
-            pub.publish(msg)
-            time.sleep(0.05)
-        return pub
+
+class Controller:
+    """The test as the robots' controller: answers the k-th odometry of `robot` with
+    `policy(robot, k)` (a cmd_vel message, a list of them, or None for no answer) and keeps the
+    odometry it got.
+
+    Created after the node: its cmd_vel publishers wait for the node's subscriptions, so an
+    answer is never lost to discovery (the node opens the first exchange once it sees both)."""
+
+    def __init__(self, ros, robots, policy, cmd_type=Twist):
+        self.odom = {robot: [] for robot in robots}
+        self.policy = policy
+        self.pubs = {robot: ros.publisher(cmd_type, f'/{robot}/cmd_vel') for robot in robots}
+        for robot in robots:
+            ros.probe.create_subscription(Odometry, f'/{robot}/odom',
+                                          lambda msg, r=robot: self._on_odom(r, msg), 10)
+
+    def _on_odom(self, robot, msg):
+        self.odom[robot].append(msg)
+        answer = self.policy(robot, len(self.odom[robot]) - 1)
+        for cmd in answer if isinstance(answer, list) else [answer] if answer else []:
+            self.pubs[robot].publish(cmd)
 
 
 def forward(vx, vy=0.0):
     cmd = Twist()
-    cmd.linear.x, cmd.linear.y = vx, vy
+    cmd.linear.x, cmd.linear.y = float(vx), float(vy)
     return cmd
+
+
+def lockstep(timeout=30.0, start_timeout=30.0, rtf=0.0):
+    return [Parameter('publish_clock', value=True), Parameter('lockstep', value=True),
+            Parameter('real_time_factor', value=float(rtf)),
+            Parameter('lockstep_timeout', value=float(timeout)),
+            Parameter('lockstep_start_timeout', value=float(start_timeout))]
+
+
+def stamp_s(msg):
+    return stamp_to_seconds(msg.header.stamp)
+
+
+def clock_times(clocks):
+    return [stamp_to_seconds(c.clock) for c in clocks]
+
+
+def rounded(times):
+    """Times as a set comparable across float sums (k * 0.02 against parsed stamps)."""
+    return set(np.round(times, 9).tolist())
 
 
 @pytest.fixture
@@ -61,87 +104,213 @@ def ros():
     env.shutdown()
 
 
-def test_publishes_odometry_for_every_robot_at_about_the_rate(ros):
-    robots = ['robot0', 'robot1', 'robot2']
-    boxes = {r: ros.collect(Odometry, f'/{r}/odom') for r in robots}
-    ros.sim(robots, extra=[Parameter('odom_rate', value=20.0)],
-            start=[[0.0, 0.0, 0.0], [1.0, 2.0, 0.5], [-3.0, 1.0, -1.0]])
-    assert wait_for(lambda: all(boxes[r] for r in robots))
-    t0 = {r: len(boxes[r]) for r in robots}
-    time.sleep(2.0)
-    for i, r in enumerate(robots):
-        got = len(boxes[r]) - t0[r]
-        assert 8 <= got <= 60, f'{r}: {got} odometry messages in 2 s at 20 Hz'
-        msg = boxes[r][-1]
-        assert msg.header.frame_id == 'map' and msg.child_frame_id == f'{r}/base_link'
-    state = odom_to_state(boxes['robot1'][-1])
-    assert np.allclose(state.position[:2], [1.0, 2.0]) and state.yaw == pytest.approx(0.5)
-
-
-def test_integrates_cmd_vel_and_reports_body_frame_twist(ros):
-    odom = ros.collect(Odometry, '/robot0/odom')
-    ros.sim(['robot0'], kinematics=['diff_drive'], start=[[1.0, 1.0, math.pi / 2]],
+@pytest.mark.parametrize('rtf', [0.0, 1.0], ids=['as_fast_as_possible', 'real_time'])
+def test_lockstep_integrates_cmd_vel_and_reports_body_frame_twist(ros, rtf):
+    clocks = ros.collect(ClockMsg, '/clock')
+    start = [1.0, 1.0, math.pi / 2]
+    ros.sim(['robot0'], extra=lockstep(rtf=rtf), kinematics=['diff_drive'], start=[start],
             max_accel=[10.0])
     # vy: a diff-drive robot cannot move sideways, so it is dropped.
-    ros.send('/robot0/cmd_vel', forward(0.5, 0.7), times=30)
-    assert wait_for(lambda: odom)
-    last = odom[-1]
-    state = odom_to_state(last)
+    command = forward(0.5, 0.7)
+    answers = 30
+    ctl = Controller(ros, ['robot0'], lambda robot, k: command if k < answers else None)
+    odom = ctl.odom['robot0']
+    assert ros.wait_for(lambda: len(odom) > answers)
+
+    # The same commands, one per exchange, in the core: the node's odometry is exactly that run.
+    ref = FleetSim(RobotLimits.create(['diff_drive'], max_speed=1.0, max_accel=10.0,
+                                      max_yaw_rate=2.0, min_turning_radius=1.0),
+                   0.3, np.array([start]))
+    for k, msg in enumerate(odom[:answers + 1]):
+        assert stamp_s(msg) == pytest.approx(k * PERIOD, abs=1e-9)
+        assert msg.header.frame_id == 'map' and msg.child_frame_id == 'robot0/base_link'
+        state = odom_to_state(msg)
+        assert np.allclose(state.position[:2], ref.poses[0, :2], atol=1e-12), k
+        ref.set_commands([[0.5, 0.7, 0.0]])
+        ref.advance(PERIOD, PERIOD)
     # Heading +y: the robot moved along +y; the twist is reported in base_link (REP-105).
+    last = odom[answers]
+    state = odom_to_state(last)
     assert last.twist.twist.linear.x == pytest.approx(0.5)
-    assert last.twist.twist.linear.y == pytest.approx(0.0)
+    assert last.twist.twist.linear.y == 0.0
     assert state.velocity[:2] == pytest.approx([0.0, 0.5], abs=1e-9)
-    assert abs(state.position[0] - 1.0) < 1e-6
-    assert 1.0 + 0.3 < state.position[1] < 1.0 + 1.5
+    assert state.position[0] == pytest.approx(1.0, abs=1e-9)
+    assert state.position[1] == pytest.approx(1.0 + 0.004 + 0.008 + 0.01 * (answers - 2))
+    # /clock went out for every exchange, with the odometry stamps.
+    assert ros.wait_for(lambda: rounded([answers * PERIOD]) <= rounded(clock_times(clocks)))
+    assert rounded([stamp_s(m) for m in odom]) <= rounded(clock_times(clocks))
 
 
-def test_stale_cmd_vel_stops_the_robot_and_nan_is_ignored(ros, capfd):
+def test_publish_clock_free_running_stamps_odometry_with_the_published_clock(ros):
+    robots = ['robot0', 'robot1', 'robot2']
+    starts = [[0.0, 0.0, 0.0], [1.0, 2.0, 0.5], [-3.0, 1.0, -1.0]]
+    clocks = ros.collect(ClockMsg, '/clock')
+    boxes = {r: ros.collect(Odometry, f'/{r}/odom') for r in robots}
+    ros.sim(robots, extra=[Parameter('publish_clock', value=True),
+                           Parameter('odom_rate', value=25.0)], start=starts)
+    assert ros.wait_for(lambda: all(len(boxes[r]) >= 5 for r in robots))
+    last = max(stamp_s(boxes[r][-1]) for r in robots)
+    assert ros.wait_for(lambda: clock_times(clocks) and clock_times(clocks)[-1] >= last)
+    times = clock_times(clocks)
+    steps = np.round(np.asarray(times) / 0.02, 6)
+    assert np.all(steps == np.round(steps)) and np.all(np.diff(times) > 0.0)
+    for robot, start in zip(robots, starts):
+        stamps = [stamp_s(m) for m in boxes[robot]]
+        # Odometry every 2 steps of 1/50 s: at multiples of 1/25 s, each a published time.
+        assert rounded(stamps) <= rounded(times)
+        assert np.allclose(np.diff(stamps), 0.04)
+        msg = boxes[robot][-1]
+        assert msg.header.frame_id == 'map' and msg.child_frame_id == f'{robot}/base_link'
+        state = odom_to_state(msg)
+        assert np.allclose(state.position[:2], start[:2]) and state.yaw == pytest.approx(start[2])
+
+
+def test_publish_clock_as_fast_as_possible(ros):
+    clocks = ros.collect(ClockMsg, '/clock')
     odom = ros.collect(Odometry, '/robot0/odom')
-    node = ros.sim(['robot0'], extra=[Parameter('cmd_timeout', value=0.3)], max_accel=[50.0])
-    pub = ros.send('/robot0/cmd_vel', forward(1.0), times=5)
-    assert wait_for(lambda: odom and odom[-1].twist.twist.linear.x > 0.9)
+    ros.sim(['robot0'], extra=[Parameter('publish_clock', value=True),
+                               Parameter('real_time_factor', value=0.0),
+                               Parameter('start_time', value=1000.0),
+                               Parameter('odom_rate', value=25.0)])
+    assert ros.wait_for(lambda: clocks and clock_times(clocks)[-1] >= 1002.0 and odom)
+    ticks = (np.asarray([stamp_s(m) for m in odom]) - 1000.0) / 0.04
+    assert np.allclose(ticks, np.round(ticks), atol=1e-6) and ticks.min() >= 0.0
+
+
+def test_without_publish_clock_follows_the_node_clock(ros):
+    """use_sim_time with an external /clock (here the test's, as Gazebo's would be)."""
+    odom = ros.collect(Odometry, '/robot0/odom')
+    ros.sim(['robot0'], extra=[sim_time(), Parameter('cmd_timeout', value=0.0)],
+            max_accel=[100.0])
+    clock = SimClock(ros, start_s=100.0)
+
+    def tick():
+        """Advances the clock one step and waits for the odometry of that time."""
+        stamp = clock.advance(PERIOD)
+        assert ros.wait_for(lambda: odom and odom[-1].header.stamp == stamp)
+        return odom[-1]
+
+    tick()
+    pub = ros.publisher(Twist, '/robot0/cmd_vel')
+    pub.publish(forward(1.0))
+    for _ in range(200):            # until the command arrived (a bound, not a delay)
+        msg = tick()
+        if msg.twist.twist.linear.x > 0.0:
+            break
+    # From here each step integrates exactly the simulated time that passed: 0.02 s at 1 m/s.
+    for _ in range(5):
+        x = msg.pose.pose.position.x
+        msg = tick()
+        assert msg.twist.twist.linear.x == 1.0
+        assert msg.pose.pose.position.x - x == pytest.approx(PERIOD, abs=1e-9)
+
+
+def test_lockstep_waits_for_every_robot_then_advances(ros):
+    clocks = ros.collect(ClockMsg, '/clock')
+    node = ros.sim(['a', 'b'], extra=lockstep(), start=[[0.0, 0.0, 0.0], [5.0, 0.0, 0.0]])
+    ctl = Controller(ros, ['a', 'b'], lambda robot, k: forward(0.5) if robot == 'a' else None)
+    for k in range(1, 4):
+        # a answered exchange k, b did not: the simulation holds.
+        assert ros.wait_for(lambda: node.lockstep.exchange == k and node.lockstep.missing == [1])
+        assert len(ctl.odom['a']) == k and node.sim.time == pytest.approx((k - 1) * PERIOD)
+        assert max(clock_times(clocks), default=0.0) <= (k - 1) * PERIOD + 1e-9
+        ctl.pubs['b'].publish(forward(0.0))
+        assert ros.wait_for(lambda: len(ctl.odom['a']) == k + 1)
+        assert stamp_s(ctl.odom['a'][k]) == pytest.approx(k * PERIOD, abs=1e-9)
+
+
+def test_lockstep_start_up_waits_for_the_controllers(ros):
+    clocks = ros.collect(ClockMsg, '/clock')
+    odom = ros.collect(Odometry, '/robot0/odom')
+    node = ros.sim(['robot0'], extra=lockstep(start_timeout=60.0))
+    # The start time is on /clock (repeated for late subscribers) but with no cmd_vel publisher
+    # the first exchange does not open: no odometry, nothing moves.
+    assert ros.wait_for(lambda: clocks)
+    assert clock_times(clocks)[0] == 0.0 and node.lockstep.exchange == 0 and not odom
+    ctl = Controller(ros, ['robot0'], lambda robot, k: forward(0.0))
+    assert ros.wait_for(lambda: len(ctl.odom['robot0']) >= 3)
+    assert [stamp_s(m) for m in ctl.odom['robot0'][:3]] == pytest.approx([0.0, PERIOD,
+                                                                           2 * PERIOD])
+
+
+def test_lockstep_times_out_and_advances_naming_the_silent_robot(ros, capfd):
+    node = ros.sim(['robot0', 'robot1'], extra=lockstep(timeout=0.2),
+                   start=[[0.0, 0.0, 0.0], [3.0, 0.0, 0.0]])
+    # robot1 answers the first odometry only.
+    ctl = Controller(ros, ['robot0', 'robot1'],
+                     lambda robot, k: forward(1.0) if robot == 'robot0' or k == 0 else None)
+    odom = ctl.odom['robot1']
+    assert ros.wait_for(lambda: len(odom) >= 4)
+    assert [stamp_s(m) for m in odom[:4]] == pytest.approx([k * PERIOD for k in range(4)])
+    assert ctl.odom['robot0'][3].pose.pose.position.x > ctl.odom['robot0'][2].pose.pose.position.x
+    assert odom[3].pose.pose.position.x > odom[2].pose.pose.position.x    # its last command
+    assert node.lockstep.exchange >= 4
+    err = capfd.readouterr().err
+    assert 'lockstep: no cmd_vel from robot1 at t = 0.020 s before the timeout' in err, err
+
+
+def test_watchdog_stops_a_robot_in_simulated_time(ros):
+    ros.sim(['robot0'], extra=lockstep(timeout=0.05) + [Parameter('cmd_timeout', value=0.1)],
+            max_accel=[100.0])
+    ctl = Controller(ros, ['robot0'], lambda robot, k: forward(1.0) if k < 3 else None)
+    odom = ctl.odom['robot0']
+    assert ros.wait_for(lambda: len(odom) > 12)
+    # The last command is the answer to odometry 2 (t = 0.04); steps starting up to 0.04 + 0.1
+    # move 0.02 each, the one at 0.16 is commanded to stop.
+    x = [m.pose.pose.position.x for m in odom[:13]]
+    vx = [m.twist.twist.linear.x for m in odom[:13]]
+    assert x == pytest.approx([PERIOD * min(k, 8) for k in range(13)], abs=1e-9)
+    assert vx == [0.0] + [1.0] * 8 + [0.0] * 4
+
+
+def test_non_finite_cmd_vel_is_rejected_with_a_warning(ros, capfd):
+    # use_sim_time too: the node's clock follows its own /clock, so its warnings are throttled
+    # in simulated time and all four rejections fall in one throttling period.
+    node = ros.sim(['robot0'], extra=lockstep(timeout=0.3) + [sim_time()], max_accel=[100.0])
     bad = Twist()
     bad.linear.x = float('nan')
-    pub.publish(bad)
-    # The watchdog stops it 0.3 s after the last good command; NaN is not a command.
-    assert wait_for(lambda: odom[-1].twist.twist.linear.x == 0.0, timeout=5.0)
-    x = odom[-1].pose.pose.position.x
-    time.sleep(0.3)
-    assert odom[-1].pose.pose.position.x == x
+    # Odometry 1 is answered with NaN only: not an answer, exchange 2 times out and the robot
+    # keeps its last command.
+    speeds = {0: forward(0.5), 1: [bad] * 4}
+    ctl = Controller(ros, ['robot0'], lambda robot, k: speeds.get(k, forward(0.25)))
+    odom = ctl.odom['robot0']
+    assert ros.wait_for(lambda: len(odom) >= 4)
+    assert [m.twist.twist.linear.x for m in odom[:4]] == [0.0, 0.5, 0.5, 0.25]
     assert np.all(np.isfinite(node.sim.poses))
-    # Four bad commands, warnings throttled to one per 2 s naming the robot.
-    for _ in range(3):
-        pub.publish(bad)
-    time.sleep(0.5)
     err = capfd.readouterr().err
-    assert 1 <= err.count('robot0: ignoring cmd_vel with non-finite values') <= 2, err
+    assert err.count('robot0: ignoring cmd_vel with non-finite values '
+                     '(linear.x, linear.y, angular.z) = (nan, 0, 0)') == 1, err
+    assert 'lockstep: no cmd_vel from robot0 at t = 0.020 s' in err, err
 
 
 def test_collision_reported_once_on_topic_and_in_diagnostics(ros):
     events = ros.collect(String, '/fleet_sim/collisions', qos=50)
     diags = ros.collect(DiagnosticArray, '/diagnostics', qos=50)
     ros.sim(['a', 'b', 'c'], start=[[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [5.0, 5.0, 0.0]],
-            radius=[0.3, 0.3, 0.3], max_accel=[20.0, 20.0, 20.0],
-            extra=[Parameter('cmd_timeout', value=0.0)])
-    ros.send('/a/cmd_vel', forward(1.0), times=3)
+            radius=[0.3, 0.3, 0.3], max_accel=[20.0, 20.0, 20.0], extra=lockstep())
     # a drives into b and keeps pushing (b does not move): one event, then ongoing contact.
-    assert wait_for(lambda: events)
-    time.sleep(0.5)
+    ctl = Controller(ros, ['a', 'b', 'c'],
+                     lambda robot, k: forward(1.0 if robot == 'a' else 0.0))
+    assert ros.wait_for(lambda: events)
+    seen = len(ctl.odom['a'])
+    assert ros.wait_for(lambda: len(ctl.odom['a']) >= seen + 20)
     records = [json.loads(m.data) for m in events]
     assert len(records) == 1
     rec = records[0]
     assert rec['kind'] == 'robot_robot' and rec['robots'] == ['a', 'b']
     assert 0.3 <= rec['position'][0] <= 1.0 and set(rec) >= {'time', 'kind', 'robots', 'position'}
+    assert rec['time'] == pytest.approx(rec['sim_time'])    # start_time 0, one step an exchange
 
     def colliding_status():
         for arr in diags:
             levels = {s.hardware_id: s.level for s in arr.status}
             if levels.get('a') == DiagnosticStatus.ERROR:
-                return levels
+                return levels, stamp_s(arr)
         return None
-    assert wait_for(colliding_status)
-    levels = colliding_status()
+    assert ros.wait_for(colliding_status)
+    levels, stamp = colliding_status()
     assert levels['b'] == DiagnosticStatus.ERROR and levels['c'] == DiagnosticStatus.OK
+    assert stamp == pytest.approx(rec['time'], abs=1e-9)
 
 
 def test_robot_map_collision_with_a_latched_map(ros, tmp_path):
@@ -151,24 +320,25 @@ def test_robot_map_collision_with_a_latched_map(ros, tmp_path):
     ros.add(MapPublisher(context=ros.context, parameter_overrides=[
         Parameter('yaml_filename', value=str(tmp_path / 'wall.yaml'))]))
     events = ros.collect(String, '/fleet_sim/collisions', qos=50)
-    node = ros.sim(['robot0'], start=[[2.0, 2.0, 0.0]], max_accel=[20.0],
-                   extra=[Parameter('cmd_timeout', value=0.0)])
-    assert wait_for(lambda: node.sim.grid is not None)
-    ros.send('/robot0/cmd_vel', forward(1.0), times=3)
-    assert wait_for(lambda: events)
+    node = ros.sim(['robot0'], start=[[2.0, 2.0, 0.0]], max_accel=[20.0], extra=lockstep())
+    assert ros.wait_for(lambda: node.sim.grid is not None)
+    # Lockstep: nothing moves before the controller connects, here after the map arrived.
+    Controller(ros, ['robot0'], lambda robot, k: forward(1.0))
+    assert ros.wait_for(lambda: events)
     rec = json.loads(events[0].data)
     assert rec['kind'] == 'robot_map' and rec['robots'] == ['robot0']
-    assert rec['position'][0] == pytest.approx(2.7, abs=0.1)
+    assert rec['position'][0] == pytest.approx(2.7, abs=0.03)
 
 
 def test_stamped_cmd_vel(ros):
-    odom = ros.collect(Odometry, '/r/odom')
-    ros.sim(['r'], extra=[Parameter('cmd_vel_stamped', value=True)], max_accel=[20.0])
+    ros.sim(['r'], extra=lockstep() + [Parameter('cmd_vel_stamped', value=True)],
+            max_accel=[100.0])
     cmd = TwistStamped()
     cmd.header.frame_id = 'r/base_link'
     cmd.twist.linear.y = 0.5
-    ros.send('/r/cmd_vel', cmd, times=10)
-    assert wait_for(lambda: odom and odom[-1].pose.pose.position.y > 0.05)
+    ctl = Controller(ros, ['r'], lambda robot, k: cmd, cmd_type=TwistStamped)
+    assert ros.wait_for(lambda: len(ctl.odom['r']) > 5)
+    assert ctl.odom['r'][5].pose.pose.position.y == pytest.approx(5 * 0.5 * PERIOD)
 
 
 def test_bad_parameters_rejected(ros):
@@ -176,8 +346,12 @@ def test_bad_parameters_rejected(ros):
         ros.sim(['robot0'], max_speed=[-1.0])
     with pytest.raises(ValueError, match='robots'):
         ros.sim([])
-    with pytest.raises(ValueError, match='odom_rate'):
+    with pytest.raises(ValueError, match='odom_rate: 100 Hz exceeds sim_rate 50 Hz'):
         ros.sim(['robot0'], extra=[Parameter('odom_rate', value=100.0)])
+    with pytest.raises(ValueError, match='lockstep: requires publish_clock'):
+        ros.sim(['robot0'], extra=[Parameter('lockstep', value=True)])
+    with pytest.raises(ValueError, match='real_time_factor'):
+        ros.sim(['robot0'], extra=[Parameter('real_time_factor', value=-1.0)])
     node = ros.sim(['robot0'])
     result = node.set_parameters([Parameter('noise_pos_std', value=-0.5)])[0]
     assert not result.successful and 'noise_pos_std' in result.reason
@@ -185,14 +359,16 @@ def test_bad_parameters_rejected(ros):
     assert not result.successful and 'robot0.kinematics' in result.reason
     result = node.set_parameters([Parameter('robot0.max_speed', value=0.25)])[0]
     assert result.successful and node.sim.limits.max_speed[0] == 0.25
+    result = node.set_parameters([Parameter('cmd_timeout', value=2.0)])[0]
+    assert result.successful and node.sim.cmd_timeout == 2.0
 
 
 def test_map_publisher_latched_for_a_late_subscriber(ros):
     ros.add(MapPublisher(context=ros.context, parameter_overrides=[
         Parameter('yaml_filename', value=str(REPO / 'config' / 'maps' / 'corridor.yaml'))]))
-    time.sleep(0.5)
+    # Subscribed after the map went out (MapPublisher publishes it on construction).
     maps = ros.collect(OccupancyGridMsg, '/map', qos=latched_qos())
-    assert wait_for(lambda: maps)
+    assert ros.wait_for(lambda: maps)
     msg = maps[0]
     assert msg.header.frame_id == 'map' and msg.info.resolution == pytest.approx(0.1)
     assert (msg.info.width, msg.info.height) == (280, 101)
@@ -238,24 +414,24 @@ def test_params_file_start_loads_the_parameters():
                             env={**os.environ, 'ROS_DOMAIN_ID': str(domain)},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        # Generous limits: a loaded 2-core machine can take many seconds to start a process.
+        # Generous bounds: a loaded 2-core machine can take many seconds to start a process.
         client = AsyncParameterClient(ros.probe, 'fleet_sim')
         assert client.wait_for_services(timeout_sec=60.0), 'fleet_sim parameter services'
         names = ['robots', 'robot0.kinematics', 'robot0.max_speed', 'robot1.start',
-                 'cmd_timeout']
+                 'cmd_timeout', 'publish_clock', 'lockstep']
         # A request sent right after discovery can be lost before the reply path matches: retry.
         for _ in range(20):
             future = client.get_parameters(names)
-            if wait_for(future.done, timeout=3.0):
+            if ros.wait_for(future.done, timeout=3.0):
                 break
         assert future.done(), 'no reply from fleet_sim/get_parameters'
         values = [parameter_value_to_python(v) for v in future.result().values]
         assert list(values[0]) == ['robot0', 'robot1']
         assert values[1] == 'diff_drive' and values[2] == pytest.approx(0.8)
         assert list(values[3]) == pytest.approx([2.0, 0.0, 3.14159])
-        assert values[4] == pytest.approx(0.5)
+        assert values[4] == pytest.approx(0.5) and values[5:] == [False, False]
         # And the behaviour follows: robot1 is where the file starts it.
-        assert wait_for(lambda: odom, timeout=30.0)
+        assert ros.wait_for(lambda: odom)
         assert odom[-1].pose.pose.position.x == pytest.approx(2.0)
     finally:
         proc.terminate()
@@ -266,3 +442,5 @@ def test_params_file_start_loads_the_parameters():
             out, _ = proc.communicate()
         print(out)      # shown by pytest when the test fails
         ros.shutdown()
+    # Normal start-up logs nothing above INFO.
+    assert '[WARN]' not in out and '[ERROR]' not in out, out

@@ -4,31 +4,52 @@ Subscribes `/<robot>/cmd_vel` (geometry_msgs/Twist, or TwistStamped with `cmd_ve
 body frame `<robot>/base_link`) and `/map` (transient local) and publishes, per robot,
 `/<robot>/odom` (nav_msgs/Odometry, REP-105: pose of `<robot>/base_link` in `global_frame`,
 twist in the child frame `<robot>/base_link`, as a wheel-odometry driver reports it),
-`/fleet_sim/collisions` (std_msgs/String, one JSON object per new contact) and
-`/diagnostics` (one status per robot, ERROR while it is in contact).
+`/fleet_sim/collisions` (std_msgs/String, one JSON object per new contact),
+`/diagnostics` (one status per robot, ERROR while it is in contact) and, with `publish_clock`,
+`/clock`.
 
-Motion, limits, noise, latency and collision semantics are those of `orca_nav.core.fleet.sim`.
-A robot whose last cmd_vel is older than `cmd_timeout` is commanded to stop (it still
-decelerates within max_accel), like a base controller's watchdog.
+Motion, limits, noise, latency, the cmd_vel watchdog (`cmd_timeout`, in simulated time) and
+collision semantics are those of `orca_nav.core.fleet.sim`.
+
+Time:
+* By default the simulator follows the node's clock (ROS time: the system clock, or /clock under
+  use_sim_time, e.g. Gazebo's): every 1/sim_rate of it, it integrates the time that passed.
+* With `publish_clock` it is the clock source: simulated time starts at `start_time`, advances
+  exactly 1/sim_rate per integration step and goes out on /clock after every step; odometry,
+  collision reports and diagnostics carry it. `real_time_factor` paces it against the wall
+  clock: at most that many simulated seconds per wall second (0: as fast as possible).
+* With `lockstep` too, it advances one exchange at a time: odometry (and /clock) for the current
+  time goes out, and a robot has answered once a cmd_vel of it arrives after that. When every
+  robot has answered, or `lockstep_timeout` wall seconds passed (a throttled warning names the
+  robots that did not), it integrates 1/odom_rate in steps of at most 1/sim_rate and opens the
+  next exchange. The first exchange opens once every robot's odom has a subscriber and its
+  cmd_vel a publisher and waits up to `lockstep_start_timeout` from start-up, so nothing moves
+  before the controllers run. A controller that answers each odometry with the command it
+  computed from it then sees the same run whatever the machine's load: runs are reproducible.
 """
 from __future__ import annotations
 
 import json
 import math
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry
+from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from rosgraph_msgs.msg import Clock as ClockMsg
 from std_msgs.msg import String
 
-from orca_nav.core.fleet.sim import ROBOT_ROBOT, CollisionEvent, FleetSim
 from orca_nav.core.fleet.kinematics import RobotLimits
-from orca_nav.ros.convert import latched_qos, msg_to_grid, robot_topic, state_to_odom
+from orca_nav.core.fleet.sim import (ROBOT_ROBOT, CollisionEvent, FleetSim, Lockstep,
+                                     PeriodicSchedule)
+from orca_nav.ros.convert import (latched_qos, msg_to_grid, node_now, robot_topic,
+                                  seconds_to_time, state_to_odom)
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import (ParamSpec, declare_parameters, declare_robot_parameters,
                                  on_parameters_changed)
@@ -49,14 +70,41 @@ NODE_SPECS = [
               min=0.0, max=10.0),
     ParamSpec('cmd_vel_stamped', False, 'cmd_vel is geometry_msgs/TwistStamped instead of Twist',
               read_only=True),
-    ParamSpec('cmd_timeout', 0.5, 'Stop a robot whose last cmd_vel is older than this (s); '
-              '0 disables the watchdog', min=0.0, max=3600.0),
+    ParamSpec('cmd_timeout', 0.5, 'Stop a robot whose last cmd_vel took effect longer ago than '
+              'this, in simulated time (s); 0 disables the watchdog', min=0.0, max=3600.0),
     ParamSpec('seed', 0, 'Seed of the noise generator', min=0, max=2**31 - 1, read_only=True),
     ParamSpec('diagnostics_rate', 1.0, 'Diagnostics messages per second (Hz)', min=0.1,
               max=100.0, read_only=True),
+    ParamSpec('publish_clock', False, 'The simulator is the clock source: simulated time starts '
+              'at start_time, advances 1/sim_rate per integration step and is published on /clock '
+              'after every step', read_only=True),
+    ParamSpec('start_time', 0.0, 'Simulated time at start-up, with publish_clock (s)', min=0.0,
+              max=1e9, read_only=True),
+    ParamSpec('real_time_factor', 1.0, 'With publish_clock: at most this many simulated seconds '
+              'per wall second; 0 runs as fast as possible', min=0.0, max=1000.0, read_only=True),
+    ParamSpec('lockstep', False, 'With publish_clock: advance 1/odom_rate at a time, once every '
+              "robot answered the last odometry with a cmd_vel (or lockstep_timeout passed)",
+              read_only=True),
+    ParamSpec('lockstep_timeout', 1.0, 'Lockstep: wall time an exchange waits for the robots\' '
+              'cmd_vel before advancing without the missing ones (s)', min=0.001, max=3600.0,
+              read_only=True),
+    ParamSpec('lockstep_start_timeout', 30.0, 'Lockstep: wall time from start-up the first '
+              'exchange waits for the controllers to connect and answer (s)', min=0.0,
+              max=3600.0, read_only=True),
 ]
 
 _WARN_PERIOD_S = 2.0
+_MAX_CATCH_UP_STEPS = 5     # following a clock: a stalled process integrates at most 5 steps
+_STARTUP_POLL_S = 0.1       # lockstep start-up: wall seconds between checks for the controllers
+
+
+def _check_parameter_combinations(params: Dict[str, object]) -> None:
+    if params['odom_rate'] > params['sim_rate']:
+        raise ValueError(f"odom_rate: {params['odom_rate']:g} Hz exceeds sim_rate "
+                         f"{params['sim_rate']:g} Hz (odometry is sent after a step)")
+    if params['lockstep'] and not params['publish_clock']:
+        raise ValueError('lockstep: requires publish_clock (only a simulator that owns the time '
+                         'can hold it until the robots answer)')
 
 
 class FleetSimNode(Node):
@@ -65,9 +113,7 @@ class FleetSimNode(Node):
     def __init__(self, **kwargs):
         super().__init__('fleet_sim', **kwargs)
         self.params = declare_parameters(self, NODE_SPECS)
-        if self.params['odom_rate'] > self.params['sim_rate']:
-            raise ValueError(f"odom_rate: {self.params['odom_rate']} Hz exceeds sim_rate "
-                             f"{self.params['sim_rate']} Hz (odometry is sent after a step)")
+        _check_parameter_combinations(self.params)
         self.robots: List[str] = list(self.params['robots'])
         if not self.robots:
             raise ValueError('robots: the list of robots is empty')
@@ -79,13 +125,18 @@ class FleetSimNode(Node):
         self.sim = FleetSim(self._limits(), self._radii(), starts,
                             noise_pos_std=self.params['noise_pos_std'],
                             noise_vel_std=self.params['noise_vel_std'],
-                            cmd_latency=self.params['cmd_latency'], seed=self.params['seed'])
+                            cmd_latency=self.params['cmd_latency'], seed=self.params['seed'],
+                            cmd_timeout=self.params['cmd_timeout'])
         on_parameters_changed(self, self._apply_changes)
 
-        self._last_cmd_s = np.full(len(self.robots), -math.inf)   # node clock, receive time
-        self._stopped = np.ones(len(self.robots), dtype=bool)     # no command yet = stop
         self._last_warn_s: Dict[str, float] = {}
         self._collision_counts = np.zeros(len(self.robots), dtype=int)
+        self._step_s = 1.0 / self.params['sim_rate']
+        self._odom_period_s = 1.0 / self.params['odom_rate']
+        # Half a step of tolerance: an output at the step rate goes out at every step.
+        self._odometry_due = PeriodicSchedule(self._odom_period_s, tolerance=0.5 * self._step_s)
+        self._diagnostics_due = PeriodicSchedule(1.0 / self.params['diagnostics_rate'],
+                                                 tolerance=0.5 * self._step_s)
 
         cmd_type = TwistStamped if self.params['cmd_vel_stamped'] else Twist
         # Per-robot topics go without rclpy's default QoS-event handlers: each one is a waitable
@@ -97,26 +148,47 @@ class FleetSimNode(Node):
                                                  event_callbacks=quiet_pub)
                            for r in self.robots]
         self._odom_msgs = [state_to_odom(start[:2], start[2], (0.0, 0.0), 0.0,
-                                         self.get_clock().now().to_msg(), self.global_frame,
+                                         seconds_to_time(0.0), self.global_frame,
                                          f'{robot}/base_link')
                            for robot, start in zip(self.robots, starts)]
-        for index, robot in enumerate(self.robots):
-            self.create_subscription(cmd_type, robot_topic(robot, 'cmd_vel'),
-                                     lambda msg, i=index: self._on_cmd_vel(i, msg), 10,
-                                     event_callbacks=quiet_sub)
+        self._cmd_subs = [self.create_subscription(cmd_type, robot_topic(robot, 'cmd_vel'),
+                                                   lambda msg, i=index: self._on_cmd_vel(i, msg),
+                                                   10, event_callbacks=quiet_sub)
+                          for index, robot in enumerate(self.robots)]
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
         self._collision_pub = self.create_publisher(String, '/fleet_sim/collisions', 100)
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
 
-        # Odometry goes out from the simulation timer (every step or every few steps): one timer
-        # callback less per period, and every message carries a freshly integrated pose.
-        self._last_step_s = self._now_s()
-        self._odom_period = 1.0 / self.params['odom_rate']
-        self._next_odom_s = self._last_step_s
-        self.create_timer(1.0 / self.params['sim_rate'], self._on_sim_timer)
-        self.create_timer(1.0 / self.params['diagnostics_rate'], self._publish_diagnostics)
-        self.get_logger().info(f'simulating {len(self.robots)} robots at '
-                               f'{self.params["sim_rate"]:.0f} Hz in frame {self.global_frame}')
+        # Wall time enters this node only to pace the simulation and bound the lockstep waits
+        # when it is the clock source; a steady clock, so system clock jumps change neither.
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self._ticks = 0     # with publish_clock: integration steps, or lockstep exchanges, so far
+        self._tick_s = self._odom_period_s if self.params['lockstep'] else self._step_s
+        self.lockstep: Optional[Lockstep] = None
+        if self.params['publish_clock']:
+            self._clock_pub = self.create_publisher(ClockMsg, '/clock', QoSProfile(depth=10))
+            self._clock_msg = ClockMsg()
+            if self.params['lockstep']:
+                self._start_lockstep()
+            else:
+                self._start_clock_source()
+        else:
+            self._start_following_the_clock()
+        self.get_logger().info(self._describe())
+
+    def _describe(self) -> str:
+        p = self.params
+        text = (f'simulating {len(self.robots)} robots in frame {self.global_frame}: steps at '
+                f"{p['sim_rate']:g} Hz, odometry at {p['odom_rate']:g} Hz, ")
+        if not p['publish_clock']:
+            return text + 'on the node clock'
+        pace = (f"real-time factor {p['real_time_factor']:g}" if p['real_time_factor'] > 0.0
+                else 'as fast as possible')
+        text += f"publishing /clock from {p['start_time']:g} s, {pace}"
+        if p['lockstep']:
+            text += (f"; lockstep with the controllers (timeout {p['lockstep_timeout']:g} s, "
+                     f"{p['lockstep_start_timeout']:g} s at start-up)")
+        return text
 
     # ------------------------------------------------------------------ parameters
     def _limits(self) -> RobotLimits:
@@ -141,15 +213,125 @@ class FleetSimNode(Node):
         self.sim.noise_pos_std = self.params['noise_pos_std']
         self.sim.noise_vel_std = self.params['noise_vel_std']
         self.sim.cmd_latency = self.params['cmd_latency']
+        self.sim.cmd_timeout = self.params['cmd_timeout']
+
+    # ------------------------------------------------------------------ time
+    def _sim_now(self) -> float:
+        """Simulated time, with publish_clock: counted in ticks so it never drifts."""
+        return self.params['start_time'] + self._ticks * self._tick_s
+
+    def _wall_now(self) -> float:
+        return self._steady.now().nanoseconds * 1e-9
+
+    def _start_following_the_clock(self) -> None:
+        self._last_step_s = node_now(self)
+        self.create_timer(self._step_s, self._on_follow_step)     # on the node clock (ROS time)
+
+    def _on_follow_step(self) -> None:
+        now = node_now(self)
+        # Integrates the time that really passed, bounded so a stalled process does not jump.
+        dt = min(now - self._last_step_s, _MAX_CATCH_UP_STEPS * self._step_s)
+        self._last_step_s = now
+        if dt > 0.0:
+            self._publish_outputs(now, self.sim.step(dt))
+
+    def _start_clock_source(self) -> None:
+        self._publish_clock()
+        self._publish_outputs(self._sim_now(), [])
+        rtf = self.params['real_time_factor']
+        # Pacing against the wall clock, at most one step per period: a slow machine slows the
+        # simulated time down rather than stretching a step.
+        period = self._step_s / rtf if rtf > 0.0 else 0.0
+        self.create_timer(period, self._on_clock_step, clock=self._steady)
+
+    def _on_clock_step(self) -> None:
+        events = self.sim.step(self._step_s)
+        self._ticks += 1
+        self._publish_clock()
+        self._publish_outputs(self._sim_now(), events)
+
+    # ------------------------------------------------------------------ lockstep
+    def _start_lockstep(self) -> None:
+        rtf = self.params['real_time_factor']
+        pace_period = self._odom_period_s / rtf if rtf > 0.0 else 0.0
+        self.lockstep = Lockstep(len(self.robots), self._wall_now(),
+                                 timeout=self.params['lockstep_timeout'],
+                                 start_timeout=self.params['lockstep_start_timeout'],
+                                 pace_period=pace_period)
+        self._publish_clock()
+        # Both armed when an exchange opens: the timeout and the moment pacing allows the next.
+        self._timeout_timer = self.create_timer(self.lockstep.timeout, self._on_timeout_timer,
+                                                clock=self._steady, autostart=False)
+        self._pace_timer = (self.create_timer(pace_period, self._on_pace_timer,
+                                              clock=self._steady, autostart=False)
+                            if pace_period > 0.0 else None)
+        self._startup_timer = self.create_timer(_STARTUP_POLL_S, self._on_startup_poll,
+                                                clock=self._steady)
+
+    def _unconnected_robots(self) -> List[str]:
+        return [robot for robot, pub, sub in zip(self.robots, self._odom_pubs, self._cmd_subs)
+                if pub.get_subscription_count() == 0 or sub.get_publisher_count() == 0]
+
+    def _on_startup_poll(self) -> None:
+        """Until the first exchange closes: repeats the start time for late /clock subscribers
+        (its QoS keeps no history for them), opens the first exchange when the controllers are
+        connected or the start-up wait ran out, and ends the first exchange at its deadline."""
+        now = self._wall_now()
+        self._publish_clock()
+        if self.lockstep.exchange > 0:
+            self._try_advance(now)
+            return
+        unconnected = self._unconnected_robots()
+        if unconnected and not self.lockstep.timed_out(now):
+            return
+        if unconnected:
+            self.get_logger().warn(
+                f"lockstep: no controller connected for {', '.join(unconnected)} within "
+                f'{self.lockstep.start_timeout:g} s (odom without subscriber or cmd_vel without '
+                'publisher); starting without')
+        self._open_exchange(now)
+
+    def _open_exchange(self, now: float) -> None:
+        self.lockstep.open(now)
+        self._publish_odometry(self._sim_now())
+        self._timeout_timer.reset()
+        if self._pace_timer is not None:
+            self._pace_timer.reset()
+
+    def _on_timeout_timer(self) -> None:
+        self._try_advance(self._wall_now())
+
+    def _on_pace_timer(self) -> None:
+        now = self._wall_now()
+        if self.lockstep.paced(now):
+            self._pace_timer.cancel()    # the last answer advances from here; re-armed on open
+        self._try_advance(now)
+
+    def _try_advance(self, now: float) -> None:
+        # Timers of a closed exchange may still fire once: ready() rechecks on the open one.
+        if self.lockstep.ready(now):
+            self._advance_exchange(now)
+
+    def _advance_exchange(self, now: float) -> None:
+        missing = [self.robots[i] for i in self.lockstep.missing]
+        if missing:
+            self._warn_throttled('lockstep', f"lockstep: no cmd_vel from {', '.join(missing)} "
+                                 f'at t = {self._sim_now():.3f} s before the timeout; advancing '
+                                 'with their last commands')
+        if self._startup_timer is not None:
+            self.destroy_timer(self._startup_timer)
+            self._startup_timer = None
+        events = self.sim.advance(self._odom_period_s, self._step_s)
+        self._ticks += 1
+        self._publish_clock()
+        self._report(self._sim_now(), events)
+        self._open_exchange(now)
 
     # ------------------------------------------------------------------ inputs
-    def _now_s(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
-
-    def _warn_throttled(self, robot: str, text: str) -> None:
-        now = self._now_s()
-        if now - self._last_warn_s.get(robot, -math.inf) >= _WARN_PERIOD_S:
-            self._last_warn_s[robot] = now
+    def _warn_throttled(self, key: str, text: str) -> None:
+        now = node_now(self)
+        if now - self._last_warn_s.get(key, -math.inf) >= _WARN_PERIOD_S:
+            self._last_warn_s[key] = now
             self.get_logger().warn(text)
 
     def _on_cmd_vel(self, index: int, msg) -> None:
@@ -157,12 +339,15 @@ class FleetSimNode(Node):
         twist = msg.twist if isinstance(msg, TwistStamped) else msg
         values = (twist.linear.x, twist.linear.y, twist.angular.z)
         if not all(math.isfinite(v) for v in values):
+            shown = ', '.join(f'{v:.6g}' for v in values)
             self._warn_throttled(robot, f'{robot}: ignoring cmd_vel with non-finite values '
-                                        f'(linear.x, linear.y, angular.z) = {values}')
+                                        f'(linear.x, linear.y, angular.z) = ({shown})')
             return
         self.sim.set_commands([values], robots=[index])
-        self._last_cmd_s[index] = self._now_s()
-        self._stopped[index] = False
+        if self.lockstep is not None:
+            self.lockstep.answer(index)
+            if self.lockstep.answered_all:
+                self._try_advance(self._wall_now())
 
     def _on_map(self, msg: OccupancyGridMsg) -> None:
         try:
@@ -173,45 +358,38 @@ class FleetSimNode(Node):
         self.get_logger().info(f'/map: {msg.info.width} x {msg.info.height} cells at '
                                f'{msg.info.resolution:.4g} m for robot-map collisions')
 
-    # ------------------------------------------------------------------ simulation
-    def _on_sim_timer(self) -> None:
-        now = self._now_s()
-        # Integrate the time that really passed (bounded, so a stalled process does not jump).
-        dt = min(now - self._last_step_s, 5.0 / self.params['sim_rate'])
-        self._last_step_s = now
-        if dt <= 0.0:
-            return
-        timeout = self.params['cmd_timeout']
-        if timeout > 0.0:
-            stale = np.flatnonzero(~self._stopped & (now - self._last_cmd_s > timeout))
-            if stale.size:
-                self.sim.set_commands(np.zeros((stale.size, 3)), robots=stale)
-                self._stopped[stale] = True
-        events = self.sim.step(dt)
+    # ------------------------------------------------------------------ outputs
+    def _publish_outputs(self, now: float, events: List[CollisionEvent]) -> None:
+        self._report(now, events)
+        if self._odometry_due.due(now):
+            self._publish_odometry(now)
+
+    def _report(self, now: float, events: List[CollisionEvent]) -> None:
+        """Collision reports, and diagnostics when due or something collided."""
         for event in events:
             self._report_collision(event, now)
-        if events:
-            self._publish_diagnostics()
-        # Half a step of tolerance absorbs timer jitter when both rates are equal.
-        if now >= self._next_odom_s - 0.5 / self.params['sim_rate']:
-            self._publish_odometry()
-            self._next_odom_s = max(self._next_odom_s + self._odom_period, now - self._odom_period)
+        diagnostics_due = self._diagnostics_due.due(now)
+        if diagnostics_due or events:
+            self._publish_diagnostics(now)
 
-    def _report_collision(self, event: CollisionEvent, now_s: float) -> None:
+    def _publish_clock(self) -> None:
+        self._clock_msg.clock = seconds_to_time(self._sim_now())
+        self._clock_pub.publish(self._clock_msg)
+
+    def _report_collision(self, event: CollisionEvent, now: float) -> None:
         names = [self.robots[i] for i in event.robots]
         self._collision_counts[list(event.robots)] += 1
-        record = {'time': now_s, 'sim_time': event.time, 'kind': event.kind, 'robots': names,
+        record = {'time': now, 'sim_time': event.time, 'kind': event.kind, 'robots': names,
                   'position': list(event.position)}
         self._collision_pub.publish(String(data=json.dumps(record)))
         what = ' and '.join(names) if event.kind == ROBOT_ROBOT else f'{names[0]} and the map'
         self.get_logger().warn(f'collision between {what} at '
                                f'({event.position[0]:.2f}, {event.position[1]:.2f})')
 
-    # ------------------------------------------------------------------ outputs
-    def _publish_odometry(self) -> None:
+    def _publish_odometry(self, now: float) -> None:
         poses, twists = self.sim.odometry()
-        stamp = self.get_clock().now().to_msg()
-        pos_var = self.params['noise_pos_std'] ** 2
+        stamp = seconds_to_time(now)
+        pos_var = float(self.params['noise_pos_std']) ** 2
         half_yaw = 0.5 * poses[:, 2]
         qz, qw = np.sin(half_yaw).tolist(), np.cos(half_yaw).tolist()
         poses, twists = poses.tolist(), twists.tolist()
@@ -227,16 +405,16 @@ class FleetSimNode(Node):
             msg.pose.covariance[0] = msg.pose.covariance[7] = pos_var
             self._odom_pubs[index].publish(msg)
 
-    def _publish_diagnostics(self) -> None:
-        now = self._now_s()
+    def _publish_diagnostics(self, now: float) -> None:
         poses, twists = self.sim.poses, self.sim.twists
         partners = {i: [] for i in range(len(self.robots))}
         for a, b in self.sim.robot_contacts:
             partners[a].append(self.robots[b])
             partners[b].append(self.robots[a])
         on_map = self.sim.map_contacts
+        cmd_age = self.sim.command_age
         out = DiagnosticArray()
-        out.header.stamp = self.get_clock().now().to_msg()
+        out.header.stamp = seconds_to_time(now)
         for i, robot in enumerate(self.robots):
             status = DiagnosticStatus(name=f'fleet_sim: {robot}', hardware_id=robot)
             touching = partners[i] + (['map'] if on_map[i] else [])
@@ -246,15 +424,14 @@ class FleetSimNode(Node):
             else:
                 status.level = DiagnosticStatus.OK
                 status.message = 'ok'
-            cmd_age = now - self._last_cmd_s[i]
             status.values = [
                 KeyValue(key='x', value=f'{poses[i, 0]:.3f}'),
                 KeyValue(key='y', value=f'{poses[i, 1]:.3f}'),
                 KeyValue(key='yaw', value=f'{poses[i, 2]:.3f}'),
                 KeyValue(key='speed', value=f'{float(np.hypot(*twists[i, :2])):.3f}'),
                 KeyValue(key='collisions', value=str(int(self._collision_counts[i]))),
-                KeyValue(key='cmd_vel_age', value='never' if math.isinf(cmd_age)
-                         else f'{cmd_age:.3f}'),
+                KeyValue(key='cmd_vel_age', value='never' if math.isinf(cmd_age[i])
+                         else f'{cmd_age[i]:.3f}'),
             ]
             out.status.append(status)
         self._diag_pub.publish(out)

@@ -6,6 +6,9 @@
   the acceleration ramp.
 * Latency: a command given at time t takes effect in the first step that starts at or after
   t + cmd_latency (a FIFO delay queue).
+* Watchdog (``cmd_timeout``, 0 disables it): a robot whose last command took effect more than
+  cmd_timeout ago is commanded to stop (it still decelerates within max_accel), as a base
+  controller's watchdog does; the watchdog sits on the robot, after the latency.
 * Noise (seeded `numpy.random.default_rng(seed)`):
   - ``noise_vel_std``: actuation noise, added to the linear velocity each robot executes (along
     the axes its model can move on), then the limits are applied again. The true trajectory
@@ -18,6 +21,10 @@
     legally r away from the cells' edges is not reported).
   An event is returned once when a contact starts; the contact must end before the same pair
   (or robot and map) is reported again.
+
+Time is the simulation's own (`FleetSim.time`, advanced by `step`). Two helpers decide, from times
+passed in, what a simulator driver does around the steps: `PeriodicSchedule` (when odometry and
+diagnostics are due) and `Lockstep` (when the next exchange of odometry and commands may start).
 """
 from __future__ import annotations
 
@@ -34,6 +41,14 @@ from orca_nav.core.fleet.kinematics import (RobotLimits, admissible_twist, finit
 
 ROBOT_ROBOT = 'robot_robot'
 ROBOT_MAP = 'robot_map'
+_TIME_TOL = 1e-9    # absorbs the rounding of summed step sizes when comparing times
+
+
+def _finite_at_least_zero(name: str, value: float, positive: bool = False) -> float:
+    """`value` as a float; ValueError naming it unless finite and >= 0 (> 0 when `positive`)."""
+    if not (np.isfinite(value) and (value > 0.0 if positive else value >= 0.0)):
+        raise ValueError(f"{name} must be finite and {'>' if positive else '>='} 0, got {value}")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -55,7 +70,7 @@ class FleetSim:
 
     def __init__(self, limits: RobotLimits, radius, start_poses, grid: Optional[OccupancyGrid] = None,
                  noise_pos_std: float = 0.0, noise_vel_std: float = 0.0, cmd_latency: float = 0.0,
-                 seed: Optional[int] = None):
+                 seed: Optional[int] = None, cmd_timeout: float = 0.0):
         n = len(limits)
         self.limits = limits
         self.radius = np.broadcast_to(np.asarray(radius, dtype=float), (n,)).copy()
@@ -64,16 +79,14 @@ class FleetSim:
             raise ValueError(f'radius[{int(bad[0])}] must be finite and > 0, '
                              f'got {self.radius[bad[0]]}')
         self._pose = finite_array('start_poses', start_poses, (n, 3)).copy()
-        for name, value in (('noise_pos_std', noise_pos_std), ('noise_vel_std', noise_vel_std),
-                            ('cmd_latency', cmd_latency)):
-            if not (np.isfinite(value) and value >= 0.0):
-                raise ValueError(f'{name} must be finite and >= 0, got {value}')
-        self.noise_pos_std = float(noise_pos_std)
-        self.noise_vel_std = float(noise_vel_std)
-        self.cmd_latency = float(cmd_latency)
+        self.noise_pos_std = _finite_at_least_zero('noise_pos_std', noise_pos_std)
+        self.noise_vel_std = _finite_at_least_zero('noise_vel_std', noise_vel_std)
+        self.cmd_latency = _finite_at_least_zero('cmd_latency', cmd_latency)
+        self.cmd_timeout = _finite_at_least_zero('cmd_timeout', cmd_timeout)
         self._rng = np.random.default_rng(seed)
         self._twist = np.zeros((n, 3))         # executed during the last step
         self._command = np.zeros((n, 3))       # in effect (after latency)
+        self._command_time = np.full(n, -np.inf)   # when each robot's command took effect
         self._pending = deque()                # (due_time, robot indices, twists), FIFO
         self.time = 0.0
         self.grid = grid
@@ -112,6 +125,11 @@ class FleetSim:
             out[i] = out[j] = True
         return out
 
+    @property
+    def command_age(self) -> np.ndarray:
+        """(N,) time since each robot's last command took effect; inf if it never got one."""
+        return self.time - self._command_time
+
     def set_grid(self, grid: Optional[OccupancyGrid]) -> None:
         """Map for robot-map collisions (2-D); None disables them."""
         if grid is not None and grid.ndim != 2:
@@ -137,13 +155,15 @@ class FleetSim:
 
     def step(self, dt: float, commands=None) -> List[CollisionEvent]:
         """Advance by dt (optionally commanding all robots first); returns new collision events."""
-        if not (np.isfinite(dt) and dt > 0.0):
-            raise ValueError(f'dt must be finite and > 0, got {dt}')
+        _finite_at_least_zero('dt', dt, positive=True)
         if commands is not None:
             self.set_commands(commands)
-        while self._pending and self._pending[0][0] <= self.time + 1e-9:
-            _, idx, twists = self._pending.popleft()
+        while self._pending and self._pending[0][0] <= self.time + _TIME_TOL:
+            due, idx, twists = self._pending.popleft()
             self._command[idx] = twists
+            self._command_time[idx] = due
+        if self.cmd_timeout > 0.0:
+            self._command[self.command_age > self.cmd_timeout + _TIME_TOL] = 0.0
         twist = limit_twist(self._command, self._twist, self.limits, dt)
         if self.noise_vel_std > 0.0:
             noise = self._rng.normal(0.0, self.noise_vel_std, size=(len(self), 2))
@@ -153,6 +173,16 @@ class FleetSim:
         self._twist = twist
         self.time += dt
         return self.check_collisions()
+
+    def advance(self, duration: float, max_step: float) -> List[CollisionEvent]:
+        """Advance by `duration` in equal steps of at most `max_step`; returns the new events."""
+        _finite_at_least_zero('duration', duration, positive=True)
+        _finite_at_least_zero('max_step', max_step, positive=True)
+        count = max(1, int(np.ceil(duration / max_step - _TIME_TOL)))
+        events = []
+        for _ in range(count):
+            events += self.step(duration / count)
+        return events
 
     # ------------------------------------------------------------------ collisions
     def check_collisions(self) -> List[CollisionEvent]:
@@ -219,3 +249,96 @@ def map_overlap(grid: OccupancyGrid, positions: np.ndarray, radius: np.ndarray) 
     dist = np.where(blocked, np.hypot(gap[:, 0], gap[:, 1]), np.inf).reshape(cells.shape[:2])
     out[near] = dist.min(axis=1) < rad
     return out
+
+
+class PeriodicSchedule:
+    """When an output sent every `period` (odometry, diagnostics) is due on a stepped time line.
+
+    The first call is due; later calls are due once `now` reaches the next due time within
+    `tolerance` (half an integration step, so an output at the step rate goes out at every step
+    despite rounding). Due times advance by `period`; periods missed by a stall are dropped, not
+    caught up in a burst.
+    """
+
+    def __init__(self, period: float, tolerance: float = 0.0):
+        self.period = _finite_at_least_zero('period', period, positive=True)
+        self.tolerance = _finite_at_least_zero('tolerance', tolerance)
+        self._next: Optional[float] = None
+
+    def due(self, now: float) -> bool:
+        if self._next is not None and now < self._next - self.tolerance:
+            return False
+        self._next = now if self._next is None else self._next + self.period
+        if now >= self._next - self.tolerance:
+            self._next = now + self.period
+        return True
+
+
+class Lockstep:
+    """The bookkeeping of a simulator that advances in lockstep with its robots' controllers.
+
+    An exchange opens when the simulator publishes odometry for the current time (`open`); each
+    robot answers it with a command (`answer`: any command received after the opening counts, once
+    per robot); the simulator may advance one period (`ready`) when every robot answered or the
+    exchange timed out, and not sooner than `pace_period` after the opening (real-time pacing; 0:
+    as fast as the answers come). The first exchange waits up to `start_timeout` counted from
+    construction, so controllers can start and discover the topics; the later ones `timeout` from
+    their opening (or, if the first opened only when the start-up wait ran out, that one too).
+
+    Times are seconds of the caller's wall clock (a steady one), passed in: they bound waits and
+    pace the run, they never enter the simulation.
+    """
+
+    def __init__(self, n_robots: int, now: float, timeout: float, start_timeout: float,
+                 pace_period: float = 0.0):
+        if n_robots < 1:
+            raise ValueError(f'n_robots must be >= 1, got {n_robots}')
+        self.timeout = _finite_at_least_zero('timeout', timeout, positive=True)
+        self.start_timeout = _finite_at_least_zero('start_timeout', start_timeout)
+        self.pace_period = _finite_at_least_zero('pace_period', pace_period)
+        self.exchange = 0                   # exchanges opened; 0 while starting up
+        self._answered = np.zeros(n_robots, dtype=bool)
+        self._started = float(now)
+        self._opened = float(now)
+
+    def open(self, now: float) -> None:
+        """Odometry for a new exchange went out at `now`: answers count from here."""
+        self.exchange += 1
+        self._answered[:] = False
+        self._opened = float(now)
+
+    def answer(self, robot: int) -> None:
+        """`robot`'s command arrived (ignored before the first exchange opens)."""
+        if self.exchange:
+            self._answered[robot] = True
+
+    @property
+    def answered_all(self) -> bool:
+        return bool(self.exchange and self._answered.all())
+
+    @property
+    def missing(self) -> List[int]:
+        """Robots that have not answered the open exchange."""
+        return np.flatnonzero(~self._answered).tolist()
+
+    @property
+    def deadline(self) -> float:
+        """When the open exchange (or the start-up wait, before the first) times out."""
+        start_deadline = self._started + self.start_timeout
+        if self.exchange == 0:
+            return start_deadline
+        if self.exchange == 1:
+            return max(start_deadline, self._opened + self.timeout)
+        return self._opened + self.timeout
+
+    def timed_out(self, now: float) -> bool:
+        return now >= self.deadline
+
+    def paced(self, now: float) -> bool:
+        return now >= self._opened + self.pace_period
+
+    def ready(self, now: float) -> bool:
+        """The simulator may advance: an exchange is open, every robot answered it or it timed
+        out, and the pacing allows it."""
+        return bool(self.exchange) and self.paced(now) and (self.answered_all
+                                                            or self.timed_out(now))

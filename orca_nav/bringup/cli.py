@@ -118,10 +118,10 @@ def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
                                    f'{ODOM_WAIT_S:.0f} s: did fleet_sim start?')
             time.sleep(0.05)
         # Odometry time drives the run; the wall-clock cap only guards against a stalled sim.
-        wall_cap = time.monotonic() + 2.0 * cfg.demo.duration + 30.0
+        slowest = cfg.demo.duration / real_time_factor if real_time_factor else cfg.demo.duration
+        wall_cap = time.monotonic() + 2.0 * slowest + 30.0
         try:
-            while not mission.finished() and mission.elapsed() < cfg.demo.duration \
-                    and time.monotonic() < wall_cap:
+            while not mission.over() and time.monotonic() < wall_cap:
                 if mission.error():
                     raise RuntimeError(mission.error())
                 if graph.error:

@@ -6,7 +6,10 @@ mission publishes `/<robot>/goal_pose` for each further goal once the robot is w
 goal tolerance of the current one. It records every robot's odometry (time, x, y), the
 simulator's collision reports (`/fleet_sim/collisions`, std_msgs/String with one JSON object per
 new contact) and the planned paths on `/<robot>/plan`. Times are odometry stamps, in seconds
-since the first odometry heard: simulated time when the run is on /clock.
+since the first odometry heard: simulated time when the run is on /clock. The record ends at
+the stamp that completed the mission (the last robot at its last goal) or at the demo's
+duration, whichever comes first, whenever the caller stops the run: on simulated time in
+lockstep the same run gives the same record.
 
 All rclpy calls happen in callbacks on the graph's executor (calling into rclpy from another
 thread while the EventsExecutor spins can deadlock); the CLI only reads the recorded state,
@@ -59,6 +62,7 @@ class DemoMission(Node):
             r.name: _RobotLog(r, goal_times=[None] * len(r.goals)) for r in cfg.robots}
         self._origin: Optional[float] = None
         self._newest: Optional[float] = None
+        self._end = cfg.demo.duration      # s since the origin: the record stops here
         self._odometry_count = 0
         self._collision_events = 0
         self._goal_pubs = {name: self.create_publisher(
@@ -93,6 +97,10 @@ class DemoMission(Node):
         """Seconds of odometry time since the origin (the newest stamp of any robot)."""
         with self._lock:
             return 0.0 if self._origin is None else self._newest - self._origin
+
+    def over(self) -> bool:
+        """The record is complete: the mission finished or its duration ran out."""
+        return self.elapsed() >= self._end
 
     def progress(self) -> Dict[str, int]:
         with self._lock:
@@ -148,6 +156,8 @@ class DemoMission(Node):
                 return
             self._newest = max(self._newest or stamp, stamp)
             t = stamp - self._origin
+            if t > self._end:
+                return
             log.samples.append((t, position.x, position.y))
             goals = log.config.goals
             if log.goal_index < len(goals):
@@ -156,6 +166,9 @@ class DemoMission(Node):
                     log.goal_times[log.goal_index] = t
                     log.goal_index += 1
                     self._send_goal(log)
+                    if all(other.goal_index >= len(other.config.goals)
+                           for other in self._logs.values()):
+                        self._end = t
 
     def _check_for_another_fleet(self) -> None:
         clashes = [robot_topic(name, 'odom') for name in self._logs
@@ -168,11 +181,15 @@ class DemoMission(Node):
 
     def _on_collision(self, msg: String) -> None:
         try:
-            names = json.loads(msg.data)['robots']
+            report = json.loads(msg.data)
+            names, stamp = report['robots'], float(report['time'])
         except (ValueError, KeyError, TypeError):
             self.get_logger().warning(f'{COLLISIONS_TOPIC}: unreadable report {msg.data!r}')
-            names = []
+            names, stamp = [], None
         with self._lock:
+            if stamp is not None and self._origin is not None and \
+                    stamp - self._origin > self._end:
+                return      # after the record ended
             self._collision_events += 1
             for name in names if isinstance(names, list) else []:
                 if name in self._logs:

@@ -91,6 +91,9 @@ NODE_SPECS = [
     ParamSpec('lockstep_start_timeout', 30.0, 'Lockstep: wall time from start-up the first '
               'exchange waits for the controllers to connect and answer (s)', min=0.0,
               max=3600.0, read_only=True),
+    ParamSpec('lockstep_subscribers', 1, 'Lockstep: the first exchange also waits until every '
+              "robot's odometry has this many subscribers (controllers, planners, recorders), so "
+              'nobody misses the start', min=1, max=10000, read_only=True),
 ]
 
 _WARN_PERIOD_S = 2.0
@@ -269,8 +272,9 @@ class FleetSimNode(Node):
                                                 clock=self._steady)
 
     def _unconnected_robots(self) -> List[str]:
+        listeners = self.params['lockstep_subscribers']
         return [robot for robot, pub, sub in zip(self.robots, self._odom_pubs, self._cmd_subs)
-                if pub.get_subscription_count() == 0 or sub.get_publisher_count() == 0]
+                if pub.get_subscription_count() < listeners or sub.get_publisher_count() == 0]
 
     def _on_startup_poll(self) -> None:
         """Until the first exchange closes: repeats the start time for late /clock subscribers
@@ -287,7 +291,8 @@ class FleetSimNode(Node):
         if unconnected:
             self.get_logger().warn(
                 f"lockstep: no controller connected for {', '.join(unconnected)} within "
-                f'{self.lockstep.start_timeout:g} s (odom without subscriber or cmd_vel without '
+                f"{self.lockstep.start_timeout:g} s (odom with fewer than "
+                f"{self.params['lockstep_subscribers']} subscribers or cmd_vel without "
                 'publisher); starting without')
         self._open_exchange(now)
 

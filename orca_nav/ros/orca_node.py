@@ -189,7 +189,9 @@ class OrcaNode(Node):
                        f'the global frame {self.global_frame!r}')
             return
         stamp = state.stamp_s
-        if stamp <= 0.0:    # an unstamped driver: the best we know is when it arrived
+        # Time 0 is a real stamp only while the clock itself is near 0 (simulated time just
+        # started); later it is a driver that never stamps: the best we know is the arrival.
+        if stamp <= 0.0 and node_now(self) > self.fleet.params.odom_timeout:
             stamp = node_now(self)
             if robot not in self._unstamped:
                 self._unstamped.add(robot)

@@ -112,18 +112,6 @@ def node_time_s(node):
     return node.get_clock().now().nanoseconds * 1e-9
 
 
-def wait_for(predicate, timeout=WAIT_S, period=0.02):
-    """Transitional: polls `predicate` until it holds. Being replaced by RosHarness.wait_for
-    (condition-driven); removed once no test calls it."""
-    import time
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(period)
-    return predicate()
-
-
 def private_domain():
     """A DDS domain beside this session's own, for tests that start a node as a subprocess:
     a process stopped by a signal stays in discovery for a lease period (~20 s), and later

@@ -2,7 +2,6 @@
 documented topics with sane contents."""
 import math
 import threading
-import time
 
 import pytest
 
@@ -30,6 +29,7 @@ class Probe:
     """Subscribes to topics inside the running graph and keeps the first/last messages."""
 
     def __init__(self, graph):
+        self.graph = graph
         self.node = graph.add_node(Node('probe', context=graph.context))
         self.messages = {}
         self._lock = threading.Lock()
@@ -40,15 +40,16 @@ class Probe:
                 self.messages.setdefault(topic, []).append(msg)
         self.node.create_subscription(msg_type, topic, keep, qos)
 
-    def wait_for(self, topics, timeout=15.0, count=1):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self._lock:
-                if all(len(self.messages.get(t, [])) >= count for t in topics):
-                    return {t: list(self.messages[t]) for t in topics}
-            time.sleep(0.05)
-        missing = [t for t in topics if len(self.messages.get(t, [])) < count]
-        raise AssertionError(f'no messages on {missing} within {timeout} s')
+    def received(self, topic):
+        with self._lock:
+            return list(self.messages.get(topic, []))
+
+    def wait_for(self, topics, timeout=30.0, count=1):
+        if not self.graph.wait_for(lambda: all(len(self.received(t)) >= count for t in topics),
+                                   timeout):
+            missing = [t for t in topics if len(self.received(t)) < count]
+            raise AssertionError(f'no messages on {missing} within {timeout} s')
+        return {t: self.received(t) for t in topics}
 
 
 @pytest.mark.parametrize('executor', EXECUTORS)
@@ -123,10 +124,10 @@ def test_full_graph_drives_robots_with_cmd_vel_and_markers():
             '/fleet_sim/collisions': 'std_msgs/msg/String'}
         for topic, msg_type in documented.items():
             assert topics.get(topic) == [msg_type], topic
-        time.sleep(1.0)
-        odom = probe.wait_for(['/robot0/odom'])['/robot0/odom'][-1]
         # robot0 starts at x = -5.5 heading for x = +5.5
-        assert odom.pose.pose.position.x > cfg.robots[0].start[0] + 0.2
+        assert graph.wait_for(lambda: any(
+            o.pose.pose.position.x > cfg.robots[0].start[0] + 0.2
+            for o in probe.received('/robot0/odom')), 30.0)
 
 
 def test_per_robot_mode_runs_one_namespaced_orca_node_per_robot():
@@ -135,13 +136,8 @@ def test_per_robot_mode_runs_one_namespaced_orca_node_per_robot():
     with run_graph(specs) as graph:
         assert sorted(graph.nodes) == ['/map_publisher', '/robot0/orca_node', '/robot1/orca_node']
         probe = Probe(graph)
-        names = set()
-        deadline = time.monotonic() + 10.0
-        while not {('orca_node', '/robot0'), ('orca_node', '/robot1')} <= names \
-                and time.monotonic() < deadline:
-            names = set(probe.node.get_node_names_and_namespaces())
-            time.sleep(0.1)
-        assert {('orca_node', '/robot0'), ('orca_node', '/robot1')} <= names
+        assert graph.wait_for(lambda: {('orca_node', '/robot0'), ('orca_node', '/robot1')} <=
+                              set(probe.node.get_node_names_and_namespaces()), 30.0)
 
 
 def test_a_node_that_fails_to_start_stops_the_graph():
@@ -174,7 +170,5 @@ def test_a_callback_exception_is_kept_for_the_caller():
         def explode():
             raise ZeroDivisionError('boom')
         node.create_timer(0.05, explode)
-        deadline = time.monotonic() + 10.0
-        while graph.error is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        assert graph.wait_for(lambda: graph.error is not None, 30.0)
         assert 'ZeroDivisionError: boom' in graph.error

@@ -1,8 +1,8 @@
-"""The whole pipeline over real DDS: map_publisher, fleet_sim, orca_node (tracking), planner_node."""
+"""The whole pipeline over real DDS: map_publisher, fleet_sim, orca_node (tracking), planner_node,
+on simulated time in lockstep (the simulator owns /clock and waits for every cmd_vel)."""
 import json
 import math
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -11,15 +11,16 @@ rclpy = pytest.importorskip('rclpy')
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from geometry_msgs.msg import PoseStamped, Twist  # noqa: E402
 from nav_msgs.msg import Odometry, Path  # noqa: E402
+from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 
-from orca_nav.bringup.graph import describe_graph  # noqa: E402
 from orca_nav.bringup.fleet_file import load_fleet_config  # noqa: E402
-from orca_nav.ros.convert import yaw_to_quaternion  # noqa: E402
+from orca_nav.bringup.graph import describe_graph  # noqa: E402
 from orca_nav.bringup.runner import run_graph  # noqa: E402
 from orca_nav.bringup.scenarios import maps_dir, scenario_config  # noqa: E402
-from ros_harness import wait_for  # noqa: E402
+from orca_nav.ros.convert import latched_qos, stamp_to_seconds, yaw_to_quaternion  # noqa: E402
 
 pytestmark = pytest.mark.ros
+LOCKSTEP = {'lockstep': True, 'real_time_factor': 0.0}
 
 
 def one_robot_fleet(kinematics='diff_drive', start=(2.0, 5.0, 0.0)):
@@ -35,27 +36,31 @@ class Probe:
     """Records robot0's odometry, cmd_vel, plans and planner diagnostics; sends goals."""
 
     def __init__(self, graph):
-        self.node = graph.add_node(rclpy.create_node('pipeline_probe', context=graph.context))
-        self.lock = threading.RLock()     # predicates of wait_for read under the lock too
+        self.graph = graph
+        self.node = graph.add_node(rclpy.create_node('pipeline_probe', context=graph.context,
+                                                     parameter_overrides=[
+                                                         rclpy.parameter.Parameter(
+                                                             'use_sim_time', value=True)]))
+        self.lock = threading.RLock()     # wait_for predicates call the accessors under it
         self.odom, self.cmd, self.plans, self.diag = [], [], [], []
-        self.node.create_subscription(Odometry, '/robot0/odom', self._add(self.odom), 50)
+        self.node.create_subscription(Odometry, '/robot0/odom', self._add(self.odom),
+                                      qos_profile_sensor_data)
         self.node.create_subscription(Twist, '/robot0/cmd_vel', self._add(self.cmd), 50)
-        self.node.create_subscription(Path, '/robot0/plan', self._add(self.plans), 10)
+        self.node.create_subscription(Path, '/robot0/plan', self._add(self.plans), latched_qos())
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._add(self.diag), 50)
         self.goal_pub = self.node.create_publisher(PoseStamped, '/robot0/goal_pose', 10)
 
     def _add(self, bucket):
         def callback(msg):
             with self.lock:
-                bucket.append((time.monotonic(), msg))
+                bucket.append(msg)
         return callback
 
-    def wait_for(self, predicate, timeout):
-        return wait_for(lambda: self._holds(predicate), timeout, period=0.05)
-
-    def _holds(self, predicate):
-        with self.lock:
-            return predicate()
+    def wait_for(self, predicate, timeout=60.0):
+        def holds():
+            with self.lock:
+                return predicate()
+        return self.graph.wait_for(holds, timeout)
 
     def send_goal(self, x, y, yaw=0.0):
         msg = PoseStamped()
@@ -67,54 +72,72 @@ class Probe:
 
     def position(self):
         with self.lock:
-            p = self.odom[-1][1].pose.pose.position
+            p = self.odom[-1].pose.pose.position
         return np.array([p.x, p.y])
 
+    def sim_time(self):
+        with self.lock:
+            return stamp_to_seconds(self.odom[-1].header.stamp)
+
     def planner_statuses(self):
-        return [s for _, d in self.diag for s in d.status
+        return [s for d in self.diag for s in d.status
                 if s.name.startswith('planner_node') and s.hardware_id == 'robot0']
 
 
-def start(graph):
-    probe = Probe(graph)
-    assert probe.wait_for(lambda: probe.odom, 20.0), 'no odometry from fleet_sim'
-    assert probe.wait_for(lambda: probe.goal_pub.get_subscription_count() >= 2, 20.0)
-    time.sleep(1.0)     # /map latched into planner_node and orca_node
-    return probe
+def start(cfg):
+    """The graph in lockstep with the probe as one more odometry listener, started."""
+    graph = run_graph(describe_graph(cfg, sim_overrides=LOCKSTEP, observers=1))
+    running = graph.__enter__()
+    probe = Probe(running)
+    assert probe.wait_for(lambda: probe.odom), 'no odometry from fleet_sim'
+    assert probe.wait_for(lambda: probe.goal_pub.get_subscription_count() >= 2)
+    # Both the planner and orca_node have the map once the planner reports waiting for a goal.
+    assert probe.wait_for(lambda: any('map' not in s.message and 'goal' in s.message
+                                      for s in probe.planner_statuses())
+                          or probe.sim_time() > 1.0)
+    return graph, probe
 
 
-def test_goal_is_planned_tracked_and_reached(tmp_path):
-    with run_graph(describe_graph(one_robot_fleet())) as graph:
-        probe = start(graph)
-        sent = time.monotonic()
+def test_goal_is_planned_tracked_and_reached():
+    graph, probe = start(one_robot_fleet())
+    try:
         probe.send_goal(10.0, 4.6, 0.0)
-        assert probe.wait_for(lambda: probe.plans, 15.0)
-        plan = probe.plans[-1][1]
+        assert probe.wait_for(lambda: probe.plans and probe.plans[-1].poses)
+        plan = probe.plans[-1]
         first, last = plan.poses[0].pose.position, plan.poses[-1].pose.position
         assert math.hypot(first.x - 2.0, first.y - 5.0) < 0.1
         assert math.hypot(last.x - 10.0, last.y - 4.6) < 0.1
-        assert probe.wait_for(lambda: np.linalg.norm(probe.position() - [10.0, 4.6]) < 0.3, 40.0)
-        moving = [t for t, m in probe.cmd if t > sent and abs(m.linear.x) + abs(m.angular.z) > 0]
-        assert moving and moving[0] >= probe.plans[0][0] - 0.05    # no motion before the plan
+        assert probe.wait_for(lambda: np.linalg.norm(probe.position() - [10.0, 4.6]) < 0.3)
+        # No motion before the plan: odometry up to the plan's start stamp is the start pose.
+        planned_at = stamp_to_seconds(plan.header.stamp)
+        with probe.lock:
+            before = [o.pose.pose.position for o in probe.odom
+                      if stamp_to_seconds(o.header.stamp) <= planned_at]
+        assert before and all(math.hypot(p.x - 2.0, p.y - 5.0) < 1e-6 for p in before)
+    finally:
+        graph.__exit__(None, None, None)
 
 
 def test_goal_in_obstacle_gives_diagnostic_and_no_motion():
-    with run_graph(describe_graph(one_robot_fleet())) as graph:
-        probe = start(graph)
+    graph, probe = start(one_robot_fleet())
+    try:
         before = probe.position()
-        sent = time.monotonic()
         probe.send_goal(10.0, 3.5)       # inside the shelf row y 3..4
         assert probe.wait_for(lambda: any(s.level == DiagnosticStatus.ERROR
-                                          for s in probe.planner_statuses()), 15.0)
+                                          for s in probe.planner_statuses()))
         error = [s for s in probe.planner_statuses() if s.level == DiagnosticStatus.ERROR][-1]
         assert 'goal_in_collision' in error.message
-        time.sleep(2.0)
+        count = len(probe.cmd)
+        later = probe.sim_time() + 2.0
+        assert probe.wait_for(lambda: probe.sim_time() >= later)     # 2 s of simulated time
         with probe.lock:
-            commands = [m for t, m in probe.cmd if t > sent]
-            plans = [m for t, m in probe.plans if t > sent]
+            commands = probe.cmd[count:]
+            plans = list(probe.plans)
         assert commands and all(m.linear.x == 0.0 and m.angular.z == 0.0 for m in commands)
-        assert all(not m.poses for m in plans)
+        assert not plans or not plans[-1].poses
         np.testing.assert_allclose(probe.position(), before, atol=1e-3)
+    finally:
+        graph.__exit__(None, None, None)
 
 
 @pytest.mark.slow

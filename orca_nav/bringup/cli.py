@@ -108,15 +108,12 @@ def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
         mission = graph.add_node(DemoMission(cfg, context=graph.context,
                                              parameter_overrides=[
                                                  Parameter('use_sim_time', value=simulated)]))
-        deadline = time.monotonic() + ODOM_WAIT_S
-        while not mission.started():
+        if not graph.wait_for(mission.started, ODOM_WAIT_S):
             if graph.error:
                 raise RuntimeError('a node failed: ' + graph.error.strip().splitlines()[-1])
-            if time.monotonic() > deadline:
-                missing = mission.missing_odometry()
-                raise RuntimeError(f'no odometry from {", ".join(missing[:3])} after '
-                                   f'{ODOM_WAIT_S:.0f} s: did fleet_sim start?')
-            time.sleep(0.05)
+            missing = mission.missing_odometry()
+            raise RuntimeError(f'no odometry from {", ".join(missing[:3])} after '
+                               f'{ODOM_WAIT_S:.0f} s: did fleet_sim start?')
         # Odometry time drives the run; the wall-clock cap only guards against a stalled sim.
         slowest = cfg.demo.duration / real_time_factor if real_time_factor else cfg.demo.duration
         wall_cap = time.monotonic() + 2.0 * slowest + 30.0
@@ -129,7 +126,8 @@ def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
                 state = mission.progress()
                 progress.update(mission.elapsed(), state['at_goal'], state['robots'],
                                 state['collisions'], (state['goals_reached'], state['goals']))
-                time.sleep(0.1)
+                # Wakes for the end of the run, or every 0.1 s for the progress line.
+                graph.wait_for(lambda: mission.over() or mission.error() is not None, 0.1)
         except KeyboardInterrupt:       # Ctrl-C ends the run early; report what was recorded
             print('\norca-nav demo: interrupted', file=sys.stderr)
         state = mission.progress()

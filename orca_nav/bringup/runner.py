@@ -19,7 +19,7 @@ import sys
 import threading
 import traceback
 from contextlib import contextmanager
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
@@ -86,6 +86,19 @@ class RunningGraph:
         self._extra: List[Node] = []
         # The traceback of a callback exception; the executor thread has stopped when set.
         self.error: Optional[str] = None
+        self._changed = threading.Condition()
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Waits until `predicate()` holds, re-checked after every callback the graph runs (and
+        at least every 0.1 s), or a callback raised, or `timeout` s passed; returns whether it
+        holds."""
+        with self._changed:
+            self._changed.wait_for(lambda: predicate() or self.error is not None, timeout)
+            return bool(predicate())
+
+    def _callback_ran(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
 
     def add_node(self, node: Node) -> Node:
         """Spins a node of the caller's (created with `context=graph.context`) with the graph;
@@ -149,7 +162,9 @@ def run_graph(specs: Sequence[NodeSpec], executor: Optional[str] = None,
                     graph.error = traceback.format_exc()
                     print(f'orca_nav graph stopped: a callback raised\n{graph.error}',
                           file=sys.stderr)
+                    graph._callback_ran()
                     return
+                graph._callback_ran()
 
         spinner = threading.Thread(target=spin, name='orca_nav_graph', daemon=True)
         spinner.start()

@@ -14,6 +14,7 @@ from orca_nav.core.fleet.sim import FleetSim
 from orca_nav.core.geometry import body_to_world
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.reference import Reference
+from scenes import parallel_park
 
 PERIOD = 0.05
 
@@ -248,18 +249,6 @@ def test_bad_construction_names_the_problem():
         FleetController(specs(1), commanded=['ghost'])
     with pytest.raises(ValueError, match='control_rate must be finite and > 0'):
         ControllerParams(control_rate=0.0)
-
-
-def parallel_park():
-    """Forward 4 m along +x, then 3 m backward and 1 m to the right along an S (car-drivable)."""
-    s = np.linspace(0.0, 1.0, 31)[1:]
-    x = np.r_[np.linspace(0.0, 4.0, 41), 4.0 - 3.0 * s]
-    y = np.r_[np.zeros(41), -0.5 * (1 - np.cos(np.pi * s))]
-    yaw = np.zeros(x.size)
-    # Reversing: the car faces opposite to its direction of travel (which runs toward -x).
-    travel = np.arctan2(np.gradient(y[40:])[1:], np.gradient(x[40:])[1:])
-    yaw[41:] = (travel + 2 * np.pi) % (2 * np.pi) - np.pi
-    return x, y, yaw, np.r_[np.ones(41), -np.ones(30)]
 
 
 @pytest.mark.parametrize('kinematics', ['car', 'diff_drive'])

@@ -11,22 +11,11 @@ from orca_nav.core.planning.fleet_planner import (FleetPlanner, Level, PlanOutco
                                                   plan_reference, planner_key, run_request)
 from orca_nav.core.planning.path_timing import time_path
 from orca_nav.core.planning.result import PlanResult, PlanStats, PlanStatus
+from scenes import RES, room
 
-RES = 0.1
 HOLONOMIC = RobotSpec('robot0', kinematics='holonomic', radius=0.25, max_speed=1.0, max_accel=1.0)
 POLICY = ReplanPolicy(goal_tolerance=0.15, replan_deviation=0.5, min_replan_interval=2.0)
 SETTINGS = PlanSettings(safety_margin=0.05, plan_time_budget=2.0)
-
-
-def room(size=10.0, blocks=()):
-    """A walled square room (0..size) with extra occupied boxes (xmin, ymin, xmax, ymax)."""
-    n = int(round(size / RES))
-    occ = np.zeros((n, n), bool)
-    occ[:2, :] = occ[-2:, :] = occ[:, :2] = occ[:, -2:] = True
-    centres = (np.arange(n) + 0.5) * RES
-    for x0, y0, x1, y1 in blocks:
-        occ[np.ix_((centres >= y0) & (centres <= y1), (centres >= x0) & (centres <= x1))] = True
-    return OccupancyGrid(occ, RES, (0.0, 0.0))
 
 
 def state(x, y, yaw=0.0, stamp=0.0):

@@ -13,28 +13,16 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from trajectory_msgs.msg import MultiDOFJointTrajectory  # noqa: E402
 
-from orca_nav.core.grid import OccupancyGrid  # noqa: E402
 from orca_nav.ros.convert import (grid_to_msg, latched_qos, seconds_to_time,  # noqa: E402
                                   state_to_odom, stamp_to_seconds, yaw_to_quaternion)
 from orca_nav.ros.planner_node import PlannerNode  # noqa: E402
 from orca_nav.ros.trajectory_msgs import msg_to_reference  # noqa: E402
 from ros_harness import RosHarness, SimClock, node_time_s, sim_time  # noqa: E402
+from scenes import room  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
-RES = 0.1
 HOLONOMIC = {'kinematics': 'holonomic', 'radius': 0.25, 'max_speed': 1.0, 'max_accel': 1.0}
-
-
-def room(blocks=()):
-    """A walled 10 m square room with extra occupied boxes (xmin, ymin, xmax, ymax)."""
-    n = 100
-    occ = np.zeros((n, n), bool)
-    occ[:2, :] = occ[-2:, :] = occ[:, :2] = occ[:, -2:] = True
-    centres = (np.arange(n) + 0.5) * RES
-    for x0, y0, x1, y1 in blocks:
-        occ[np.ix_((centres >= y0) & (centres <= y1), (centres >= x0) & (centres <= x1))] = True
-    return OccupancyGrid(occ, RES, (0.0, 0.0))
 
 
 class Ros(RosHarness):

@@ -10,18 +10,7 @@ from orca_nav.core.planning.path_timing import reference_from_samples, time_path
 from orca_nav.ros.trajectory_msgs import (empty_path, empty_trajectory,  # noqa: E402
                                           msg_to_reference, reference_to_path,
                                           reference_to_trajectory)
-
-
-def parallel_park():
-    """Forward 4 m along +x, then 3 m backward and 1 m to the right along an S (car-drivable)."""
-    s = np.linspace(0.0, 1.0, 31)[1:]
-    x = np.r_[np.linspace(0.0, 4.0, 41), 4.0 - 3.0 * s]
-    y = np.r_[np.zeros(41), -0.5 * (1 - np.cos(np.pi * s))]
-    yaw = np.zeros(x.size)
-    # Reversing: the car faces opposite to its direction of travel (which runs toward -x).
-    travel = np.arctan2(np.gradient(y[40:])[1:], np.gradient(x[40:])[1:])
-    yaw[41:] = (travel + 2 * np.pi) % (2 * np.pi) - np.pi
-    return x, y, yaw, np.r_[np.ones(41), -np.ones(30)]
+from scenes import parallel_park  # noqa: E402
 
 
 def parked():

@@ -140,11 +140,12 @@ def pipeline_run(cfg):
         def close(self):
             pass
 
+    started = time.monotonic()
     with tempfile.TemporaryDirectory() as folder:
         report = run_demo(cfg, Path(folder), progress=Quiet())
     fleet = report['fleet']
     return {'makespan': fleet['makespan'], 'all_reached': fleet['all_reached'],
-            'collisions': fleet['collisions'], 'wall_time': report['wall_time']}
+            'collisions': fleet['collisions'], 'wall_time': time.monotonic() - started}
 
 
 def latency_run(kinematics: str, planner: bool, repeats: int):

@@ -130,6 +130,23 @@ def test_require_map_holds_everyone_until_the_map_is_set():
     assert fleet.step(1.1).twists[0, 0] > 0.0
 
 
+def test_a_robot_is_commanded_from_the_first_cycle_it_is_ready_and_then_every_cycle():
+    fleet = FleetController(specs(2), ControllerParams(require_map=True, trajectories_only=True))
+    for i in range(2):
+        fleet.set_state(i, 1.0, (1.0 + 2 * i, 1.0), (0.0, 0.0), 0.0)
+    assert not fleet.step(1.0).publish.any()        # no map: nobody has been commanded
+    grid = OccupancyGrid(np.zeros((50, 50), dtype=bool), 0.1, (0.0, 0.0))
+    fleet.set_map(prepare_map(grid, 0.0, fleet.guided))
+    assert not fleet.ready_to_engage(1.0)           # trajectories_only: still waiting for plans
+    fleet.set_trajectory(1, None, 1.0)              # an empty plan: hold still, but commanded
+    assert fleet.ready_to_engage(1.0)
+    out = fleet.step(1.0)
+    assert out.publish.tolist() == [False, True] and np.all(out.twists[1] == 0.0)
+    # Once commanded, always: a stale robot gets its zero.
+    fleet.set_state(0, 2.0, (1.0, 1.0), (0.0, 0.0), 0.0)
+    assert fleet.step(2.0).publish.tolist() == [False, True]
+
+
 def test_goals_inside_obstacles_are_refused_and_dropped_when_a_map_walls_them_in():
     occupied = np.zeros((40, 40), dtype=bool)
     occupied[10:20, 10:20] = True              # a block 1 m..2 m

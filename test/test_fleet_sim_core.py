@@ -168,6 +168,25 @@ def test_lockstep_times_out_the_start_up_wait_then_each_exchange():
     assert step.missing == [0]
 
 
+def test_lockstep_waits_after_the_first_exchange_only_for_robots_that_ever_answered():
+    step = Lockstep(3, now=0.0, timeout=1.0, start_timeout=30.0)
+    step.open(1.0)
+    step.answer(0)
+    step.answer(1)                          # robot2 has no controller (yet)
+    assert step.missing == [2] and not step.ready(2.0) and step.ready(31.0)
+    step.open(31.0)
+    step.answer(0)
+    step.answer(1)
+    assert step.missing == [] and step.ready(31.0)    # nobody waits for robot2 every exchange
+    step.open(31.1)
+    step.answer(2)                          # its first command: from now on it is waited for
+    assert step.missing == [0, 1]
+    step.open(31.2)
+    step.answer(0)
+    step.answer(1)
+    assert step.missing == [2]
+
+
 def test_lockstep_first_exchange_opened_late_still_waits_one_timeout():
     step = Lockstep(1, now=0.0, timeout=1.0, start_timeout=5.0)
     step.open(6.0)                          # nobody connected within 5 s: opened anyway

@@ -234,7 +234,7 @@ def test_lockstep_start_up_waits_for_the_controllers(ros):
 
 
 def test_lockstep_times_out_and_advances_naming_the_silent_robot(ros, capfd):
-    node = ros.sim(['robot0', 'robot1'], extra=lockstep(timeout=0.2),
+    node = ros.sim(['robot0', 'robot1'], extra=lockstep(timeout=0.5),
                    start=[[0.0, 0.0, 0.0], [3.0, 0.0, 0.0]])
     # robot1 answers the first odometry only.
     ctl = Controller(ros, ['robot0', 'robot1'],
@@ -250,7 +250,9 @@ def test_lockstep_times_out_and_advances_naming_the_silent_robot(ros, capfd):
 
 
 def test_watchdog_stops_a_robot_in_simulated_time(ros):
-    ros.sim(['robot0'], extra=lockstep(timeout=0.05) + [Parameter('cmd_timeout', value=0.1)],
+    # The silent exchanges end by the lockstep timeout: long enough that no answer of the first
+    # three, however slow the machine, is counted for a later exchange.
+    ros.sim(['robot0'], extra=lockstep(timeout=0.5) + [Parameter('cmd_timeout', value=0.1)],
             max_accel=[100.0])
     ctl = Controller(ros, ['robot0'], lambda robot, k: forward(1.0) if k < 3 else None)
     odom = ctl.odom['robot0']

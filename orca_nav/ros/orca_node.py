@@ -14,10 +14,15 @@ cycle (`cycle_trigger: odometry`, lowest odom->cmd_vel latency) and at the lates
 Modes: `centralized` commands every robot; `per_robot` commands only `robot_name` and sees the
 others as reciprocal agents, so a fleet can spread over machines.
 
+A robot gets its first cmd_vel once the controller can command it (map prepared with
+`require_map`, first trajectory with `trajectories_only`); then one every cycle.
+
 Threads: every callback runs in the node's one mutually exclusive callback group; the map
 preparation runs on a worker thread that touches no node state and publishes nothing: it leaves
-its result in a locked slot that the next control cycle takes (a guard condition would be the
-direct hand-over, but rclpy's EventsExecutor, which the in-process runner uses, has none).
+its result in a locked slot that a steady-clock timer, running only while a map is being
+prepared, takes (a guard condition would be the direct hand-over, but rclpy's EventsExecutor,
+which the in-process runner uses, has none; steady, because simulated time may stand still
+until the map is in).
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from trajectory_msgs.msg import MultiDOFJointTrajectory
@@ -53,6 +59,7 @@ _WARN_PERIOD_S = 2.0
 # onto the odometry's phase and make every burst wait most of a period).
 _LATE_ODOMETRY_PERIODS = 1.25
 _CYCLE_HISTORY = 200   # cycle statistics cover the last 200 cycles (10 s at 20 Hz)
+_MAP_POLL_S = 0.02     # wall seconds between looks for a prepared map, while one is prepared
 
 
 class OrcaNode(Node):
@@ -78,10 +85,13 @@ class OrcaNode(Node):
         self._said_waiting = False              # "waiting for /map" logged
         self._cycle_ms: List[float] = []        # wall-clock duration of recent cycles
         self._cycle_cpu_ms: List[float] = []    # CPU time of this thread in them
-        # Map preparation: the worker leaves its result here for the next cycle.
+        # Map preparation: the worker leaves its result here; the timer takes it.
         self._prepared_lock = threading.Lock()
         self._prepared: Optional[tuple] = None
         self._map_version = 0
+        self._map_timer = self.create_timer(_MAP_POLL_S, self._take_prepared_map,
+                                            clock=Clock(clock_type=ClockType.STEADY_TIME),
+                                            autostart=False)
 
         stamped = self._cfg['cmd_vel_stamped']
         twist_type = TwistStamped if stamped else Twist
@@ -236,6 +246,14 @@ class OrcaNode(Node):
             self._warn((robot, 'trajectory'), f'{robot}: rejecting trajectory, holding still: {err}')
             reference, start_s = None, node_now(self)
         self.fleet.set_trajectory(i, reference, start_s)
+        self._engage_ready_robots()
+
+    def _engage_ready_robots(self) -> None:
+        """A robot that just became commandable gets its first command now, not at the next
+        odometry (which a simulator in lockstep holds back until every robot answered)."""
+        now = self.fleet.cycle_time(node_now(self))
+        if self.fleet.ready_to_engage(now):
+            self._cycle(now)
 
     def _on_map(self, msg: OccupancyGridMsg) -> None:
         try:
@@ -252,6 +270,7 @@ class OrcaNode(Node):
         version = self._map_version
         inflation, guided = self.fleet.params.map_inflation, self.fleet.guided
         goals, radii = self.fleet.goals_to_prepare()
+        self._map_timer.reset()
 
         def work():
             started = time.perf_counter()
@@ -269,7 +288,9 @@ class OrcaNode(Node):
         version, model, seconds = prepared
         if version != self._map_version:
             return      # a newer map (or inflation) is being prepared
+        self._map_timer.cancel()
         self._use_map(model, seconds)
+        self._engage_ready_robots()
 
     def _use_map(self, model: MapModel, seconds: float) -> None:
         for i, reason in self.fleet.set_map(model):
@@ -288,9 +309,8 @@ class OrcaNode(Node):
         started, started_cpu = time.perf_counter(), time.thread_time()
         if self._cfg['cycle_trigger'] == 'odometry':
             self._timer.reset()     # the timer waits for late odometry from now on
-        self._take_prepared_map()
         out = self.fleet.step(now)
-        self._publish_commands(out.twists)
+        self._publish_commands(out.twists, out.publish)
         if self.fleet.params.require_map and self.fleet.map is None and not self._said_waiting:
             self._said_waiting = True      # normal start-up: said once, at INFO
             self.get_logger().info('waiting for /map (require_map): holding every robot still')
@@ -305,11 +325,13 @@ class OrcaNode(Node):
             for history in (self._cycle_ms, self._cycle_cpu_ms):
                 del history[:max(0, len(history) - _CYCLE_HISTORY)]
 
-    def _publish_commands(self, twists) -> None:
+    def _publish_commands(self, twists, publish) -> None:
         stamped = self._cfg['cmd_vel_stamped']
         stamp = self.get_clock().now().to_msg() if stamped else None
         values = twists.tolist()
         for row, pub, msg in self._cmd_out:
+            if not publish[row]:
+                continue
             body = msg.twist if stamped else msg
             if stamped:
                 msg.header.stamp = stamp

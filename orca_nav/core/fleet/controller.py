@@ -9,7 +9,10 @@ others as reciprocal agents). Each control cycle, for all robots at once:
            -> body twists per kinematic model -> acceleration limits
 
 Time is passed in, never read: `now` and the state stamps are seconds on one clock (a ROS
-node's clock, simulated or not). A robot's state counts at its stamp; a robot whose state is
+node's clock, simulated or not). A robot is commanded from the first cycle in which it is
+ready: its state is known, the map is prepared (`require_map`) and, with `trajectories_only`,
+its first trajectory arrived; before that it gets no command at all (it has not been commanded,
+so it stands), from then on every cycle (zero while it must hold still). A robot's state counts at its stamp; a robot whose state is
 older than `odom_timeout` is stale: it gets a zero command and the others see it as a static
 agent at its last pose. A robot commanded by nobody here (per-robot mode) keeps its measured
 velocity as its preferred velocity; ORCA's answer for it is not used.
@@ -109,6 +112,7 @@ class ControlOutput(NamedTuple):
 
     twists: np.ndarray          # (N, 3) body twists vx, vy, wz; zero for robots not run
     ran: np.ndarray             # (N,) bool: commanded robots with live state (the others: zero)
+    publish: np.ndarray         # (N,) bool: robots to send their twist (engaged, commanded)
     newly_stale: List[int]      # robots whose state went stale in this cycle
 
 
@@ -164,6 +168,8 @@ class FleetController:
         self._orca_velocity = np.zeros((n, 2))
         self._arrived = np.zeros(n, dtype=bool)
         self._stale = np.zeros(n, dtype=bool)       # commanded, known and stale at the last cycle
+        self._engaged = np.zeros(n, dtype=bool)     # commanded from the first cycle it was ready
+        self._has_trajectory = np.zeros(n, dtype=bool)
         self._last_cycle = -np.inf
         self._lines: Optional[Tuple[np.ndarray, OrcaLines]] = None
         # Per robot, since the last status report: cycles it was commanded in, and those in which
@@ -284,6 +290,7 @@ class FleetController:
         trajectory) makes it hold still. From its first trajectory on a robot is tracked: it no
         longer heads for its goal by itself."""
         self._tracked[i] = True
+        self._has_trajectory[i] = True
         self._tracker.set_reference(i, reference, start_time)
 
     def set_map(self, model: MapModel) -> List[Tuple[int, str]]:
@@ -304,6 +311,21 @@ class FleetController:
         `prepare_map` should build ahead of time."""
         known = np.isfinite(self._goal[:, 0]) & self.commanded
         return self._goal[known].copy(), self._orca_radius[known].copy()
+
+    def _ready(self, now: float) -> np.ndarray:
+        p = self.params
+        ready = self.commanded & self.live(now)
+        if p.require_map and self._map is None:
+            ready = np.zeros_like(ready)
+        if p.trajectories_only:
+            ready &= self._has_trajectory
+        return ready
+
+    def ready_to_engage(self, now: float) -> bool:
+        """A robot not commanded yet has become ready: run a cycle now, due or not (its first
+        command must not wait for the next odometry, which a lockstep simulator holds back
+        until every robot answered)."""
+        return bool((self._ready(now) & ~self._engaged).any())
 
     # ------------------------------------------------------------------ cycle timing
     def live(self, now: float) -> np.ndarray:
@@ -338,7 +360,8 @@ class FleetController:
         n = len(self.names)
         live = self.live(now)
         known = np.isfinite(self._position[:, 0])
-        run = self.commanded & live
+        self._engaged |= self._ready(now)
+        run = self.commanded & live & self._engaged
         if p.require_map and self._map is None:
             run = np.zeros(n, dtype=bool)
         twist = np.zeros((n, 3))
@@ -350,7 +373,7 @@ class FleetController:
         stale = self.commanded & known & ~live
         newly_stale = np.flatnonzero(stale & ~self._stale).tolist()
         self._stale = stale
-        return ControlOutput(twist, run, newly_stale)
+        return ControlOutput(twist, run, self.commanded & self._engaged, newly_stale)
 
     def _agents(self, known: np.ndarray, run: np.ndarray) -> np.ndarray:
         """Indices of the agents ORCA needs: the robots to command and every known robot within

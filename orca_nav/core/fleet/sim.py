@@ -284,6 +284,9 @@ class Lockstep:
     as fast as the answers come). The first exchange waits up to `start_timeout` counted from
     construction, so controllers can start and discover the topics; the later ones `timeout` from
     their opening (or, if the first opened only when the start-up wait ran out, that one too).
+    The first exchange waits for every robot; later ones only for the robots that have answered
+    at least once (a robot nobody commands must not hold the fleet up every exchange), and a
+    robot joins as soon as its first answer comes.
 
     Times are seconds of the caller's wall clock (a steady one), passed in: they bound waits and
     pace the run, they never enter the simulation.
@@ -298,6 +301,7 @@ class Lockstep:
         self.pace_period = _finite_at_least_zero('pace_period', pace_period)
         self.exchange = 0                   # exchanges opened; 0 while starting up
         self._answered = np.zeros(n_robots, dtype=bool)
+        self._controlled = np.zeros(n_robots, dtype=bool)    # answered at least once
         self._started = float(now)
         self._opened = float(now)
 
@@ -311,15 +315,19 @@ class Lockstep:
         """`robot`'s command arrived (ignored before the first exchange opens)."""
         if self.exchange:
             self._answered[robot] = True
+            self._controlled[robot] = True
+
+    def _awaited(self) -> np.ndarray:
+        return np.ones_like(self._answered) if self.exchange <= 1 else self._controlled
 
     @property
     def answered_all(self) -> bool:
-        return bool(self.exchange and self._answered.all())
+        return bool(self.exchange and self._answered[self._awaited()].all())
 
     @property
     def missing(self) -> List[int]:
-        """Robots that have not answered the open exchange."""
-        return np.flatnonzero(~self._answered).tolist()
+        """Robots the open exchange still waits for."""
+        return np.flatnonzero(self._awaited() & ~self._answered).tolist()
 
     @property
     def deadline(self) -> float:

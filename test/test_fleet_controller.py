@@ -137,9 +137,9 @@ def test_a_robot_is_commanded_from_the_first_cycle_it_is_ready_and_then_every_cy
     assert not fleet.step(1.0).publish.any()        # no map: nobody has been commanded
     grid = OccupancyGrid(np.zeros((50, 50), dtype=bool), 0.1, (0.0, 0.0))
     fleet.set_map(prepare_map(grid, 0.0, fleet.guided))
-    assert not fleet.ready_to_engage(1.0)           # trajectories_only: still waiting for plans
+    assert fleet.engage(1.0).tolist() == []         # trajectories_only: still waiting for plans
     fleet.set_trajectory(1, None, 1.0)              # an empty plan: hold still, but commanded
-    assert fleet.ready_to_engage(1.0)
+    assert fleet.engage(1.0).tolist() == [1] and fleet.engage(1.0).tolist() == []
     out = fleet.step(1.0)
     assert out.publish.tolist() == [False, True] and np.all(out.twists[1] == 0.0)
     # Once commanded, always: a stale robot gets its zero.

@@ -276,14 +276,19 @@ def test_best_effort_and_reliable_odometry_publishers_are_both_heard(ros):
     ros.orca(['robot0', 'robot1'], **{'robot0.goal': [5.0, 0.0, 0.0], 'robot1.goal': [5.0, 5.0, 0.0]})
     cmds = [ros.collect(Twist, f'/robot{i}/cmd_vel') for i in range(2)]
     reliable = ros.publisher(Odometry, '/robot1/odom', 10)
-    for _ in range(6):
+
+    def both_driving():
+        return cmds[0] and cmds[1] and cmds[0][-1].linear.x > 0.05 and cmds[1][-1].linear.x > 0.05
+    for _ in range(40):
+        if both_driving():
+            break
         ros.clock.advance(PERIOD)
         assert ros.wait_for(lambda: node_time_s(ros.node) >= ros.clock.now_s - 1e-6)
         ros.odom('robot0', 0.0, 0.0)        # best effort (sensor data QoS)
         reliable.publish(state_to_odom((0.0, 5.0), 0.0, (0.0, 0.0), 0.0, _time(ros.clock.now_s),
                                        'map', 'robot1/base_link'))
-    assert ros.wait_for(lambda: cmds[0] and cmds[1] and cmds[0][-1].linear.x > 0.05
-                        and cmds[1][-1].linear.x > 0.05)
+        ros.wait_for(both_driving, timeout=0.5)
+    assert both_driving()
 
 
 def test_require_map_holds_every_robot_until_the_map_is_prepared(ros):

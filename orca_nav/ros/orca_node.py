@@ -208,10 +208,11 @@ class OrcaNode(Node):
                 self.get_logger().warning(f'{robot}: odometry has no header.stamp; using the '
                                           'time it arrives')
         self.fleet.set_state(i, stamp, state.position, state.velocity, state.yaw)
-        if self._cfg['cycle_trigger'] == 'odometry':
-            now = self.fleet.cycle_time(node_now(self))
-            if self.fleet.states_complete(now):
-                self._cycle(now)
+        now = self.fleet.cycle_time(node_now(self))
+        if self._cfg['cycle_trigger'] == 'odometry' and self.fleet.states_complete(now):
+            self._cycle(now)
+        else:
+            self._engage_ready_robots()
 
     def _on_goal(self, i: int, msg: PoseStamped) -> None:
         robot = self.robots[i]
@@ -249,11 +250,14 @@ class OrcaNode(Node):
         self._engage_ready_robots()
 
     def _engage_ready_robots(self) -> None:
-        """A robot that just became commandable gets its first command now, not at the next
-        odometry (which a simulator in lockstep holds back until every robot answered)."""
-        now = self.fleet.cycle_time(node_now(self))
-        if self.fleet.ready_to_engage(now):
-            self._cycle(now)
+        """A robot that just became commandable gets its first command, a zero, now and not at
+        the next cycle (whose odometry a simulator in lockstep holds back until every robot
+        answered)."""
+        rows = self.fleet.engage(self.fleet.cycle_time(node_now(self)))
+        if rows.size:
+            publish = np.zeros(len(self.robots), dtype=bool)
+            publish[rows] = True
+            self._publish_commands(np.zeros((len(self.robots), 3)), publish)
 
     def _on_map(self, msg: OccupancyGridMsg) -> None:
         try:

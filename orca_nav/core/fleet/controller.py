@@ -321,11 +321,15 @@ class FleetController:
             ready &= self._has_trajectory
         return ready
 
-    def ready_to_engage(self, now: float) -> bool:
-        """A robot not commanded yet has become ready: run a cycle now, due or not (its first
-        command must not wait for the next odometry, which a lockstep simulator holds back
-        until every robot answered)."""
-        return bool((self._ready(now) & ~self._engaged).any())
+    def engage(self, now: float) -> np.ndarray:
+        """Marks the robots that have become ready since the last cycle as commanded and returns
+        them: they should get a zero command now, not at the next cycle (whose odometry a
+        lockstep simulator holds back until every robot answered). Zero, because a robot never
+        commanded stands, and no cycle state changes: the result does not depend on how many
+        robots became ready in one go."""
+        new = self._ready(now) & ~self._engaged
+        self._engaged |= new
+        return np.flatnonzero(new)
 
     # ------------------------------------------------------------------ cycle timing
     def live(self, now: float) -> np.ndarray:

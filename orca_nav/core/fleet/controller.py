@@ -364,10 +364,9 @@ class FleetController:
         n = len(self.names)
         live = self.live(now)
         known = np.isfinite(self._position[:, 0])
+        # Engagement already waits for the map (`_ready`), and a prepared map never goes away.
         self._engaged |= self._ready(now)
         run = self.commanded & live & self._engaged
-        if p.require_map and self._map is None:
-            run = np.zeros(n, dtype=bool)
         twist = np.zeros((n, 3))
         if run.any():
             rows = self._agents(known, run)

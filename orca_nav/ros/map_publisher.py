@@ -1,9 +1,10 @@
 """map_publisher: loads a map_server map (YAML + PGM/PNG) and publishes it latched.
 
-Like nav2_map_server's map_server: parameter `yaml_filename`, the map goes out once on `topic`
-(default /map) with transient-local, reliable QoS, so subscribers that start later still get it.
-A missing or malformed map file stops start-up: the constructor raises ValueError naming the
-path (and the field), and `main` logs it and exits with status 1.
+Like nav2_map_server's map_server, a managed node (`orca_nav.ros.lifecycle`): parameter
+`yaml_filename`; configuring loads the map, activating publishes it once on `topic` (default /map)
+with transient-local, reliable QoS, so subscribers that start later still get it. A missing or
+malformed map file fails configuration with a ValueError naming the path (and the field); with
+`autostart` the constructor raises it and `main` logs it and exits with status 1.
 """
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from pathlib import Path
 
 import yaml
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
-from rclpy.node import Node
 
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.ros.convert import grid_to_msg, latched_qos
+from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import ParamSpec, declare_parameters
 
@@ -46,16 +47,24 @@ def load_map(path: str) -> OccupancyGrid:
     return grid
 
 
-class MapPublisher(Node):
-    """Publishes the map of `yaml_filename` once, latched, on `topic`."""
+class MapPublisher(ManagedNode):
+    """Publishes the map of `yaml_filename` once, latched, on `topic`, when activated."""
 
     def __init__(self, **kwargs):
         super().__init__('map_publisher', **kwargs)
-        params = declare_parameters(self, NODE_SPECS)
+        self.params = declare_parameters(self, NODE_SPECS)
+        self.start()
+
+    def configure(self) -> None:
+        params = self.params
         self.grid = load_map(params['yaml_filename'])
-        self.publisher = self.create_publisher(OccupancyGridMsg, params['topic'], latched_qos())
+        self.publisher = self.create_lifecycle_publisher(OccupancyGridMsg, params['topic'],
+                                                         latched_qos())
         self.msg = grid_to_msg(self.grid, params['frame_id'], self.get_clock().now().to_msg())
+
+    def activated(self) -> None:
         self.publisher.publish(self.msg)
+        params = self.params
         ny, nx = self.grid.shape
         self.get_logger().info(f'published {params["yaml_filename"]} ({nx} x {ny} cells at '
                                f'{self.grid.resolution:g} m) on {params["topic"]} in frame '

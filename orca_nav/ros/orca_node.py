@@ -37,7 +37,6 @@ from geometry_msgs.msg import PoseStamped, Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry
 from rclpy.clock import Clock, ClockType
-from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 from visualization_msgs.msg import MarkerArray
@@ -46,6 +45,7 @@ from orca_nav.core.fleet.controller import FleetController, MapModel, prepare_ma
 from orca_nav.ros.convert import (latched_qos, msg_to_grid, node_now, odom_state_from_cdr,
                                   robot_topic)
 from orca_nav.ros.diagnostics import status_msg
+from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.markers import fleet_markers
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.orca_params import (DEADLOCK_SPECS, NODE_SPECS, controller_params,
@@ -62,8 +62,9 @@ _CYCLE_HISTORY = 200   # cycle statistics cover the last 200 cycles (10 s at 20 
 _MAP_POLL_S = 0.02     # wall seconds between looks for a prepared map, while one is prepared
 
 
-class OrcaNode(Node):
-    """The fleet's ORCA controller node. kwargs go to rclpy.node.Node (parameter_overrides, ...)."""
+class OrcaNode(ManagedNode):
+    """The fleet's ORCA controller node, a managed node (`orca_nav.ros.lifecycle`). kwargs go to
+    rclpy.node.Node (parameter_overrides, ...)."""
 
     def __init__(self, **kwargs):
         kwargs.setdefault('node_name', 'orca_node')
@@ -73,7 +74,13 @@ class OrcaNode(Node):
         self._robot_cfg = declare_robot_parameters(self, self.robots)
         self._deadlock_cfg = declare_parameters(self, DEADLOCK_SPECS, prefix='deadlock.')
         self.global_frame = self._cfg['global_frame']
-        self.fleet = FleetController(robot_specs(self.robots, self._robot_cfg), controller_params(self._cfg, self._deadlock_cfg),
+        self.fleet: Optional[FleetController] = None
+        on_parameters_changed(self, self._on_parameters)
+        self.start()
+
+    def configure(self) -> None:
+        self.fleet = FleetController(robot_specs(self.robots, self._robot_cfg),
+                                     controller_params(self._cfg, self._deadlock_cfg),
                                      commanded=self._commanded())
         self.commanded = [r for r in self.robots if self.fleet.commanded[self.fleet.index[r]]]
         for robot, fields in self._robot_cfg.items():
@@ -100,10 +107,10 @@ class OrcaNode(Node):
             msg = twist_type()
             if stamped:
                 msg.header.frame_id = f'{robot}/base_link'
-            self._cmd_out.append((self.fleet.index[robot], self.create_publisher(
+            self._cmd_out.append((self.fleet.index[robot], self.create_lifecycle_publisher(
                 twist_type, robot_topic(robot, 'cmd_vel'), 10), msg))
-        self._marker_pub = self.create_publisher(MarkerArray, '/orca_nav/markers', 10)
-        self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._marker_pub = self.create_lifecycle_publisher(MarkerArray, '/orca_nav/markers', 10)
+        self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10)
         for i, robot in enumerate(self.robots):
             # Best effort (REP-2003 sensor data): only the newest odometry matters, and it
             # matches reliable and best-effort publishers alike. Raw: read without rclpy's full
@@ -123,10 +130,16 @@ class OrcaNode(Node):
         self._make_control_timer()
         self._set_marker_timer(self._cfg['marker_rate'])
         self.create_timer(1.0 / self._cfg['diagnostics_rate'], self._publish_diagnostics)
-        on_parameters_changed(self, self._on_parameters)
         self.get_logger().info(
             f'{len(self.commanded)} of {len(self.robots)} robots commanded ({self._cfg["mode"]}), '
             f'{self._cfg["control_rate"]:g} Hz, trigger {self._cfg["cycle_trigger"]}')
+
+    def activated(self) -> None:
+        self._engage_ready_robots()
+
+    def deactivating(self) -> None:
+        """Every commanded robot gets one zero command: stopped, not left on its last one."""
+        self._publish_commands(np.zeros((len(self.robots), 3)), self.fleet.commanded)
 
     # ------------------------------------------------------------------ parameters -> core
     def _commanded(self) -> List[str]:
@@ -151,6 +164,8 @@ class OrcaNode(Node):
                     goals[robot] = value
             else:
                 self._cfg[name] = value
+        if not self.configured:
+            return      # the next configure reads them
         old_inflation = self.fleet.params.map_inflation
         for note in self.fleet.configure(controller_params(self._cfg, self._deadlock_cfg), robot_specs(self.robots, self._robot_cfg)):
             self.get_logger().warning(note)
@@ -208,6 +223,8 @@ class OrcaNode(Node):
                 self.get_logger().warning(f'{robot}: odometry has no header.stamp; using the '
                                           'time it arrives')
         self.fleet.set_state(i, stamp, state.position, state.velocity, state.yaw)
+        if not self.active:
+            return
         now = self.fleet.cycle_time(node_now(self))
         if self._cfg['cycle_trigger'] == 'odometry' and self.fleet.states_complete(now):
             self._cycle(now)
@@ -306,7 +323,7 @@ class OrcaNode(Node):
     # ------------------------------------------------------------------ control cycle
     def _on_timer(self) -> None:
         now = node_now(self)
-        if self.fleet.due(now):
+        if self.active and self.fleet.due(now):
             self._cycle(now)
 
     def _cycle(self, now: float) -> None:

@@ -35,7 +35,6 @@ from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry, Path
 from rclpy.clock import Clock, ClockType
-from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
@@ -45,6 +44,7 @@ from orca_nav.core.planning.fleet_planner import (Actions, FleetPlanner, Level, 
                                                   StartState, run_request)
 from orca_nav.ros.convert import (latched_qos, msg_to_grid, node_now, odom_state_from_cdr,
                                   quaternion_to_yaw, robot_topic, seconds_to_time)
+from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import (ROBOT_SPECS, SHARED_SPECS, ParamSpec, declare_parameters,
                                  declare_robot_parameters, on_parameters_changed)
@@ -107,19 +107,25 @@ def goal_from_msg(msg: PoseStamped, frame: str) -> np.ndarray:
     return np.array([p.x, p.y, quaternion_to_yaw(q)])
 
 
-class PlannerNode(Node):
-    """Global planning for a fleet; see the module docstring."""
+class PlannerNode(ManagedNode):
+    """Global planning for a fleet, a managed node (`orca_nav.ros.lifecycle`); see the module
+    docstring."""
 
     def __init__(self, **kwargs):
         super().__init__('planner_node', **kwargs)
         self.settings = declare_parameters(self, NODE_SPECS)
         self.frame = self.settings['global_frame']
         self.robot_configs = declare_robot_parameters(self, self.settings['robots'], ROBOT_SPECS)
+        self.supervisor = None
+        self._pool = ThreadPoolExecutor(max_workers=self.settings['planner_threads'],
+                                        thread_name_prefix='planner')
+        on_parameters_changed(self, self._on_parameters)
+        self.start()
+
+    def configure(self) -> None:
         self.supervisor = FleetPlanner(
             {name: robot_spec(name, config) for name, config in self.robot_configs.items()},
             PlanSettings.from_values(self.settings), ReplanPolicy.from_values(self.settings))
-        self._pool = ThreadPoolExecutor(max_workers=self.settings['planner_threads'],
-                                        thread_name_prefix='planner')
         self._outcomes = queue.SimpleQueue()
         self._jobs_out = 0
         # Steady: results are collected even while simulated time is paused.
@@ -128,9 +134,9 @@ class PlannerNode(Node):
             autostart=False)
         self._plan_pubs, self._traj_pubs = {}, {}
         for name in self.robot_configs:
-            self._plan_pubs[name] = self.create_publisher(Path, robot_topic(name, 'plan'),
-                                                          latched_qos())
-            self._traj_pubs[name] = self.create_publisher(
+            self._plan_pubs[name] = self.create_lifecycle_publisher(
+                Path, robot_topic(name, 'plan'), latched_qos())
+            self._traj_pubs[name] = self.create_lifecycle_publisher(
                 MultiDOFJointTrajectory, robot_topic(name, 'trajectory'), latched_qos())
             self.create_subscription(Odometry, robot_topic(name, 'odom'),  # as orca_node's
                                      lambda raw, n=name: self._on_odom(n, raw),
@@ -138,13 +144,14 @@ class PlannerNode(Node):
             self.create_subscription(PoseStamped, robot_topic(name, 'goal_pose'),
                                      lambda msg, n=name: self._on_goal(n, msg), 10)
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
-        self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10)
         self.create_timer(self.settings['replan_check_period'], self._check_progress)
         self.create_timer(self.settings['status_period'],
                           lambda: self._publish_statuses(self.supervisor.statuses()))
-        on_parameters_changed(self, self._on_parameters)
         self.get_logger().info(f'planning for {len(self.robot_configs)} robots: '
                                f'{", ".join(self.robot_configs)} in frame {self.frame!r}')
+
+    def activated(self) -> None:
         if self.settings['plan_configured_goals']:
             for name, config in self.robot_configs.items():
                 if len(config['goal']) == 3:
@@ -156,9 +163,12 @@ class PlannerNode(Node):
             robot, _, field_name = full_name.partition('.')
             if robot in self.robot_configs and field_name:
                 self.robot_configs[robot][field_name] = value
-                self.supervisor.set_robot(robot, robot_spec(robot, self.robot_configs[robot]))
+                if self.supervisor is not None:
+                    self.supervisor.set_robot(robot, robot_spec(robot, self.robot_configs[robot]))
             elif full_name in self.settings:
                 self.settings[full_name] = value
+        if self.supervisor is None:
+            return      # the next configure reads them
         self.supervisor.configure(PlanSettings.from_values(self.settings),
                                   ReplanPolicy.from_values(self.settings))
 
@@ -176,6 +186,9 @@ class PlannerNode(Node):
         self._apply(self.supervisor.set_start_state(name, state, node_now(self)))
 
     def _on_goal(self, name: str, msg: PoseStamped) -> None:
+        if not self.active:
+            self.get_logger().warning(f'{name}: goal ignored: planner_node is not active')
+            return
         try:
             goal = goal_from_msg(msg, self.frame)
         except ValueError as err:
@@ -197,7 +210,8 @@ class PlannerNode(Node):
         self._apply(actions)
 
     def _check_progress(self) -> None:
-        self._apply(self.supervisor.check_progress(node_now(self)))
+        if self.active:
+            self._apply(self.supervisor.check_progress(node_now(self)))
 
     # ------------------------------------------------------------------ planning jobs
     def _plan(self, request: PlanRequest) -> None:

@@ -1,0 +1,151 @@
+"""Managed nodes over real DDS: a lifecycle client (what nav2_lifecycle_manager does with bond
+off) drives orca_node, planner_node and map_publisher through the standard
+`<node>/change_state` and `<node>/get_state` services."""
+from pathlib import Path
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+from geometry_msgs.msg import PoseStamped, Twist  # noqa: E402
+from lifecycle_msgs.msg import State, Transition  # noqa: E402
+from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
+from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import qos_profile_sensor_data  # noqa: E402
+
+from orca_nav.ros.convert import latched_qos, state_to_odom  # noqa: E402
+from orca_nav.ros.map_publisher import MapPublisher  # noqa: E402
+from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
+from orca_nav.ros.planner_node import PlannerNode  # noqa: E402
+from ros_harness import RosHarness, SimClock, sim_time  # noqa: E402
+
+pytestmark = pytest.mark.ros
+MANUAL = Parameter('autostart', value=False)
+CORRIDOR = Path(__file__).resolve().parents[1] / 'config' / 'maps' / 'corridor.yaml'
+
+
+@pytest.fixture
+def ros():
+    harness = RosHarness()
+    yield harness
+    harness.shutdown()
+
+
+class LifecycleClient:
+    """The two services a lifecycle manager uses, called over DDS."""
+
+    def __init__(self, ros, node_name):
+        self.ros = ros
+        self.change = ros.probe.create_client(ChangeState, f'/{node_name}/change_state')
+        self.get = ros.probe.create_client(GetState, f'/{node_name}/get_state')
+        assert ros.wait_for(lambda: self.change.service_is_ready() and self.get.service_is_ready())
+
+    def _call(self, client, request):
+        future = client.call_async(request)
+        assert self.ros.wait_for(future.done), 'the lifecycle service did not answer'
+        return future.result()
+
+    def transition(self, transition_id) -> bool:
+        return self._call(self.change, ChangeState.Request(
+            transition=Transition(id=transition_id))).success
+
+    def state(self) -> str:
+        return self._call(self.get, GetState.Request()).current_state.label
+
+
+def test_orca_node_through_its_lifecycle(ros):
+    node = ros.add(OrcaNode(context=ros.context, parameter_overrides=[
+        sim_time(), MANUAL, Parameter('robots', value=['r0'])]))
+    clock = SimClock(ros)
+    client = LifecycleClient(ros, 'orca_node')
+    assert client.state() == 'unconfigured'
+    assert node.count_subscribers('/r0/odom') == 0      # nothing is wired before configure
+
+    assert client.transition(Transition.TRANSITION_CONFIGURE)
+    assert client.state() == 'inactive'
+    cmds = ros.collect(Twist, '/r0/cmd_vel')
+    odom = ros.publisher(Odometry, '/r0/odom', qos_profile_sensor_data)
+    goal = ros.publisher(PoseStamped, '/r0/goal_pose')
+
+    def report(x):
+        stamp = clock.advance(0.05)
+        odom.publish(state_to_odom((x, 0.0), 0.0, (0.0, 0.0), 0.0, stamp, 'map', 'r0/base_link'))
+
+    msg = PoseStamped()
+    msg.header.frame_id = 'map'
+    msg.pose.position.x = 5.0
+    goal.publish(msg)
+    assert ros.wait_for(lambda: node.fleet.view(clock.now_s).goals[0, 0] == 5.0)
+    # Inactive: odometry is taken in (the state is current) but no robot is commanded.
+    for k in range(3):
+        report(0.0)
+        assert ros.wait_for(lambda: node.fleet.view(clock.now_s).positions[0, 0] == 0.0)
+    assert cmds == []
+
+    assert client.transition(Transition.TRANSITION_ACTIVATE)
+    assert client.state() == 'active'
+    report(0.0)
+    assert ros.wait_for(lambda: any(c.linear.x > 0.0 for c in cmds))
+
+    # Deactivated: exactly one zero command, then none while odometry keeps coming.
+    assert client.transition(Transition.TRANSITION_DEACTIVATE)
+    assert ros.wait_for(lambda: cmds[-1].linear.x == 0.0)
+    count = len(cmds)
+    for k in range(5):
+        report(0.01 * (k + 1))
+        assert ros.wait_for(
+            lambda: node.fleet.view(clock.now_s).positions[0, 0] == 0.01 * (k + 1))
+    assert len(cmds) == count and client.state() == 'inactive'
+
+    assert client.transition(Transition.TRANSITION_CLEANUP)
+    assert client.state() == 'unconfigured'
+    assert ros.wait_for(lambda: odom.get_subscription_count() == 0)
+    # Configured again, it starts from the parameters, as the first time.
+    assert client.transition(Transition.TRANSITION_CONFIGURE)
+    assert client.transition(Transition.TRANSITION_ACTIVATE)
+    assert ros.wait_for(lambda: odom.get_subscription_count() == 1)
+    assert client.transition(Transition.TRANSITION_ACTIVE_SHUTDOWN)
+    assert client.state() == 'finalized'
+
+
+def test_a_failed_configure_names_the_parameter_and_keeps_the_node(ros):
+    ros.add(OrcaNode(context=ros.context, parameter_overrides=[
+        MANUAL, Parameter('robots', value=['r0', 'r1']), Parameter('mode', value='per_robot')]))
+    client = LifecycleClient(ros, 'orca_node')
+    assert not client.transition(Transition.TRANSITION_CONFIGURE)
+    assert client.state() == 'unconfigured'
+    # With autostart the same problem stops start-up, as a bad parameter does.
+    with pytest.raises(ValueError, match='robot_name: required in per_robot mode'):
+        OrcaNode(context=ros.context, node_name='orca_autostart', parameter_overrides=[
+            Parameter('robots', value=['r0', 'r1']), Parameter('mode', value='per_robot')])
+
+
+def test_map_publisher_publishes_when_activated(ros):
+    ros.add(MapPublisher(context=ros.context, parameter_overrides=[
+        MANUAL, Parameter('yaml_filename', value=str(CORRIDOR))]))
+    client = LifecycleClient(ros, 'map_publisher')
+    maps = ros.collect(OccupancyGridMsg, '/map', qos=latched_qos())
+    assert client.transition(Transition.TRANSITION_CONFIGURE)
+    assert ros.wait_for(lambda: ros.probe.count_publishers('/map') == 1)
+    assert maps == []
+    assert client.transition(Transition.TRANSITION_ACTIVATE)
+    assert ros.wait_for(lambda: maps)
+    assert (maps[0].info.width, maps[0].info.height) == (280, 101)
+
+
+def test_planner_node_configures_and_activates(ros):
+    ros.add(PlannerNode(context=ros.context, parameter_overrides=[
+        MANUAL, Parameter('robots', value=['r0'])]))
+    client = LifecycleClient(ros, 'planner_node')
+    assert client.state() == 'unconfigured'
+    assert client.transition(Transition.TRANSITION_CONFIGURE)
+    assert client.state() == 'inactive'
+    assert client.transition(Transition.TRANSITION_ACTIVATE)
+    assert client.state() == 'active'
+    assert ros.wait_for(lambda: ros.probe.count_subscribers('/r0/goal_pose') == 1)
+    assert client.transition(Transition.TRANSITION_DEACTIVATE)
+    assert client.transition(Transition.TRANSITION_CLEANUP)
+    assert ros.wait_for(lambda: ros.probe.count_subscribers('/r0/goal_pose') == 0)
+    assert client.state() == 'unconfigured'
+

@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from orca_nav.ros import fleet_sim_node, map_publisher, orca_node, planner_node  # noqa: E402
+from orca_nav.ros.lifecycle import AUTOSTART  # noqa: E402
 from orca_nav.ros.params import ROBOT_SPECS, ParamSpec  # noqa: E402
 
 PAGE = REPO / 'docs' / 'parameters.md'
@@ -29,14 +30,15 @@ def sections() -> List[Tuple[str, str, List[Tuple[str, ParamSpec]]]]:
     def named(specs: Iterable[ParamSpec], prefix: str = '') -> List[Tuple[str, ParamSpec]]:
         return [(prefix + spec.name, spec) for spec in specs]
     return [
-        ('orca_node', 'orca_nav/ros/orca_node.py: NODE_SPECS, DEADLOCK_SPECS',
-         named(orca_node.NODE_SPECS) + named(orca_node.DEADLOCK_SPECS, 'deadlock.')),
-        ('planner_node', 'orca_nav/ros/planner_node.py: NODE_SPECS',
-         named(planner_node.NODE_SPECS)),
+        ('orca_node', 'orca_nav/ros/orca_node.py: NODE_SPECS, DEADLOCK_SPECS; lifecycle.py',
+         named(orca_node.NODE_SPECS) + named(orca_node.DEADLOCK_SPECS, 'deadlock.')
+         + named([AUTOSTART])),
+        ('planner_node', 'orca_nav/ros/planner_node.py: NODE_SPECS; lifecycle.py',
+         named(planner_node.NODE_SPECS) + named([AUTOSTART])),
         ('fleet_sim (fleet_sim_node)', 'orca_nav/ros/fleet_sim_node.py: NODE_SPECS',
          named(fleet_sim_node.NODE_SPECS)),
-        ('map_publisher', 'orca_nav/ros/map_publisher.py: NODE_SPECS',
-         named(map_publisher.NODE_SPECS)),
+        ('map_publisher', 'orca_nav/ros/map_publisher.py: NODE_SPECS; lifecycle.py',
+         named(map_publisher.NODE_SPECS) + named([AUTOSTART])),
         ('Per-robot parameters `<robot>.<field>` (orca_node, planner_node, fleet_sim)',
          'orca_nav/ros/params.py: ROBOT_SPECS, from orca_nav/core/fleet/robots.py',
          named(ROBOT_SPECS, '<robot>.')),

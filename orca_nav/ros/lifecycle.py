@@ -51,11 +51,13 @@ class ManagedNode(LifecycleNode):
         self.active = False
         self.configured = False
         self._autostart = declare_parameters(self, [AUTOSTART])['autostart']
-        # The lifecycle and parameter services: everything else is the configured node's.
-        self._permanent = {id(e) for _, e in _entities(self)}
+        self._permanent = set()
 
     def start(self) -> None:
-        """Call at the end of the subclass constructor: autostart, if asked."""
+        """Call at the end of the subclass constructor: autostart, if asked. What exists by then
+        (services, anything the constructor made) lives as long as the node; everything else is
+        the configured node's, destroyed by cleanup."""
+        self._permanent = {id(e) for _, e in _entities(self)}
         if not self._autostart:
             self.get_logger().info('waiting for a lifecycle manager (autostart false)')
             return

@@ -18,16 +18,11 @@ A robot gets its first cmd_vel once the controller can command it (map prepared 
 `require_map`, first trajectory with `trajectories_only`); then one every cycle.
 
 Threads: every callback runs in the node's one mutually exclusive callback group; the map
-preparation runs on a worker thread that touches no node state and publishes nothing: it leaves
-its result in a locked slot that a steady-clock timer, running only while a map is being
-prepared, takes (a guard condition would be the direct hand-over, but rclpy's EventsExecutor,
-which the in-process runner uses, has none; steady, because simulated time may stand still
-until the map is in).
+preparation runs on a worker thread and comes back through `offload.Offloaded`.
 """
 from __future__ import annotations
 
 import math
-import threading
 import time
 from typing import Dict, List, Optional
 
@@ -36,7 +31,6 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry
-from rclpy.clock import Clock, ClockType
 from rclpy.qos import qos_profile_sensor_data
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 from visualization_msgs.msg import MarkerArray
@@ -48,6 +42,7 @@ from orca_nav.ros.diagnostics import status_msg
 from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.markers import fleet_markers
 from orca_nav.ros.node_main import run_node
+from orca_nav.ros.offload import Offloaded
 from orca_nav.ros.orca_params import (DEADLOCK_SPECS, NODE_SPECS, controller_params,
                                       robot_specs)
 from orca_nav.ros.params import declare_parameters, declare_robot_parameters, on_parameters_changed
@@ -59,7 +54,6 @@ _WARN_PERIOD_S = 2.0
 # onto the odometry's phase and make every burst wait most of a period).
 _LATE_ODOMETRY_PERIODS = 1.25
 _CYCLE_HISTORY = 200   # cycle statistics cover the last 200 cycles (10 s at 20 Hz)
-_MAP_POLL_S = 0.02     # wall seconds between looks for a prepared map, while one is prepared
 
 
 class OrcaNode(ManagedNode):
@@ -75,6 +69,7 @@ class OrcaNode(ManagedNode):
         self._deadlock_cfg = declare_parameters(self, DEADLOCK_SPECS, prefix='deadlock.')
         self.global_frame = self._cfg['global_frame']
         self.fleet: Optional[FleetController] = None
+        self._map_jobs = Offloaded(self, self._take_prepared_map, threads=1, name='orca_map')
         on_parameters_changed(self, self._on_parameters)
         self.start()
 
@@ -92,14 +87,11 @@ class OrcaNode(ManagedNode):
         self._said_waiting = False              # "waiting for /map" logged
         self._cycle_ms: List[float] = []        # wall-clock duration of recent cycles
         self._cycle_cpu_ms: List[float] = []    # CPU time of this thread in them
-        # Map preparation: the worker leaves its result here; the timer takes it.
-        self._prepared_lock = threading.Lock()
-        self._prepared: Optional[tuple] = None
-        self._map_version = 0
-        self._map_timer = self.create_timer(_MAP_POLL_S, self._take_prepared_map,
-                                            clock=Clock(clock_type=ClockType.STEADY_TIME),
-                                            autostart=False)
+        self._map_version = 0       # the newest map (or inflation) being prepared
 
+        cmd_in, cmd_out = self._cfg['cmd_vel_in'], self._cfg['cmd_vel_out']
+        if cmd_in == cmd_out:
+            raise ValueError(f'cmd_vel_in: {cmd_in!r} is also cmd_vel_out (a loop)')
         stamped = self._cfg['cmd_vel_stamped']
         twist_type = TwistStamped if stamped else Twist
         self._cmd_out = []      # (row, publisher, message) per commanded robot, messages reused
@@ -108,7 +100,7 @@ class OrcaNode(ManagedNode):
             if stamped:
                 msg.header.frame_id = f'{robot}/base_link'
             self._cmd_out.append((self.fleet.index[robot], self.create_lifecycle_publisher(
-                twist_type, robot_topic(robot, 'cmd_vel'), 10), msg))
+                twist_type, robot_topic(robot, cmd_out), 10), msg))
         self._marker_pub = self.create_lifecycle_publisher(MarkerArray, '/orca_nav/markers', 10)
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10)
         for i, robot in enumerate(self.robots):
@@ -121,10 +113,16 @@ class OrcaNode(ManagedNode):
             # Every robot's goal: the deadlock breaker's priorities need to know who travels.
             self.create_subscription(PoseStamped, robot_topic(robot, 'goal_pose'),
                                      lambda msg, i=i: self._on_goal(i, msg), 10)
+        in_type = TwistStamped if self._cfg['cmd_vel_in_stamped'] else Twist
         for robot in self.commanded:
             i = self.fleet.index[robot]
-            self.create_subscription(MultiDOFJointTrajectory, robot_topic(robot, 'trajectory'),
-                                     lambda msg, i=i: self._on_trajectory(i, msg), latched_qos())
+            if cmd_in:
+                self.create_subscription(in_type, robot_topic(robot, cmd_in),
+                                         lambda msg, i=i: self._on_cmd_vel_in(i, msg), 10)
+            else:
+                self.create_subscription(
+                    MultiDOFJointTrajectory, robot_topic(robot, 'trajectory'),
+                    lambda msg, i=i: self._on_trajectory(i, msg), latched_qos())
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
         self._timer = self._marker_timer = None
         self._make_control_timer()
@@ -266,6 +264,16 @@ class OrcaNode(ManagedNode):
         self.fleet.set_trajectory(i, reference, start_s)
         self._engage_ready_robots()
 
+    def _on_cmd_vel_in(self, i: int, msg) -> None:
+        """Filter mode: the twist counts from its arrival (the node clock), stamped or not."""
+        twist = msg.twist if isinstance(msg, TwistStamped) else msg
+        try:
+            self.fleet.set_input_twist(i, node_now(self),
+                                       (twist.linear.x, twist.linear.y, twist.angular.z))
+        except ValueError as err:
+            self._warn((self.robots[i], 'cmd_vel_in'),
+                       f'{self.robots[i]}: ignoring {self._cfg["cmd_vel_in"]}: {err}')
+
     def _engage_ready_robots(self) -> None:
         """A robot that just became commandable gets its first command, a zero, now and not at
         the next cycle (whose odometry a simulator in lockstep holds back until every robot
@@ -285,33 +293,17 @@ class OrcaNode(ManagedNode):
         self._prepare_map(grid)
 
     def _prepare_map(self, grid) -> None:
-        """Prepares the map on a worker thread (a large map must not stall control cycles); the
-        next cycle takes the result."""
+        """Prepares the map on a worker thread (a large map must not stall control cycles)."""
         self._map_version += 1
-        version = self._map_version
-        inflation, guided = self.fleet.params.map_inflation, self.fleet.guided
-        goals, radii = self.fleet.goals_to_prepare()
-        self._map_timer.reset()
+        self._map_jobs.submit(_timed_prepare_map, self._map_version, grid,
+                              self.fleet.params.map_inflation, self.fleet.guided,
+                              *self.fleet.goals_to_prepare())
 
-        def work():
-            started = time.perf_counter()
-            model = prepare_map(grid, inflation, guided, goals, radii)
-            with self._prepared_lock:
-                self._prepared = (version, model, time.perf_counter() - started)
-
-        threading.Thread(target=work, name='orca_map', daemon=True).start()
-
-    def _take_prepared_map(self) -> None:
-        with self._prepared_lock:
-            prepared, self._prepared = self._prepared, None
-        if prepared is None:
-            return
+    def _take_prepared_map(self, prepared) -> None:
         version, model, seconds = prepared
-        if version != self._map_version:
-            return      # a newer map (or inflation) is being prepared
-        self._map_timer.cancel()
-        self._use_map(model, seconds)
-        self._engage_ready_robots()
+        if version == self._map_version:    # else a newer map (or inflation) is on its way
+            self._use_map(model, seconds)
+            self._engage_ready_robots()
 
     def _use_map(self, model: MapModel, seconds: float) -> None:
         for i, reason in self.fleet.set_map(model):
@@ -379,6 +371,12 @@ class OrcaNode(ManagedNode):
         msg.status.append(status_msg('orca_node: control cycle', '', 0,
                                      f'last {len(self._cycle_ms)} cycles', values))
         self._diag_pub.publish(msg)
+
+
+def _timed_prepare_map(version, *args):
+    started = time.perf_counter()
+    model = prepare_map(*args)
+    return version, model, time.perf_counter() - started
 
 
 def main(args=None):

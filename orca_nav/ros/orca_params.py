@@ -36,6 +36,15 @@ NODE_SPECS = [
               'bound of diff-drive/car robots (s)', min=0.0, max=10.0),
     ParamSpec('cmd_vel_stamped', False, 'Publish geometry_msgs/TwistStamped instead of Twist',
               read_only=True),
+    ParamSpec('cmd_vel_out', 'cmd_vel', 'Per-robot topic the commands go out on '
+              '(/<robot>/<cmd_vel_out>)', read_only=True),
+    ParamSpec('cmd_vel_in', '', "Filter mode (in a Nav2 chain): per-robot topic of another "
+              "controller's twists, each robot's preferred velocity (/<robot>/<cmd_vel_in>); "
+              "empty: orca_nav's own goals and trajectories", read_only=True),
+    ParamSpec('cmd_vel_in_stamped', False, 'Filter mode: the input twists are '
+              'geometry_msgs/TwistStamped instead of Twist', read_only=True),
+    ParamSpec('source_timeout', 0.5, 'Filter mode: an input twist older than this stops the '
+              'robot (s)', min=0.01, max=60.0),
     ParamSpec('trajectories_only', False, 'Robots hold still until their first /<robot>/trajectory '
               'arrives (a planner owns every goal); otherwise they head straight for their goal',
               read_only=True),
@@ -80,7 +89,8 @@ def robot_specs(robots: List[str], fields: Dict[str, Dict[str, Any]]) -> List[Ro
 
 
 def controller_params(c: Dict[str, Any], d: Dict[str, Any]) -> ControllerParams:
-    """The node parameters `c` and `deadlock.*` parameters `d` as the controller's."""
+    """The node parameters `c` and `deadlock.*` parameters `d` as the controller's (filter mode
+    knows no goals, so it has no deadlock breaker)."""
     deadlock = None if not d['enabled'] else DeadlockParams(
         stall_time=d['stall_time'], min_progress=d['min_progress'],
         recovery_time=d['recovery_time'], yield_factor=d['yield_factor'],
@@ -93,4 +103,5 @@ def controller_params(c: Dict[str, Any], d: Dict[str, Any]) -> ControllerParams:
         safety_margin=c['safety_margin'], command_latency=c['command_latency'],
         goal_tolerance=c['goal_tolerance'], map_inflation=c['map_inflation'],
         trajectories_only=c['trajectories_only'], require_map=c['require_map'],
-        deadlock=deadlock)
+        filter_mode=bool(c['cmd_vel_in']), source_timeout=c['source_timeout'],
+        deadlock=None if c['cmd_vel_in'] else deadlock)

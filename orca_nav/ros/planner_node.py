@@ -16,16 +16,13 @@ plan requests it returns and publishes what it decides:
 Threads: subscriptions and timers share the node's default (mutually exclusive) callback
 group, so the supervisor runs on one executor thread at a time, under any executor. Plan
 requests run on a thread pool (`run_request`, pure core: the worker touches neither the
-supervisor nor a publisher) and the worker queues the outcome; while jobs are out, a timer
-collects outcomes every `OUTCOME_POLL_S` and hands them back to the supervisor. (A guard
-condition would wake the executor instead, but rclpy's EventsExecutor, which bringup runs the
-nodes on, does not support guard conditions.) Time is the node clock (`use_sim_time` honoured).
+supervisor nor a publisher) and come back through `offload.Offloaded`. Time is the node clock
+(`use_sim_time` honoured). A managed node (`orca_nav.ros.lifecycle`): while inactive it takes
+odometry and the map but ignores goals and does not replan.
 """
 from __future__ import annotations
 
 import math
-import queue
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from typing import Dict, Iterable
 
@@ -34,25 +31,24 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry, Path
-from rclpy.clock import Clock, ClockType
 from rclpy.qos import qos_profile_sensor_data
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
 from orca_nav.core.fleet.robots import ROBOT_FIELDS, RobotSpec
-from orca_nav.core.planning.fleet_planner import (Actions, FleetPlanner, Level, PlanRequest,
+from orca_nav.core.planning.fleet_planner import (Actions, FleetPlanner, Level,
                                                   PlanSettings, ReplanPolicy, RobotStatus,
                                                   StartState, run_request)
 from orca_nav.ros.convert import (latched_qos, msg_to_grid, node_now, odom_state_from_cdr,
                                   quaternion_to_yaw, robot_topic, seconds_to_time)
 from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.node_main import run_node
+from orca_nav.ros.offload import Offloaded
 from orca_nav.ros.params import (ROBOT_SPECS, SHARED_SPECS, ParamSpec, declare_parameters,
                                  declare_robot_parameters, on_parameters_changed)
 from orca_nav.ros.trajectory_msgs import (empty_path, empty_trajectory, reference_to_path,
                                           reference_to_trajectory)
 
 _DEFAULTS = {f.name: f.default for cls in (PlanSettings, ReplanPolicy) for f in fields(cls)}
-OUTCOME_POLL_S = 0.01      # how often finished plans are collected while jobs are out
 _DIAGNOSTIC_LEVEL = {Level.OK: DiagnosticStatus.OK, Level.WARN: DiagnosticStatus.WARN,
                      Level.ERROR: DiagnosticStatus.ERROR}
 
@@ -117,8 +113,8 @@ class PlannerNode(ManagedNode):
         self.frame = self.settings['global_frame']
         self.robot_configs = declare_robot_parameters(self, self.settings['robots'], ROBOT_SPECS)
         self.supervisor = None
-        self._pool = ThreadPoolExecutor(max_workers=self.settings['planner_threads'],
-                                        thread_name_prefix='planner')
+        self._jobs = Offloaded(self, self._on_outcome, threads=self.settings['planner_threads'],
+                               name='planner')
         on_parameters_changed(self, self._on_parameters)
         self.start()
 
@@ -126,12 +122,6 @@ class PlannerNode(ManagedNode):
         self.supervisor = FleetPlanner(
             {name: robot_spec(name, config) for name, config in self.robot_configs.items()},
             PlanSettings.from_values(self.settings), ReplanPolicy.from_values(self.settings))
-        self._outcomes = queue.SimpleQueue()
-        self._jobs_out = 0
-        # Steady: results are collected even while simulated time is paused.
-        self._outcome_poll = self.create_timer(
-            OUTCOME_POLL_S, self._on_outcomes, clock=Clock(clock_type=ClockType.STEADY_TIME),
-            autostart=False)
         self._plan_pubs, self._traj_pubs = {}, {}
         for name in self.robot_configs:
             self._plan_pubs[name] = self.create_lifecycle_publisher(
@@ -213,29 +203,13 @@ class PlannerNode(ManagedNode):
         if self.active:
             self._apply(self.supervisor.check_progress(node_now(self)))
 
-    # ------------------------------------------------------------------ planning jobs
-    def _plan(self, request: PlanRequest) -> None:
-        """Worker thread: plan and queue the outcome."""
-        self._outcomes.put(run_request(request))
-
-    def _on_outcomes(self) -> None:
-        while True:
-            try:
-                outcome = self._outcomes.get_nowait()
-            except queue.Empty:
-                break
-            self._jobs_out -= 1
-            self._apply(self.supervisor.finish(outcome, node_now(self)))
-        if self._jobs_out == 0:
-            self._outcome_poll.cancel()
+    def _on_outcome(self, outcome) -> None:
+        self._apply(self.supervisor.finish(outcome, node_now(self)))
 
     # ------------------------------------------------------------------ outputs
     def _apply(self, actions: Actions) -> None:
         for request in actions.plan:
-            self._jobs_out += 1
-            self._pool.submit(self._plan, request)
-            if self._outcome_poll.is_canceled():
-                self._outcome_poll.reset()
+            self._jobs.submit(run_request, request)
         for update in actions.publish:
             name, reference, start_s = update.robot, update.reference, update.start_s
             if reference is None:
@@ -271,7 +245,7 @@ class PlannerNode(ManagedNode):
         self._diag_pub.publish(msg)
 
     def destroy_node(self):
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._jobs.close()
         return super().destroy_node()
 
 

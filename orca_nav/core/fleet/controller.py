@@ -4,7 +4,8 @@ One `FleetController` serves a fleet (or, in per-robot mode, commands one robot 
 others as reciprocal agents). Each control cycle, for all robots at once:
 
     states -> preferred velocities (trajectory tracking | toward the goal around the map's
-              obstacles (guidance) + deadlock breaker)
+              obstacles (guidance) + deadlock breaker | in filter mode, each robot's incoming
+              twist: `velocity_filter`)
            -> ORCA (radius enlarged by the NH-ORCA tracking-error bound for diff-drive/car)
            -> body twists per kinematic model -> acceleration limits
 
@@ -40,6 +41,7 @@ from orca_nav.core.fleet.kinematics import (CAR, DIFF_DRIVE, RobotLimits, limit_
 from orca_nav.core.fleet.preferred_velocity import goal_velocities
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.tracking import FleetTracker, TrackingCommand, TrackingParams, tracking_twist
+from orca_nav.core.fleet.velocity_filter import filtered_twists, preferred_from_twists
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.reference import Reference
 
@@ -63,10 +65,13 @@ class ControllerParams:
     map_inflation: float = 0.0          # m around occupied cells before they become polygons
     trajectories_only: bool = False     # robots hold still until their first trajectory
     require_map: bool = False           # robots hold still until the first map is prepared
+    filter_mode: bool = False           # preferred velocities are input twists (velocity_filter)
+    source_timeout: float = 0.5         # s: in filter mode, older input twists stop the robot
     deadlock: Optional[DeadlockParams] = field(default_factory=DeadlockParams)   # None: off
 
     def __post_init__(self):
-        for name in ('control_rate', 'time_horizon', 'time_horizon_obst', 'odom_timeout'):
+        for name in ('control_rate', 'time_horizon', 'time_horizon_obst', 'odom_timeout',
+                     'source_timeout'):
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0.0):
                 raise ValueError(f'{name} must be finite and > 0, got {value}')
@@ -170,6 +175,8 @@ class FleetController:
         self._stale = np.zeros(n, dtype=bool)       # commanded, known and stale at the last cycle
         self._engaged = np.zeros(n, dtype=bool)     # commanded from the first cycle it was ready
         self._has_trajectory = np.zeros(n, dtype=bool)
+        self._input_twist = np.zeros((n, 3))        # filter mode: the latest incoming twist
+        self._input_stamp = np.full(n, -np.inf)
         self._last_cycle = -np.inf
         self._lines: Optional[Tuple[np.ndarray, OrcaLines]] = None
         # Per robot, since the last status report: cycles it was commanded in, and those in which
@@ -285,6 +292,15 @@ class FleetController:
                     f'{clearance:.3f} m <= radius {self._radius[i]:.3f} m)')
         return None
 
+    def set_input_twist(self, i: int, stamp: float, twist) -> None:
+        """Filter mode: robot i's incoming body twist (vx, vy, wz), received at `stamp`; it is
+        the robot's preferred velocity until `source_timeout` after that."""
+        twist = np.asarray(twist, dtype=float)
+        if twist.shape != (3,) or not np.all(np.isfinite(twist)):
+            raise ValueError(f'twist: {twist.tolist()} is not three finite numbers')
+        self._input_twist[i] = twist
+        self._input_stamp[i] = stamp
+
     def set_trajectory(self, i: int, reference: Optional[Reference], start_time: float) -> None:
         """Robot i tracks `reference` whose t = 0 is `start_time`; None (an empty or refused
         trajectory) makes it hold still. From its first trajectory on a robot is tracked: it no
@@ -317,7 +333,7 @@ class FleetController:
         ready = self.commanded & self.live(now)
         if p.require_map and self._map is None:
             ready = np.zeros_like(ready)
-        if p.trajectories_only:
+        if p.trajectories_only and not p.filter_mode:
             ready &= self._has_trajectory
         return ready
 
@@ -398,8 +414,13 @@ class FleetController:
         p = self.params
         positions = self._position[rows]
         velocities = np.where(live[:, None], self._velocity[rows], 0.0)
-        limits = _subset_limits(self._limits, rows)
-        pref, tracking = self._preferred(rows, live, positions, limits, now)
+        limits = self._limits.subset(rows)
+        if p.filter_mode:
+            fed = now - self._input_stamp[rows] <= p.source_timeout
+            inputs = np.where(fed[:, None], self._input_twist[rows], 0.0)
+            pref = preferred_from_twists(inputs, self._yaw[rows], limits)
+        else:
+            pref, tracking = self._preferred(rows, live, positions, limits, now)
         pref = np.where(run[:, None], pref, velocities)
         orca = OrcaParams(time_step=p.period, neighbor_dist=p.neighbor_dist,
                           max_neighbors=p.max_neighbors, time_horizon=p.time_horizon,
@@ -410,6 +431,9 @@ class FleetController:
         self._orca_cycles[rows] += run
         self._infeasible_cycles[rows] += run & solution.infeasible
         self._lines = (rows, solution.lines)
+        if p.filter_mode:    # the chain's velocity smoother limits acceleration upstream
+            twist = filtered_twists(solution.velocities, pref, inputs, self._yaw[rows], limits)
+            return np.where((run & fed)[:, None], twist, 0.0)   # no input, no motion
         command = tracking_twist(solution.velocities, self._yaw[rows], limits, tracking)
         twist = limit_twist(command, self._twist[rows], limits, dt)
         return np.where(run[:, None], twist, 0.0)
@@ -472,6 +496,11 @@ class FleetController:
                 level, message = WARN, f'stale odometry ({age:.2f} s old): stopped'
             elif waiting_for_map:
                 level, message = WARN, 'waiting for the map: holding still'
+            elif self.params.filter_mode:
+                input_age = now - self._input_stamp[i]
+                level, message = OK, ('ok: filtering its input twist'
+                                      if input_age <= self.params.source_timeout else
+                                      'no input twist within source_timeout: stopped')
             elif self._tracked[i] and self._tracker.reference(i) is None:
                 level, message = OK, 'holding still: no trajectory'
             elif not self._tracked[i] and not np.isfinite(self._goal[i, 0]):
@@ -500,8 +529,3 @@ class FleetController:
                          self._goal.copy(), self.commanded & ~self.live(now),
                          self.commanded.copy(), self._limits.max_speed.copy(), self._lines)
 
-
-def _subset_limits(limits: RobotLimits, rows: np.ndarray) -> RobotLimits:
-    return RobotLimits(model=limits.model[rows], max_speed=limits.max_speed[rows],
-                       max_accel=limits.max_accel[rows], max_yaw_rate=limits.max_yaw_rate[rows],
-                       min_turning_radius=limits.min_turning_radius[rows])

@@ -19,7 +19,7 @@ Conventions
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Sequence
 
 import numpy as np
@@ -81,6 +81,10 @@ class RobotLimits:
 
     def __len__(self) -> int:
         return int(self.model.size)
+
+    def subset(self, rows) -> 'RobotLimits':
+        """The limits of the robots `rows` (indices or a boolean mask)."""
+        return RobotLimits(*(getattr(self, f.name)[rows] for f in fields(self)))
 
     @property
     def planar_holonomic(self) -> np.ndarray:

@@ -22,7 +22,7 @@ def fleet(kinematics, **params):
 
 
 @pytest.mark.parametrize('kinematics, twist', [
-    ('holonomic', (0.3, -0.2, 0.4)), ('diff_drive', (0.5, 0.0, 0.3)),
+    ('holonomic', (0.3, -0.2, 0.4)), ('holonomic', (1.0, 0.0, 0.1)), ('diff_drive', (0.5, 0.0, 0.3)),
     ('diff_drive', (-0.2, 0.0, -0.1)), ('car', (0.6, 0.0, 0.2))])
 def test_an_unconstrained_robot_gets_its_input_back_bit_for_bit(kinematics, twist):
     ctl = fleet([kinematics, 'holonomic'])

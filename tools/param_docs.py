@@ -16,7 +16,8 @@ from typing import Iterable, List, Tuple
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from orca_nav.ros import fleet_sim_node, map_publisher, orca_node, planner_node  # noqa: E402
+from orca_nav.ros import (fleet_sim_node, map_publisher, mission_node, orca_node,  # noqa: E402
+                          planner_node)
 from orca_nav.ros.lifecycle import AUTOSTART  # noqa: E402
 from orca_nav.ros.params import ROBOT_SPECS, ParamSpec  # noqa: E402
 
@@ -39,6 +40,8 @@ def sections() -> List[Tuple[str, str, List[Tuple[str, ParamSpec]]]]:
          named(fleet_sim_node.NODE_SPECS)),
         ('map_publisher', 'orca_nav/ros/map_publisher.py: NODE_SPECS; lifecycle.py',
          named(map_publisher.NODE_SPECS) + named([AUTOSTART])),
+        ('mission_node', 'orca_nav/ros/mission_node.py: NODE_SPECS, goals_spec',
+         named(mission_node.NODE_SPECS) + [('<robot>.goals', mission_node.goals_spec('<robot>'))]),
         ('Per-robot parameters `<robot>.<field>` (orca_node, planner_node, fleet_sim)',
          'orca_nav/ros/params.py: ROBOT_SPECS, from orca_nav/core/fleet/robots.py',
          named(ROBOT_SPECS, '<robot>.')),

@@ -21,6 +21,7 @@ MAP_PUBLISHER = 'map_publisher'
 FLEET_SIM = 'fleet_sim'
 ORCA = 'orca_node'
 PLANNER = 'planner_node'
+MISSION = 'mission_node'
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,21 @@ def fleet_parameters(cfg: FleetConfig) -> Dict[str, Any]:
     return params
 
 
+def has_mission(cfg: FleetConfig) -> bool:
+    """Some robot has goals after its first: mission_node steps them."""
+    return any(len(robot.goals) > 1 for robot in cfg.robots)
+
+
+def mission_parameters(cfg: FleetConfig, clock: Dict[str, Any]) -> Dict[str, Any]:
+    """mission_node's parameters: every robot with goals and its goals as flat triples."""
+    robots = [robot for robot in cfg.robots if robot.goals]
+    params: Dict[str, Any] = {'robots': [r.name for r in robots], 'global_frame': cfg.global_frame,
+                              'goal_tolerance': cfg.demo.goal_tolerance, **clock}
+    for robot in robots:
+        params[f'{robot.name}.goals'] = [float(v) for goal in robot.goals for v in goal]
+    return params
+
+
 def uses_sim_time(cfg: FleetConfig, use_sim: bool, use_sim_time: Optional[bool] = None) -> bool:
     """Whether the nodes run on /clock: as asked, else as the fleet file says, else exactly when
     the embedded simulator runs (it is then the clock source)."""
@@ -79,7 +95,8 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
                    sim_overrides: Optional[Dict[str, Any]] = None,
                    observers: int = 0) -> List[NodeSpec]:
     """The nodes that run `cfg`: map publisher (with a map), simulator (use_sim), ORCA
-    (one node, or one per robot namespace in 'per_robot' mode), planner (when enabled), RViz.
+    (one node, or one per robot namespace in 'per_robot' mode), planner (when enabled), the
+    mission (when a robot has several goals), RViz.
 
     use_sim_time: see `uses_sim_time`; with the embedded simulator on simulated time, the
     simulator publishes /clock and every other node follows it. sim_overrides: simulator
@@ -113,7 +130,7 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
             sim['odom_rate'] = float(orca.get('control_rate', 20.0))
             orca['cycle_trigger'] = 'odometry'
             odometry_readers = (1 if mode == 'centralized' else len(cfg.robots)) + \
-                int(cfg.planner_enabled) + observers
+                int(cfg.planner_enabled) + int(has_mission(cfg)) + observers
             sim.setdefault('lockstep_subscribers', odometry_readers)
         specs.append(NodeSpec('fleet_sim_node', FLEET_SIM, parameters=[sim]))
     if mode == 'centralized':
@@ -127,6 +144,8 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
     if cfg.planner_enabled:
         specs.append(NodeSpec('planner_node', PLANNER,
                               parameters=[{**fleet, **clock, **sections['planner_node']}]))
+    if has_mission(cfg):
+        specs.append(NodeSpec(MISSION, MISSION, parameters=[mission_parameters(cfg, clock)]))
     if rviz:
         specs.append(NodeSpec('rviz2', 'rviz2', package='rviz2', parameters=[clock],
                               arguments=['-d', str(share_dir() / 'config' / 'orca_nav.rviz')]))

@@ -1,9 +1,8 @@
-"""The demo's mission layer: steps each robot through its goals and records the run.
+"""The demo's recorder: follows each robot through its goals and records the run.
 
-Every robot starts with its first goal already given (the bringup passes it as the `<robot>.goal`
-parameter, so motion starts with the first control cycle and nothing here can race it); the
-mission publishes `/<robot>/goal_pose` for each further goal once the robot is within the demo's
-goal tolerance of the current one. It records every robot's odometry (time, x, y), the
+mission_node (started by the graph, as under `ros2 launch`) steps the robots through their
+goals; this recorder applies the same `GoalSequences` to the same odometry, so it knows when
+each goal was reached without asking. It records every robot's odometry (time, x, y), the
 simulator's collision reports (`/fleet_sim/collisions`, std_msgs/String with one JSON object per
 new contact) and the planned paths on `/<robot>/plan`. Times are odometry stamps, in seconds
 since the first odometry heard: simulated time when the run is on /clock. The record ends at
@@ -24,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 import numpy as np
-from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry, Path
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
@@ -32,7 +30,8 @@ from std_msgs.msg import String
 
 from orca_nav.bringup.fleet_file import FleetConfig, RobotConfig
 from orca_nav.bringup.report import RobotTrack
-from orca_nav.ros.convert import latched_qos, robot_topic, stamp_to_seconds, yaw_to_quaternion
+from orca_nav.core.fleet.goal_sequence import GoalSequences
+from orca_nav.ros.convert import latched_qos, robot_topic, stamp_to_seconds
 
 COLLISIONS_TOPIC = '/fleet_sim/collisions'
 _CLASH_CHECK_EVERY = 100    # odometry messages between two looks for a second odometry publisher
@@ -43,8 +42,6 @@ class _RobotLog:
     config: RobotConfig
     samples: List[tuple] = field(default_factory=list)       # (t, x, y) since the origin
     latest_stamp: Optional[float] = None
-    goal_index: int = 0
-    goal_times: List[Optional[float]] = field(default_factory=list)
     collisions: int = 0
     plans: List[np.ndarray] = field(default_factory=list)
 
@@ -59,15 +56,13 @@ class DemoMission(Node):
         self._lock = threading.Lock()
         self._error: Optional[str] = None
         self._logs: Dict[str, _RobotLog] = {
-            r.name: _RobotLog(r, goal_times=[None] * len(r.goals)) for r in cfg.robots}
+            r.name: _RobotLog(r) for r in cfg.robots}
+        self._goals = GoalSequences({r.name: r.goals for r in cfg.robots}, self._tolerance)
         self._origin: Optional[float] = None
         self._newest: Optional[float] = None
         self._end = cfg.demo.duration      # s since the origin: the record stops here
         self._odometry_count = 0
         self._collision_events = 0
-        self._goal_pubs = {name: self.create_publisher(
-            PoseStamped, robot_topic(name, 'goal_pose'), QoSProfile(depth=10))
-            for name, log in self._logs.items() if len(log.config.goals) > 1}
         for name in self._logs:
             # Best effort matches reliable and best-effort odometry publishers alike.
             self.create_subscription(Odometry, robot_topic(name, 'odom'),
@@ -105,9 +100,9 @@ class DemoMission(Node):
     def progress(self) -> Dict[str, int]:
         with self._lock:
             logs = self._logs.values()
-            return {'at_goal': sum(log.goal_index >= len(log.config.goals) for log in logs),
+            return {'at_goal': sum(self._goals.done(name) for name in self._logs),
                     'robots': len(self._logs),
-                    'goals_reached': sum(log.goal_index for log in logs),
+                    'goals_reached': sum(self._goals.index.values()),
                     'goals': sum(len(log.config.goals) for log in logs),
                     'collisions': self._collision_events}
 
@@ -123,7 +118,7 @@ class DemoMission(Node):
                 goals = np.array([g[:2] for g in log.config.goals], dtype=float).reshape(-1, 2)
                 out.append(RobotTrack(name=name, radius=log.config.radius, t=samples[:, 0],
                                       xy=samples[:, 1:], goals=goals,
-                                      goal_times=list(log.goal_times),
+                                      goal_times=list(self._goals.reach_times[name]),
                                       collisions=log.collisions))
             return out
 
@@ -159,16 +154,10 @@ class DemoMission(Node):
             if t > self._end:
                 return
             log.samples.append((t, position.x, position.y))
-            goals = log.config.goals
-            if log.goal_index < len(goals):
-                goal = goals[log.goal_index]
-                if math.hypot(position.x - goal[0], position.y - goal[1]) <= self._tolerance:
-                    log.goal_times[log.goal_index] = t
-                    log.goal_index += 1
-                    self._send_goal(log)
-                    if all(other.goal_index >= len(other.config.goals)
-                           for other in self._logs.values()):
-                        self._end = t
+            if not self._goals.done(name):
+                self._goals.update(name, t, position.x, position.y)
+                if self._goals.all_done():
+                    self._end = t
 
     def _check_for_another_fleet(self) -> None:
         clashes = [robot_topic(name, 'odom') for name in self._logs
@@ -201,15 +190,3 @@ class DemoMission(Node):
         if len(points) and np.all(np.isfinite(points)):
             with self._lock:
                 self._logs[name].plans.append(points)
-
-    def _send_goal(self, log: _RobotLog) -> None:
-        """Publishes the robot's next goal, if it has one left (caller holds the lock)."""
-        if log.goal_index >= len(log.config.goals):
-            return
-        x, y, yaw = log.config.goals[log.goal_index]
-        msg = PoseStamped()
-        msg.header.frame_id = self._cfg.global_frame
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.pose.position.x, msg.pose.position.y = float(x), float(y)
-        msg.pose.orientation = yaw_to_quaternion(yaw)
-        self._goal_pubs[log.config.name].publish(msg)

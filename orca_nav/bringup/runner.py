@@ -34,6 +34,7 @@ NODE_CLASSES = {
     'fleet_sim_node': 'orca_nav.ros.fleet_sim_node:FleetSimNode',
     'map_publisher': 'orca_nav.ros.map_publisher:MapPublisher',
     'planner_node': 'orca_nav.ros.planner_node:PlannerNode',
+    'mission_node': 'orca_nav.ros.mission_node:MissionNode',
 }
 
 

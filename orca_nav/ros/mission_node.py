@@ -1,0 +1,104 @@
+"""mission_node: steps every robot through its goal sequence, under `ros2 launch` as in the demo.
+
+Per robot of `robots`, parameter `<robot>.goals` lists the goals as flat x, y, yaw triples. The
+first goal is each robot's `<robot>.goal` parameter of orca_node and planner_node (bringup
+passes it), so motion starts without waiting for this node. Once a robot's odometry is within
+`goal_tolerance` of its current goal, this node publishes the next one on `/<robot>/goal_pose`
+(what RViz's "2D Goal Pose" publishes). The sequencing is the core's
+`orca_nav.core.fleet.goal_sequence.GoalSequences`; the demo's recorder uses the same one, so
+the demo reports exactly the reach times this node acts on.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, List
+
+from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+
+from orca_nav.core.fleet.goal_sequence import GoalSequences, Pose
+from orca_nav.ros.convert import (node_now, odom_state_from_cdr, robot_topic, seconds_to_time,
+                                  yaw_to_quaternion)
+from orca_nav.ros.node_main import run_node
+from orca_nav.ros.params import ParamSpec, declare_parameters
+
+NODE_SPECS = [
+    ParamSpec('robots', ['robot0'], 'Robots whose goal sequences this node steps',
+              read_only=True),
+    ParamSpec('global_frame', 'map', 'Frame of odometry poses and goals', read_only=True),
+    ParamSpec('goal_tolerance', 0.25, 'A goal counts as reached within this distance (m)',
+              min=0.01, max=100.0, read_only=True),
+]
+
+
+def goals_spec(robot: str) -> ParamSpec:
+    return ParamSpec(f'{robot}.goals', [], f'Goals of {robot} in turn: flat x, y, yaw triples '
+                     '(m, m, rad) in global_frame', read_only=True, type_hint='double_array')
+
+
+def parse_goals(name: str, values) -> List[Pose]:
+    """Flat triples -> poses; ValueError naming the parameter when they are not."""
+    values = list(values)
+    if len(values) % 3:
+        raise ValueError(f'{name}: {len(values)} numbers is not a list of x, y, yaw triples')
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError(f'{name}: {values} has a non-finite number')
+    return [tuple(values[k:k + 3]) for k in range(0, len(values), 3)]
+
+
+class MissionNode(Node):
+    """Publishes each robot's next goal when it reached the current one."""
+
+    def __init__(self, **kwargs):
+        super().__init__('mission_node', **kwargs)
+        params = declare_parameters(self, NODE_SPECS)
+        self.frame = params['global_frame']
+        goals: Dict[str, List[Pose]] = {}
+        for robot in params['robots']:
+            spec = goals_spec(robot)
+            goals[robot] = parse_goals(spec.name, declare_parameters(self, [spec])[spec.name])
+        self.sequences = GoalSequences(goals, params['goal_tolerance'])
+        self._goal_pubs = {robot: self.create_publisher(PoseStamped,
+                                                        robot_topic(robot, 'goal_pose'), 10)
+                           for robot in goals}
+        for robot in goals:
+            self.create_subscription(Odometry, robot_topic(robot, 'odom'),
+                                     lambda raw, r=robot: self._on_odom(r, raw),
+                                     qos_profile_sensor_data, raw=True)
+        total = sum(len(g) for g in goals.values())
+        self.get_logger().info(f'{total} goals for {len(goals)} robots, reached within '
+                               f'{params["goal_tolerance"]:g} m')
+
+    def _on_odom(self, robot: str, raw: bytes) -> None:
+        try:
+            odom = odom_state_from_cdr(raw)
+        except ValueError:
+            return      # orca_node and planner_node report bad odometry
+        if odom.frame_id != self.frame:
+            return
+        reached = self.sequences.index[robot]
+        goal = self.sequences.update(robot, odom.stamp_s, odom.position[0], odom.position[1])
+        if self.sequences.index[robot] == reached:
+            return
+        count = len(self.sequences.goals[robot])
+        if goal is None:
+            self.get_logger().info(f'{robot}: last goal ({count} of {count}) reached')
+            return
+        msg = PoseStamped()
+        msg.header.frame_id = self.frame
+        msg.header.stamp = seconds_to_time(node_now(self))
+        msg.pose.position.x, msg.pose.position.y = float(goal[0]), float(goal[1])
+        msg.pose.orientation = yaw_to_quaternion(goal[2])
+        self._goal_pubs[robot].publish(msg)
+        self.get_logger().info(f'{robot}: goal {reached + 1} of {count} reached, next '
+                               f'({goal[0]:.2f}, {goal[1]:.2f})')
+
+
+def main(args=None):
+    run_node(MissionNode, 'mission_node', args)
+
+
+if __name__ == '__main__':
+    main()

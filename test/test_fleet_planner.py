@@ -250,3 +250,66 @@ def test_status_changes_are_reported_once_and_all_statuses_on_request():
 def test_start_state_is_validated():
     with pytest.raises(ValueError, match='pose'):
         state(float('nan'), 1.0)
+
+
+# ---------------------------------------------------------------- goal ends (navigate_to_pose)
+def test_a_goal_ends_reached_with_progress_on_the_way():
+    planner = ready(stamp=10.0)
+    following(planner, goal=(8.0, 5.0), now=10.0)
+    progress = planner.progress('robot0')
+    assert progress.distance_remaining == pytest.approx(6.0, abs=1e-6)
+    assert progress.time_remaining > 6.0 and progress.recoveries == 0
+    planner.set_start_state('robot0', state(5.0, 5.0, stamp=14.0), now=14.0)
+    assert planner.check_progress(14.0).ended == []
+    assert planner.progress('robot0').distance_remaining == pytest.approx(3.0, abs=0.05)
+    planner.set_start_state('robot0', state(8.0, 5.0, stamp=19.0), now=19.0)
+    (end,) = planner.check_progress(19.0).ended
+    assert end.robot == 'robot0' and end.reached and end.reason == 'reached'
+
+
+def test_a_failed_plan_ends_the_goal_saying_why():
+    planner = ready(stamp=10.0)
+    (request,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], 10.0).plan
+    failed = PlanOutcome(request, PlanResult(PlanStatus.GOAL_IN_COLLISION, 'goal in a wall',
+                                             PlanStats()), None, {})
+    (end,) = planner.finish(failed, 10.1).ended
+    assert not end.reached and end.reason == 'goal_in_collision' and 'goal in a wall' in end.message
+
+
+def test_a_goal_with_a_jam_timeout_ends_jammed_and_holds_the_robot():
+    planner = ready(stamp=10.0)
+    (request,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], 10.0, jam_timeout=5.0).plan
+    planner.finish(straight_outcome(request, 8.0, 5.0), 10.0)
+    ended_at = None
+    for now in np.arange(10.5, 20.0, 0.5):      # stuck within 0.1 m of where it first was
+        planner.set_start_state('robot0', state(2.05, 5.0, stamp=now), now=now)
+        actions = planner.check_progress(now)
+        for replan in actions.plan:             # it is replanned meanwhile (off its trajectory)
+            planner.finish(straight_outcome(replan, 8.0, 5.0), now)
+        if actions.ended:
+            ended_at = now
+            break
+    assert ended_at == pytest.approx(16.0)      # 5 s after its first progress check
+    (end,) = actions.ended
+    assert end.reason == 'jammed' and not end.reached
+    assert actions.publish[0].reference is None       # held still
+    assert planner.progress('robot0') is None         # no goal any more
+
+
+def test_a_jam_timeout_is_not_reached_while_the_robot_gets_closer():
+    planner = ready(stamp=10.0)
+    (request,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], 10.0, jam_timeout=2.0).plan
+    planner.finish(straight_outcome(request, 8.0, 5.0), 10.0)
+    for k, now in enumerate(np.arange(10.5, 16.0, 0.5)):
+        planner.set_start_state('robot0', state(2.0 + 0.3 * k, 5.0, stamp=now), now=now)
+        assert planner.check_progress(now).ended == []
+
+
+def test_cancel_holds_the_robot_and_drops_the_running_plan():
+    planner = ready(stamp=10.0)
+    (request,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], 10.0).plan
+    actions = planner.cancel('robot0', 10.1)
+    assert actions.publish[0].reference is None and actions.ended == []
+    late = planner.finish(straight_outcome(request, 8.0, 5.0), 10.2)
+    assert late.publish == [] and late.plan == []       # stale: nothing published or replanned
+    assert planner.progress('robot0') is None

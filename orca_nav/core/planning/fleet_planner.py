@@ -20,6 +20,13 @@ stale when it comes back: it is dropped and the newest request is planned instea
 Every failure (no map, no free cell, no start state, bad goal, no path, timeout) holds the robot
 still (a ``TrajectoryUpdate`` without reference) and says why in the robot's status.
 
+A goal ends (``Actions.ended``, what a navigate_to_pose server reports): reached; planning
+failed (the planner's status says why: goal in an obstacle, outside the map, no path, time
+budget); jammed, for a goal set with a ``jam_timeout``, when the distance still to go has not
+shrunk by ``JAM_PROGRESS`` within that time; or cancelled (``cancel``), which holds the robot.
+``progress`` gives what feedback reports: distance and time still to go along the trajectory and
+the number of replans since the goal was set (the recoveries).
+
 Time is passed in (seconds, the caller's one clock); numpy only.
 """
 from __future__ import annotations
@@ -38,6 +45,7 @@ from orca_nav.core.planning.result import PlanResult, PlanStats, PlanStatus
 
 _KINODYNAMIC = ('holonomic', 'quadrotor')
 _START_SPEED_FRACTION = 0.95     # odometry may overshoot the speed limit a little
+JAM_PROGRESS = 0.1      # m the distance to go must shrink by within a goal's jam_timeout
 
 
 class Level(enum.IntEnum):
@@ -145,18 +153,43 @@ class RobotStatus:
     values: Tuple[Tuple[str, str], ...] = ()    # (key, value) pairs
 
 
+@dataclass(frozen=True)
+class GoalEnd:
+    """A robot's goal ended: `reached`, or why not (`reason`: a PlanStatus value of the failed
+    plan, or 'jammed'), with a message for people."""
+
+    robot: str
+    reached: bool
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How a robot's goal goes: where it is (x, y, yaw), distance and time still to go, the
+    replans since the goal was set."""
+
+    pose: np.ndarray
+    distance_remaining: float
+    time_remaining: float
+    recoveries: int
+
+
 @dataclass
 class Actions:
-    """What the caller does after an input: run `plan`, publish `publish`, report `status`."""
+    """What the caller does after an input: run `plan`, publish `publish`, report `status`,
+    end the goals of `ended`."""
 
     plan: List[PlanRequest] = field(default_factory=list)
     publish: List[TrajectoryUpdate] = field(default_factory=list)
     status: List[RobotStatus] = field(default_factory=list)
+    ended: List[GoalEnd] = field(default_factory=list)
 
     def __iadd__(self, other: 'Actions') -> 'Actions':
         self.plan += other.plan
         self.publish += other.publish
         self.status += other.status
+        self.ended += other.ended
         return self
 
 
@@ -261,6 +294,10 @@ class _Robot:
     last_request: float = -np.inf
     planners: Mapping[PlannerKey, object] = field(default_factory=dict)
     status: Optional[RobotStatus] = None
+    replans: int = 0                     # since the goal was set
+    jam_timeout: Optional[float] = None  # s without progress that ends the goal (None: never)
+    closest: float = np.inf              # the least distance to go so far ...
+    closer_at: float = 0.0               # ... and when it was reached
 
 
 class FleetPlanner:
@@ -297,15 +334,42 @@ class FleetPlanner:
         return [robot.status for robot in self._robots.values()]
 
     # -------------------------------------------------------------- inputs
-    def set_goal(self, name: str, goal, now: float) -> Actions:
-        """A new goal (x, y, yaw) for robot `name`: plans to it, or rejects it saying why."""
+    def set_goal(self, name: str, goal, now: float, jam_timeout: Optional[float] = None) -> Actions:
+        """A new goal (x, y, yaw) for robot `name`: plans to it, or rejects it saying why.
+        With `jam_timeout` (s) the goal ends as jammed when the robot stops getting closer."""
         goal = np.asarray(goal, dtype=float).reshape(-1)
         if goal.size != 3 or not np.all(np.isfinite(goal)):
             return self.reject_goal(name, f'goal must be 3 finite values (x, y, yaw), '
                                           f'got {goal.tolist()}')
         robot = self._robots[name]
         robot.goal, robot.done = goal, False
+        robot.replans, robot.jam_timeout = 0, jam_timeout
+        robot.closest, robot.closer_at = np.inf, now
         return self._request(name, f'new goal {_fmt_pose(goal)}', now)
+
+    def cancel(self, name: str, now: float) -> Actions:
+        """Drops the robot's goal and holds it still (a running plan is dropped when it ends)."""
+        robot = self._robots[name]
+        robot.goal, robot.done = None, True
+        robot.generation += 1
+        return self._hold(name, Level.OK, 'goal cancelled: holding still', now, waiting=False)
+
+    def progress(self, name: str) -> Optional[Progress]:
+        """How the robot's goal goes; None without a goal or before its first odometry."""
+        robot = self._robots[name]
+        if robot.goal is None or robot.start is None:
+            return None
+        position = robot.start.pose[:2]
+        ref = robot.reference
+        if ref is None or robot.done:
+            distance = float(np.linalg.norm(robot.goal[:2] - position))
+            duration = distance / robot.spec.max_speed
+        else:
+            ahead = ref.positions[ref.times > robot.progress_time, :2]
+            path = np.vstack([position[None, :], ahead])
+            distance = float(np.sum(np.linalg.norm(np.diff(path, axis=0), axis=1)))
+            duration = max(ref.duration - robot.progress_time, 0.0)
+        return Progress(robot.start.pose.copy(), distance, duration, robot.replans)
 
     def reject_goal(self, name: str, reason: str) -> Actions:
         """Reports a goal the caller could not accept; the current plan stays."""
@@ -336,6 +400,7 @@ class FleetPlanner:
                 actions += self._request(name, 'map arrived' if first else 'new map', now)
             elif robot.reference is not None and not robot.done and \
                     not self._free_ahead(robot, robot.reference, robot.progress_time):
+                robot.replans += 1
                 actions += self._request(name, 'the new map blocks the trajectory', now)
         return actions
 
@@ -354,9 +419,33 @@ class FleetPlanner:
                     robot.progress_time >= last_segment_start(ref):
                 robot.done = True
                 self._set_status(actions, name, Level.OK, 'goal reached')
+                actions.ended.append(GoalEnd(name, True, 'reached', 'goal reached'))
+            elif self._jammed(name, now):
+                actions += self._jam(name, now)
             elif deviation > self.policy.replan_deviation and \
                     now - robot.last_request >= self.policy.min_replan_interval:
+                robot.replans += 1
                 actions += self._request(name, f'{deviation:.2f} m off the trajectory', now)
+        return actions
+
+    def _jammed(self, name: str, now: float) -> bool:
+        """The distance to go shrank by less than JAM_PROGRESS within the goal's jam_timeout."""
+        robot = self._robots[name]
+        if robot.jam_timeout is None:
+            return False
+        remaining = self.progress(name).distance_remaining
+        if remaining <= robot.closest - JAM_PROGRESS:
+            robot.closest, robot.closer_at = remaining, now
+        return now - robot.closer_at > robot.jam_timeout
+
+    def _jam(self, name: str, now: float) -> Actions:
+        robot = self._robots[name]
+        message = (f'jammed: not {JAM_PROGRESS:g} m closer to the goal in '
+                   f'{robot.jam_timeout:g} s; holding still')
+        robot.goal, robot.done = None, True
+        robot.generation += 1
+        actions = self._hold(name, Level.WARN, message, now, waiting=False)
+        actions.ended.append(GoalEnd(name, False, 'jammed', message))
         return actions
 
     def finish(self, outcome: PlanOutcome, now: float) -> Actions:
@@ -375,10 +464,13 @@ class FleetPlanner:
         reference = outcome.reference
         if reference is None:
             result = outcome.result
-            return self._hold(name, Level.ERROR, f'planning failed ({result.status.value}): '
-                                                 f'{result.message}', now, waiting=False)
+            message = f'planning failed ({result.status.value}): {result.message}'
+            actions = self._hold(name, Level.ERROR, message, now, waiting=False)
+            actions.ended.append(GoalEnd(name, False, result.status.value, message))
+            return actions
         if request.map_generation != self._map_generation and \
                 not self._free_ahead(robot, reference, 0.0):
+            robot.replans += 1
             return self._request(name, 'a new map blocks the planned trajectory', now)
         robot.reference, robot.progress_time, robot.done = reference, 0.0, False
         robot.holding = False

@@ -1,0 +1,25 @@
+# Shared by the interface packages under tools/interfaces: generates and installs one package's
+# C and Python bindings with the rosidl toolchain of the ROS 2 PyPI wheels (see
+# tools/generate_interfaces.sh). Each package's CMakeLists.txt names its files and dependencies.
+cmake_minimum_required(VERSION 3.21)  # DIRECTORY property IMPORTED_TARGETS
+
+macro(orca_nav_generate_interfaces)
+  cmake_parse_arguments(_ARG "" "" "DEPENDENCIES" ${ARGN})
+  find_package(ament_cmake REQUIRED)
+  find_package(rosidl_default_generators REQUIRED)
+  foreach(_dep ${_ARG_DEPENDENCIES})
+    find_package(${_dep} REQUIRED)
+  endforeach()
+  rosidl_generate_interfaces(${PROJECT_NAME} ${_ARG_UNPARSED_ARGUMENTS}
+    DEPENDENCIES ${_ARG_DEPENDENCIES})
+  # The wheels' exported *__rosidl_generator_py targets carry the include directories of the
+  # machine that built them (Python and NumPy headers under /opt/python/...), which do not exist
+  # here; rosidl_generator_py adds this machine's own, so those paths are only dropped.
+  get_property(_imported DIRECTORY PROPERTY IMPORTED_TARGETS)
+  foreach(_target ${_imported})
+    if(_target MATCHES "__rosidl_generator_py$")
+      set_property(TARGET ${_target} PROPERTY INTERFACE_INCLUDE_DIRECTORIES "")
+    endif()
+  endforeach()
+  ament_package()
+endmacro()

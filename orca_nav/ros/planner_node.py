@@ -11,7 +11,8 @@ plan requests it returns and publishes what it decides:
   consumer gets the current plan. The trajectory is stamped with the odometry state the plan
   starts from; an empty one means "hold still";
 * `/diagnostics`: every status change at once, all robots every `status_period`; each change is
-  logged too (INFO for normal operation and start-up waiting, WARN/ERROR for failures).
+  logged too (INFO for normal operation and start-up waiting, WARN/ERROR for failures);
+* `/<robot>/navigate_to_pose`, the Nav2 action, per robot (`navigate_action`).
 
 Threads: subscriptions and timers share the node's default (mutually exclusive) callback
 group, so the supervisor runs on one executor thread at a time, under any executor. Plan
@@ -41,6 +42,7 @@ from orca_nav.core.planning.fleet_planner import (Actions, FleetPlanner, Level,
 from orca_nav.ros.convert import (latched_qos, msg_to_grid, node_now, odom_state_from_cdr,
                                   quaternion_to_yaw, robot_topic, seconds_to_time)
 from orca_nav.ros.lifecycle import ManagedNode
+from orca_nav.ros.navigate_action import NavigateToPoseServers
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.offload import Offloaded
 from orca_nav.ros.params import (ROBOT_SPECS, SHARED_SPECS, ParamSpec, declare_parameters,
@@ -78,6 +80,8 @@ NODE_SPECS = [
               read_only=True),
     ParamSpec('plan_configured_goals', True, "Plan to each robot's <robot>.goal parameter once "
               'the map and its odometry are in'),
+    ParamSpec('jam_timeout', 30.0, 'A navigate_to_pose goal aborts when its robot got no '
+              '0.1 m closer in this time (s); goals on goal_pose never do', min=1.0, max=3600.0),
     ParamSpec('status_period', 1.0, 'Period of the per-robot status on /diagnostics (s)',
               min=0.05, max=60.0, read_only=True),
 ]
@@ -134,6 +138,8 @@ class PlannerNode(ManagedNode):
             self.create_subscription(PoseStamped, robot_topic(name, 'goal_pose'),
                                      lambda msg, n=name: self._on_goal(n, msg), 10)
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
+        self._navigation = NavigateToPoseServers(self, list(self.robot_configs), self.frame,
+                                                 self._navigate, self._cancel_goal)
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10)
         self.create_timer(self.settings['replan_check_period'], self._check_progress)
         self.create_timer(self.settings['status_period'],
@@ -184,7 +190,16 @@ class PlannerNode(ManagedNode):
         except ValueError as err:
             self._apply(self.supervisor.reject_goal(name, str(err)))
             return
+        self._navigation.replaced(name)
         self._apply(self.supervisor.set_goal(name, goal, node_now(self)))
+
+    def _navigate(self, name: str, goal) -> None:
+        """A goal from navigate_to_pose: it may end jammed."""
+        self._apply(self.supervisor.set_goal(name, goal, node_now(self),
+                                             jam_timeout=self.settings['jam_timeout']))
+
+    def _cancel_goal(self, name: str) -> None:
+        self._apply(self.supervisor.cancel(name, node_now(self)))
 
     def _on_map(self, msg: OccupancyGridMsg) -> None:
         try:
@@ -202,6 +217,8 @@ class PlannerNode(ManagedNode):
     def _check_progress(self) -> None:
         if self.active:
             self._apply(self.supervisor.check_progress(node_now(self)))
+            for name in self.robot_configs:
+                self._navigation.feedback(name, self.supervisor.progress(name))
 
     def _on_outcome(self, outcome) -> None:
         self._apply(self.supervisor.finish(outcome, node_now(self)))
@@ -219,6 +236,8 @@ class PlannerNode(ManagedNode):
                 self._plan_pubs[name].publish(reference_to_path(reference, self.frame, start_s))
                 self._traj_pubs[name].publish(reference_to_trajectory(
                     reference, self.frame, start_s, f'{name}/base_link'))
+        for ended in actions.ended:
+            self._navigation.end(ended)
         for status in actions.status:
             self._log(status)
         if actions.status:

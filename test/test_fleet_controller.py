@@ -283,3 +283,19 @@ def test_a_reversing_trajectory_is_driven_backward_closed_loop(kinematics):
     assert np.linalg.norm(poses[-1, 0, :2] - reference.positions[-1]) <= 0.4
     np.testing.assert_allclose(poses[-1, 1], [5.0, 5.0, 0.0])   # trajectories_only: holds
     assert fleet.status(129.95)[0].message == 'goal reached'
+
+
+@pytest.mark.parametrize('odom_rate', [20.0, 27.0, 50.0, 100.0])
+def test_cycles_come_at_the_control_rate_whatever_the_odometry_rate(odom_rate):
+    """Each complete round of odometry triggers a cycle when one is due: over 20 s the cycle
+    rate is the control rate (20 Hz) within 1 %, not rounded down to the odometry's phase."""
+    fleet = FleetController(specs(2), ControllerParams(control_rate=20.0))
+    cycles = 0
+    for k in range(int(20.0 * odom_rate)):
+        now = 100.0 + k / odom_rate
+        for i in range(2):
+            fleet.set_state(i, now, (3.0 * i, 0.0), (0.0, 0.0), 0.0)
+        if fleet.states_complete(now):
+            fleet.step(now)
+            cycles += 1
+    assert cycles / 20.0 == pytest.approx(20.0, rel=0.01)

@@ -46,6 +46,8 @@ from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.reference import Reference
 
 MODES = ('centralized', 'per_robot')
+_EARLY = 0.1        # control periods: how early before its grid slot a cycle may run
+_MIN_GAP = 0.5      # control periods: the least time between two cycles
 OK, WARN, ERROR = 0, 1, 2     # status levels, as diagnostic_msgs/DiagnosticStatus orders them
 
 
@@ -178,6 +180,7 @@ class FleetController:
         self._input_twist = np.zeros((n, 3))        # filter mode: the latest incoming twist
         self._input_stamp = np.full(n, -np.inf)
         self._last_cycle = -np.inf
+        self._next_cycle = -np.inf                  # the control-rate grid's next slot
         self._lines: Optional[Tuple[np.ndarray, OrcaLines]] = None
         # Per robot, since the last status report: cycles it was commanded in, and those in which
         # its ORCA constraints were infeasible (linearProgram3 picked the least-bad velocity).
@@ -353,8 +356,11 @@ class FleetController:
         return now - self._stamp <= self.params.odom_timeout
 
     def due(self, now: float) -> bool:
-        """Cycles are at least 0.9 control periods apart, whatever triggers them."""
-        return now - self._last_cycle >= 0.9 * self.params.period
+        """A cycle may run: its slot on the control-rate grid has come (a little early counts:
+        odometry jitters). Each cycle takes the next slot, so cycles come at the configured rate
+        on average whatever triggers them: odometry faster than the control rate does not round
+        every cycle up to the next odometry message."""
+        return now >= self._next_cycle - _EARLY * self.params.period
 
     def states_complete(self, now: float) -> bool:
         """Every live robot has sent a new state since the last cycle (and one is due): the
@@ -376,6 +382,10 @@ class FleetController:
         p = self.params
         dt = min(max(now - self._last_cycle, 1e-3), 2.0 * p.period)
         self._last_cycle = now
+        # The next slot; a cycle a period or more behind the grid (the first one, a pause)
+        # restarts it from now rather than catching up in a burst.
+        slot = self._next_cycle + p.period
+        self._next_cycle = now + p.period if slot < now else max(slot, now + _MIN_GAP * p.period)
         self._fresh[:] = False
         n = len(self.names)
         live = self.live(now)

@@ -31,7 +31,8 @@ from std_msgs.msg import String
 from orca_nav.bringup.fleet_file import FleetConfig, RobotConfig
 from orca_nav.bringup.report import RobotTrack
 from orca_nav.core.fleet.goal_sequence import GoalSequences
-from orca_nav.ros.convert import latched_qos, robot_topic, stamp_to_seconds
+from orca_nav.core.fleet.names import robot_names
+from orca_nav.ros.convert import latched_qos, stamp_to_seconds
 
 COLLISIONS_TOPIC = '/fleet_sim/collisions'
 _CLASH_CHECK_EVERY = 100    # odometry messages between two looks for a second odometry publisher
@@ -65,10 +66,10 @@ class DemoMission(Node):
         self._collision_events = 0
         for name in self._logs:
             # Best effort matches reliable and best-effort odometry publishers alike.
-            self.create_subscription(Odometry, robot_topic(name, 'odom'),
+            self.create_subscription(Odometry, robot_names(name).odom_topic,
                                      lambda msg, n=name: self._on_odom(n, msg),
                                      qos_profile_sensor_data)
-            self.create_subscription(Path, robot_topic(name, 'plan'),
+            self.create_subscription(Path, robot_names(name).plan_topic,
                                      lambda msg, n=name: self._on_plan(n, msg), latched_qos())
         self.create_subscription(String, COLLISIONS_TOPIC, self._on_collision,
                                  QoSProfile(depth=100))
@@ -160,8 +161,8 @@ class DemoMission(Node):
                     self._end = t
 
     def _check_for_another_fleet(self) -> None:
-        clashes = [robot_topic(name, 'odom') for name in self._logs
-                   if self.count_publishers(robot_topic(name, 'odom')) > 1]
+        topics = [self.resolve_topic_name(robot_names(name).odom_topic) for name in self._logs]
+        clashes = [topic for topic in topics if self.count_publishers(topic) > 1]
         if clashes:
             with self._lock:
                 self._error = (f'{clashes[0]} has another publisher: another fleet runs on '

@@ -18,11 +18,6 @@ from rclpy.serialization import deserialize_message
 from orca_nav.core.grid import OccupancyGrid
 
 
-def robot_topic(robot: str, name: str) -> str:
-    """Per-robot topic in the robot's namespace: `/<robot>/<name>`."""
-    return f'/{robot}/{name}'
-
-
 def latched_qos(depth: int = 1) -> QoSProfile:
     """What nav2_map_server uses for /map: late subscribers still get the last map."""
     return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,

@@ -46,9 +46,10 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from std_msgs.msg import String
 
 from orca_nav.core.fleet.kinematics import RobotLimits
+from orca_nav.core.fleet.names import robot_names
 from orca_nav.core.fleet.sim import (ROBOT_ROBOT, CollisionEvent, FleetSim, Lockstep,
                                      PeriodicSchedule)
-from orca_nav.ros.convert import (latched_qos, msg_to_grid, node_now, robot_topic,
+from orca_nav.ros.convert import (latched_qos, msg_to_grid, node_now,
                                   seconds_to_time, state_to_odom)
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import (ParamSpec, declare_parameters, declare_robot_parameters,
@@ -147,14 +148,14 @@ class FleetSimNode(Node):
         # cost more than the messages (the cost is an incompatible-QoS warning not logged).
         quiet_pub = PublisherEventCallbacks(use_default_callbacks=False)
         quiet_sub = SubscriptionEventCallbacks(use_default_callbacks=False)
-        self._odom_pubs = [self.create_publisher(Odometry, robot_topic(r, 'odom'), 10,
+        self._odom_pubs = [self.create_publisher(Odometry, robot_names(r).odom_topic, 10,
                                                  event_callbacks=quiet_pub)
                            for r in self.robots]
         self._odom_msgs = [state_to_odom(start[:2], start[2], (0.0, 0.0), 0.0,
                                          seconds_to_time(0.0), self.global_frame,
-                                         f'{robot}/base_link')
+                                         robot_names(robot).base_frame)
                            for robot, start in zip(self.robots, starts)]
-        self._cmd_subs = [self.create_subscription(cmd_type, robot_topic(robot, 'cmd_vel'),
+        self._cmd_subs = [self.create_subscription(cmd_type, robot_names(robot).cmd_vel_topic,
                                                    lambda msg, i=index: self._on_cmd_vel(i, msg),
                                                    10, event_callbacks=quiet_sub)
                           for index, robot in enumerate(self.robots)]

@@ -19,7 +19,8 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
 from orca_nav.core.fleet.goal_sequence import GoalSequences, Pose
-from orca_nav.ros.convert import (node_now, odom_state_from_cdr, robot_topic, seconds_to_time,
+from orca_nav.core.fleet.names import robot_names
+from orca_nav.ros.convert import (node_now, odom_state_from_cdr, seconds_to_time,
                                   yaw_to_quaternion)
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import ParamSpec, declare_parameters
@@ -61,10 +62,10 @@ class MissionNode(Node):
             goals[robot] = parse_goals(spec.name, declare_parameters(self, [spec])[spec.name])
         self.sequences = GoalSequences(goals, params['goal_tolerance'])
         self._goal_pubs = {robot: self.create_publisher(PoseStamped,
-                                                        robot_topic(robot, 'goal_pose'), 10)
+                                                        robot_names(robot).goal_topic, 10)
                            for robot in goals}
         for robot in goals:
-            self.create_subscription(Odometry, robot_topic(robot, 'odom'),
+            self.create_subscription(Odometry, robot_names(robot).odom_topic,
                                      lambda raw, r=robot: self._on_odom(r, raw),
                                      qos_profile_sensor_data, raw=True)
         total = sum(len(g) for g in goals.values())

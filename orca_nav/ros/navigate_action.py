@@ -27,8 +27,9 @@ from nav2_msgs.action import NavigateToPose
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.task import Future
 
+from orca_nav.core.fleet.names import robot_names
 from orca_nav.core.planning.fleet_planner import GoalEnd, Progress
-from orca_nav.ros.convert import (node_now, quaternion_to_yaw, robot_topic, seconds_to_duration,
+from orca_nav.ros.convert import (node_now, quaternion_to_yaw, seconds_to_duration,
                                   seconds_to_time, yaw_to_quaternion)
 
 # nav2_msgs ComputePathToPose (2xx) and FollowPath (1xx) error codes, Nav2 Jazzy, by the reason
@@ -60,7 +61,7 @@ class NavigateToPoseServers:
         self._active: Dict[str, _Active] = {}       # the robot's current goal
         self._goals: Dict[bytes, _Active] = {}       # every goal accepted and not finished
         self._servers = [ActionServer(
-            node, NavigateToPose, robot_topic(robot, 'navigate_to_pose'),
+            node, NavigateToPose, robot_names(robot).navigate_to_pose_action,
             execute_callback=partial(self._execute, robot),
             goal_callback=lambda request, r=robot: self._check(r, request),
             handle_accepted_callback=lambda handle, r=robot: self._accepted(r, handle),

@@ -35,12 +35,13 @@ from nav_msgs.msg import Odometry, Path
 from rclpy.qos import qos_profile_sensor_data
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
+from orca_nav.core.fleet.names import robot_names
 from orca_nav.core.fleet.robots import ROBOT_FIELDS, RobotSpec
 from orca_nav.core.planning.fleet_planner import (Actions, FleetPlanner, Level,
                                                   PlanSettings, ReplanPolicy, RobotStatus,
                                                   StartState, run_request)
 from orca_nav.ros.convert import (latched_qos, msg_to_grid, node_now, odom_state_from_cdr,
-                                  quaternion_to_yaw, robot_topic, seconds_to_time)
+                                  quaternion_to_yaw, seconds_to_time)
 from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.navigate_action import NavigateToPoseServers
 from orca_nav.ros.node_main import run_node
@@ -129,13 +130,13 @@ class PlannerNode(ManagedNode):
         self._plan_pubs, self._traj_pubs = {}, {}
         for name in self.robot_configs:
             self._plan_pubs[name] = self.create_lifecycle_publisher(
-                Path, robot_topic(name, 'plan'), latched_qos())
+                Path, robot_names(name).plan_topic, latched_qos())
             self._traj_pubs[name] = self.create_lifecycle_publisher(
-                MultiDOFJointTrajectory, robot_topic(name, 'trajectory'), latched_qos())
-            self.create_subscription(Odometry, robot_topic(name, 'odom'),  # as orca_node's
+                MultiDOFJointTrajectory, robot_names(name).trajectory_topic, latched_qos())
+            self.create_subscription(Odometry, robot_names(name).odom_topic,  # as orca_node's
                                      lambda raw, n=name: self._on_odom(n, raw),
                                      qos_profile_sensor_data, raw=True)
-            self.create_subscription(PoseStamped, robot_topic(name, 'goal_pose'),
+            self.create_subscription(PoseStamped, robot_names(name).goal_topic,
                                      lambda msg, n=name: self._on_goal(n, msg), 10)
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
         self._navigation = NavigateToPoseServers(self, list(self.robot_configs), self.frame,
@@ -235,7 +236,7 @@ class PlannerNode(ManagedNode):
             else:
                 self._plan_pubs[name].publish(reference_to_path(reference, self.frame, start_s))
                 self._traj_pubs[name].publish(reference_to_trajectory(
-                    reference, self.frame, start_s, f'{name}/base_link'))
+                    reference, self.frame, start_s, robot_names(name).base_frame))
         for ended in actions.ended:
             self._navigation.end(ended)
         for status in actions.status:

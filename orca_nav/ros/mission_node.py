@@ -3,7 +3,7 @@
 Per robot of `robots`, parameter `<robot>.goals` lists the goals as flat x, y, yaw triples. The
 first goal is each robot's `<robot>.goal` parameter of orca_node and planner_node (bringup
 passes it), so motion starts without waiting for this node. Once a robot's odometry is within
-`goal_tolerance` of its current goal, this node publishes the next one on `/<robot>/goal_pose`
+`goal_tolerance` of its current goal (in the global frame: `tf_layout` as orca_node), this node publishes the next one on `/<robot>/goal_pose`
 (what RViz's "2D Goal Pose" publishes). The sequencing is the core's
 `orca_nav.core.fleet.goal_sequence.GoalSequences`; the demo's recorder uses the same one, so
 the demo reports exactly the reach times this node acts on.
@@ -23,12 +23,15 @@ from orca_nav.core.fleet.names import robot_names
 from orca_nav.ros.convert import (node_now, odom_state_from_cdr, seconds_to_time,
                                   yaw_to_quaternion)
 from orca_nav.ros.node_main import run_node
-from orca_nav.ros.params import ParamSpec, declare_parameters
+from orca_nav.ros.params import SHARED_SPECS, ParamSpec, declare_parameters
+from orca_nav.ros.tf_poses import FleetPoses
 
 NODE_SPECS = [
     ParamSpec('robots', ['robot0'], 'Robots whose goal sequences this node steps',
               read_only=True),
     ParamSpec('global_frame', 'map', 'Frame of odometry poses and goals', read_only=True),
+    SHARED_SPECS['tf_layout'],
+    SHARED_SPECS['transform_tolerance'],
     ParamSpec('goal_tolerance', 0.25, 'A goal counts as reached within this distance (m)',
               min=0.01, max=100.0, read_only=True),
 ]
@@ -61,6 +64,8 @@ class MissionNode(Node):
             spec = goals_spec(robot)
             goals[robot] = parse_goals(spec.name, declare_parameters(self, [spec])[spec.name])
         self.sequences = GoalSequences(goals, params['goal_tolerance'])
+        self._poses = FleetPoses(self, list(goals), params['tf_layout'], self.frame,
+                                 params['transform_tolerance'])
         self._goal_pubs = {robot: self.create_publisher(PoseStamped,
                                                         robot_names(robot).goal_topic, 10)
                            for robot in goals}
@@ -75,12 +80,11 @@ class MissionNode(Node):
     def _on_odom(self, robot: str, raw: bytes) -> None:
         try:
             odom = odom_state_from_cdr(raw)
+            position, _, _ = self._poses.to_global(robot, odom)
         except ValueError:
             return      # orca_node and planner_node report bad odometry
-        if odom.frame_id != self.frame:
-            return
         reached = self.sequences.index[robot]
-        goal = self.sequences.update(robot, odom.stamp_s, odom.position[0], odom.position[1])
+        goal = self.sequences.update(robot, odom.stamp_s, position[0], position[1])
         if self.sequences.index[robot] == reached:
             return
         count = len(self.sequences.goals[robot])

@@ -1,8 +1,9 @@
 """orca_node: ORCA local avoidance for a fleet, over ROS 2 topics. The fleet logic is
 `orca_nav.core.fleet.controller.FleetController`; this node is its wiring.
 
-In, per robot of `robots`: `/<robot>/odom` (nav_msgs/Odometry, pose in `global_frame`, twist in
-the body frame; the robot's state counts at the message stamp); per commanded robot
+In, per robot of `robots`: `/<robot>/odom` (nav_msgs/Odometry, twist in the body frame; the pose
+in `global_frame`, or with `tf_layout` in any frame TF connects to it: `tf_poses`; the robot's
+state counts at the message stamp); per commanded robot
 `/<robot>/goal_pose` (PoseStamped) and `/<robot>/trajectory` (MultiDOFJointTrajectory, transient
 local: a restarted node gets the current plan); `/map` (OccupancyGrid, transient local),
 prepared for avoidance on a worker thread. Out: `/<robot>/cmd_vel` (Twist or TwistStamped),
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -46,6 +48,7 @@ from orca_nav.ros.offload import Offloaded
 from orca_nav.ros.orca_params import (DEADLOCK_SPECS, NODE_SPECS, controller_params,
                                       robot_specs)
 from orca_nav.ros.params import declare_parameters, declare_robot_parameters, on_parameters_changed
+from orca_nav.ros.tf_poses import FleetPoses
 from orca_nav.ros.trajectory_msgs import msg_to_reference
 
 _WARN_PERIOD_S = 2.0
@@ -74,6 +77,8 @@ class OrcaNode(ManagedNode):
         self.start()
 
     def configure(self) -> None:
+        self._poses = FleetPoses(self, self.robots, self._cfg['tf_layout'], self.global_frame,
+                                 self._cfg['transform_tolerance'])
         self.fleet = FleetController(robot_specs(self.robots, self._robot_cfg),
                                      controller_params(self._cfg, self._deadlock_cfg),
                                      commanded=self._commanded())
@@ -206,11 +211,6 @@ class OrcaNode(ManagedNode):
         except ValueError as err:
             self._warn((robot, 'odom'), f'{robot}: ignoring odometry: {err}')
             return
-        if state.frame_id != self.global_frame:
-            self._warn((robot, 'odom_frame'),
-                       f'{robot}: rejecting odometry: header.frame_id {state.frame_id!r} is not '
-                       f'the global frame {self.global_frame!r}')
-            return
         stamp = state.stamp_s
         # Time 0 is a real stamp only while the clock itself is near 0 (simulated time just
         # started); later it is a driver that never stamps: the best we know is the arrival.
@@ -220,7 +220,13 @@ class OrcaNode(ManagedNode):
                 self._unstamped.add(robot)
                 self.get_logger().warning(f'{robot}: odometry has no header.stamp; using the '
                                           'time it arrives')
-        self.fleet.set_state(i, stamp, state.position, state.velocity, state.yaw)
+        try:
+            position, velocity, yaw = self._poses.to_global(robot, replace(state, stamp_s=stamp))
+        except ValueError as err:
+            self.fleet.note_input_problem(i, str(err))
+            self._warn((robot, 'odom_frame'), f'{robot}: rejecting odometry: {err}')
+            return
+        self.fleet.set_state(i, stamp, position, velocity, yaw)
         if not self.active:
             return
         now = self.fleet.cycle_time(node_now(self))

@@ -18,6 +18,8 @@ NODE_SPECS = [
               'robot_name, the others are reciprocal agents', choices=MODES, read_only=True),
     ParamSpec('robot_name', '', 'per_robot mode: the robot this node commands', read_only=True),
     ParamSpec('global_frame', 'map', 'Frame of odometry poses, goals and the map', read_only=True),
+    SHARED_SPECS['tf_layout'],
+    SHARED_SPECS['transform_tolerance'],
     ParamSpec('neighbor_dist', 5.0, 'RVO2 neighborDist: max distance to agents considered (m)',
               min=0.0, max=1000.0),
     ParamSpec('max_neighbors', 10, 'RVO2 maxNeighbors: max number of agents considered',

@@ -20,6 +20,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
                                 ParameterType, SetParametersResult)
 from rclpy.parameter import Parameter
 
+from orca_nav.core.fleet.names import TF_LAYOUTS
 from orca_nav.core.fleet.robots import ROBOT_FIELDS, check_robot_name
 
 _TYPE_OF_HINT = {
@@ -192,6 +193,13 @@ SHARED_SPECS: Dict[str, ParamSpec] = {spec.name: spec for spec in [
     ParamSpec('safety_margin', 0.05, 'Clearance added to every robot radius, by the planner '
               '(against the map) and by ORCA (against robots and obstacles) (m)',
               min=0.0, max=10.0),
+    ParamSpec('tf_layout', 'none', 'Where odometry poses are put in the global frame: none '
+              '(odometry is in it), namespaced (<robot>/tf trees with frames map, odom, '
+              'base_link) or prefixed (one /tf, frames <robot>/odom, <robot>/base_link)',
+              choices=TF_LAYOUTS, read_only=True),
+    ParamSpec('transform_tolerance', 1.0, 'Odometry may be this much newer than the newest '
+              'global <- odom transform (localization is slower than odometry) (s)',
+              min=0.0, max=60.0, read_only=True),
 ]}
 
 

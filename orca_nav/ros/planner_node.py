@@ -48,6 +48,7 @@ from orca_nav.ros.node_main import run_node
 from orca_nav.ros.offload import Offloaded
 from orca_nav.ros.params import (ROBOT_SPECS, SHARED_SPECS, ParamSpec, declare_parameters,
                                  declare_robot_parameters, on_parameters_changed)
+from orca_nav.ros.tf_poses import FleetPoses
 from orca_nav.ros.trajectory_msgs import (empty_path, empty_trajectory, reference_to_path,
                                           reference_to_trajectory)
 
@@ -59,6 +60,8 @@ NODE_SPECS = [
     ParamSpec('robots', ['robot0'], 'Robots this node plans for (topics /<robot>/...)',
               read_only=True),
     ParamSpec('global_frame', 'map', 'Frame of the map, odometry, goals and plans', read_only=True),
+    SHARED_SPECS['tf_layout'],
+    SHARED_SPECS['transform_tolerance'],
     ParamSpec('plan_time_budget', _DEFAULTS['plan_time_budget'],
               'Wall-time budget of one planning query (s)', min=0.01, max=120.0),
     ParamSpec('replan_deviation', _DEFAULTS['replan_deviation'], 'Replan when a robot is '
@@ -124,6 +127,8 @@ class PlannerNode(ManagedNode):
         self.start()
 
     def configure(self) -> None:
+        self._poses = FleetPoses(self, list(self.robot_configs), self.settings['tf_layout'],
+                                 self.frame, self.settings['transform_tolerance'])
         self.supervisor = FleetPlanner(
             {name: robot_spec(name, config) for name, config in self.robot_configs.items()},
             PlanSettings.from_values(self.settings), ReplanPolicy.from_values(self.settings))
@@ -172,14 +177,13 @@ class PlannerNode(ManagedNode):
     def _on_odom(self, name: str, raw: bytes) -> None:
         try:
             odom = odom_state_from_cdr(raw)
-            if odom.frame_id != self.frame:
-                raise ValueError(f'header.frame_id {odom.frame_id!r} is not {self.frame!r}')
+            position, velocity, yaw = self._poses.to_global(name, odom)
         except ValueError as err:
             self.get_logger().warning(f'{name}: odometry ignored: {err}',
                                       throttle_duration_sec=5.0)
             return
-        state = StartState(pose=(odom.position[0], odom.position[1], odom.yaw),
-                           velocity=odom.velocity[:2], stamp_s=odom.stamp_s)
+        state = StartState(pose=(position[0], position[1], yaw), velocity=velocity[:2],
+                           stamp_s=odom.stamp_s)
         self._apply(self.supervisor.set_start_state(name, state, node_now(self)))
 
     def _on_goal(self, name: str, msg: PoseStamped) -> None:

@@ -177,6 +177,7 @@ class FleetController:
         self._stale = np.zeros(n, dtype=bool)       # commanded, known and stale at the last cycle
         self._engaged = np.zeros(n, dtype=bool)     # commanded from the first cycle it was ready
         self._has_trajectory = np.zeros(n, dtype=bool)
+        self._input_problem: Dict[int, str] = {}    # why the robot's last state was refused
         self._input_twist = np.zeros((n, 3))        # filter mode: the latest incoming twist
         self._input_stamp = np.full(n, -np.inf)
         self._last_cycle = -np.inf
@@ -262,11 +263,17 @@ class FleetController:
         (x, y), heading yaw. Older than the state already held: ignored (late delivery)."""
         if stamp < self._stamp[i]:
             return
+        self._input_problem.pop(i, None)
         self._position[i] = position[:2]
         self._velocity[i] = velocity[:2]
         self._yaw[i] = yaw
         self._stamp[i] = stamp
         self._fresh[i] = True
+
+    def note_input_problem(self, i: int, problem: str) -> None:
+        """Robot i's latest state could not be used (e.g. no transform to the global frame):
+        its status says why once it goes stale."""
+        self._input_problem[i] = problem
 
     def set_goal(self, i: int, xy) -> Optional[str]:
         """Sets (or clears, xy None) robot i's goal. Returns why it was refused (inside an
@@ -502,8 +509,12 @@ class FleetController:
             cycles, infeasible = int(self._orca_cycles[i]), int(self._infeasible_cycles[i])
             if not np.isfinite(age):
                 level, message = WARN, 'no odometry yet'
+                if i in self._input_problem:
+                    message += f'; odometry refused: {self._input_problem[i]}'
             elif age > self.params.odom_timeout:
                 level, message = WARN, f'stale odometry ({age:.2f} s old): stopped'
+                if i in self._input_problem:
+                    message += f'; newer odometry refused: {self._input_problem[i]}'
             elif waiting_for_map:
                 level, message = WARN, 'waiting for the map: holding still'
             elif self.params.filter_mode:

@@ -139,3 +139,15 @@ def test_static_transforms_count_at_every_time(ros):
     stack.odom(1.0, 1.0, 0.0, stamp=250.0)
     xy, _, _ = stack.pose_at(250.0)
     np.testing.assert_allclose(xy, [4.0, 1.0])
+
+
+def test_a_fleet_launched_in_a_namespace_keeps_its_topics_inside_it(ros):
+    """Per-robot names are relative: under /site1 every robot topic and TF tree is /site1/...;
+    /map and /diagnostics stay global."""
+    node = ros.add(OrcaNode(context=ros.context, namespace='site1', parameter_overrides=[
+        Parameter('robots', value=['r0']), Parameter('tf_layout', value='namespaced')]))
+    assert ros.wait_for(lambda: node.count_publishers('/site1/r0/cmd_vel') == 1)
+    topics = dict(node.get_topic_names_and_types())
+    assert {'/site1/r0/odom', '/site1/r0/goal_pose', '/site1/r0/trajectory', '/site1/r0/tf',
+            '/site1/r0/tf_static', '/map', '/diagnostics'} <= set(topics)
+    assert not any(name.startswith('/r0/') for name in topics)

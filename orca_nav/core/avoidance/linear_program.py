@@ -172,6 +172,10 @@ def closest_point(px, py, dx, dy, valid, radius, opt_x, opt_y, start_violation=N
             start_violation=start_violation)
         if settled.all():
             return vx, vy, line_fail
+        # The rest run RVO2's incremental algorithm: in crowds most of them are infeasible
+        # and need it for their failing line anyway, and it costs O(L) per agent and line
+        # where solving on every violated line at once costs O(L^2).
+        infeasible = ~settled
     else:
         vx, vy, settled = start_x.copy(), start_y.copy(), np.zeros(count, dtype=bool)
     rest = np.flatnonzero(~settled & ~infeasible)

@@ -381,3 +381,33 @@ def test_solve_returns_lines_the_feasible_agents_satisfy():
     feasible = ~solution.infeasible
     assert feasible.sum() > count // 2
     assert (side[:, feasible][lines.valid[:, feasible]] >= -1e-5).all()
+
+
+def test_linear_program_3_skips_bisectors_of_same_direction_lines():
+    """RVO2's linearProgram3 leaves out the bisector of a line parallel to line i in the same
+    direction: batched (with the line standing in for "none") the answer is the one without
+    that line, on both the dense and the per-line path."""
+    from orca_nav.core.avoidance import linear_program
+    rng = np.random.default_rng(5)
+    width, count, line = 7, 300, 6
+    angle = rng.uniform(0.0, 2.0 * np.pi, (width, count))
+    skip = rng.random(count) < 0.5
+    angle[3, skip] = angle[line, skip]  # line 3 parallel to line 6, same direction
+    dx, dy = np.cos(angle), np.sin(angle)
+    offset = rng.uniform(-1.0, 1.5, (width, count))
+    px, py = offset * dy, -offset * dx
+    radius = np.full(count, 2.0)
+    agents = np.arange(count)
+    for batch in (agents, agents[:100]):  # per-line path, dense path
+        problem = linear_program._bisector_problem(px, py, dx, dy, np.zeros(count, dtype=int),
+                                                   batch, line)
+        assert (~problem[4][3] == skip[batch]).all()
+        vx, vy, ok = linear_program._best_direction(*problem[:5], radius[batch], *problem[5:])
+        for k in range(0, batch.size, 7):
+            keep = [j for j in range(line) if problem[4][j, k]]
+            one = [a[keep][:, k:k + 1] for a in problem[:5]]
+            ref_x, ref_y, ref_ok = linear_program._best_direction(
+                *one, radius[:1], problem[5][k:k + 1], problem[6][k:k + 1])
+            assert ok[k] == ref_ok[0]
+            if ok[k]:
+                assert (vx[k], vy[k]) == (ref_x[0], ref_y[0])

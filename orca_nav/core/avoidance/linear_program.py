@@ -25,6 +25,8 @@ _HUGE = np.finfo(np.float64).max
 # at once (fewer numpy calls); larger batches solve only where a line is hit (less arithmetic).
 _DENSE_MAX_LINES = 12
 _DENSE_MAX_AGENTS = 200
+# Offset of a line that stands for "no line" (squares stay finite; beyond any speed circle).
+_FAR_LINE = 1e150
 
 
 def take_columns(arrays, columns):
@@ -38,7 +40,7 @@ def _interval_on_lines(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
     feasible interval [t_left, t_right] along each candidate.
 
     Candidates (C, X), bounding lines (J, X), pair_mask (C, J, X) or broadcastable says
-    which j bound which c, radius (X,). Returns (t_left, t_right, usable), each (C, X);
+    which j bound which c (None: all of them), radius (X,). Returns (t_left, t_right, usable), each (C, X);
     usable False where the candidate misses the speed circle, a parallel line excludes it,
     or the interval is empty. A candidate line among its own bounding lines adds nothing
     (its denominator and numerator are exactly 0: parallel, not failing).
@@ -50,10 +52,14 @@ def _interval_on_lines(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
     denominator = dxi * dy - dyi * dx
     numerator = dx * (cpy[:, None, :] - py) - dy * (cpx[:, None, :] - px)
     parallel = np.abs(denominator) <= RVO_EPSILON
-    parallel_fail = (pair_mask & parallel & (numerator < 0.0)).any(axis=1)
-    # NaN where j does not bound c (no limit below). The division then never sees a zero
-    # (|denominator| > RVO_EPSILON or NaN): no warnings.
-    np.putmask(denominator, parallel | ~pair_mask, np.nan)
+    if pair_mask is None:
+        parallel_fail = (parallel & (numerator < 0.0)).any(axis=1)
+        # NaN where j does not bound c (no limit below). The division then never sees a zero
+        # (|denominator| > RVO_EPSILON or NaN): no warnings.
+        np.putmask(denominator, parallel, np.nan)
+    else:
+        parallel_fail = (pair_mask & parallel & (numerator < 0.0)).any(axis=1)
+        np.putmask(denominator, parallel | ~pair_mask, np.nan)
     t = numerator / denominator
     # A line with denominator > 0 limits t from above, < 0 from below. Cheaper than selects:
     # pad the other side's entries to -/+_HUGE (beyond every finite t and the circle
@@ -160,15 +166,11 @@ def _incremental_per_line(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, 
         cols = open_cols[hit]
         if cols.size == 0:
             continue
-        if i == 0:
-            bounds = (np.zeros((0, cols.size)),) * 4
-            mask = np.zeros((1, 0, cols.size), dtype=bool)
-        else:
-            bounds = take_columns((px[:i], py[:i], dx[:i], dy[:i]), cols)
-            mask = np.ones((1, i, cols.size), dtype=bool)
+        # Lines 0..i-1 all bound line i (valid lines form a prefix; see _bisector_problem).
+        bounds = take_columns((px[:i], py[:i], dx[:i], dy[:i]), cols)
         cpx, cpy, cdx, cdy = px[i, cols], py[i, cols], dx[i, cols], dy[i, cols]
         t_left, t_right, usable = (a[0] for a in _interval_on_lines(
-            cpx[None], cpy[None], cdx[None], cdy[None], *bounds, mask, radius[cols]))
+            cpx[None], cpy[None], cdx[None], cdy[None], *bounds, None, radius[cols]))
         t = _best_t(cpx, cpy, cdx, cdy, t_left, t_right, opt_x[cols], opt_y[cols], direction)
         vx[cols] = np.where(usable, cpx + t * cdx, vx[cols])
         vy[cols] = np.where(usable, cpy + t * cdy, vy[cols])
@@ -200,17 +202,20 @@ def _bisector_problem(px, py, dx, dy, num_hard, agents, line):
         norm = np.sqrt(bis_dx * bis_dx + bis_dy * bis_dy)
         bis_dx = bis_dx / norm
         bis_dy = bis_dy / norm
+    # RVO2 leaves out the bisector of a line parallel to line i in the same direction; here
+    # it becomes y >= -_FAR_LINE, which no velocity violates and which cuts no line within
+    # the speed circle, so the walk can treat every line as present.
     hard_count = num_hard[agents]
     if not hard_count.any():  # no obstacle lines: only bisectors
         proj_valid = ~same_direction
-        return (np.where(proj_valid, bis_px, 0.0), np.where(proj_valid, bis_py, 0.0),
+        return (np.where(proj_valid, bis_px, 0.0), np.where(proj_valid, bis_py, -_FAR_LINE),
                 np.where(proj_valid, bis_dx, 1.0), np.where(proj_valid, bis_dy, 0.0), proj_valid,
                 -iy, ix)
     hard = np.arange(line)[:, None] < hard_count[None, :]
     proj_valid = hard | ~same_direction
     soft = proj_valid & ~hard
     proj_px = np.where(hard, jpx, np.where(soft, bis_px, 0.0))
-    proj_py = np.where(hard, jpy, np.where(soft, bis_py, 0.0))
+    proj_py = np.where(hard, jpy, np.where(soft, bis_py, -_FAR_LINE))
     proj_dx = np.where(hard, jx, np.where(soft, bis_dx, 1.0))
     proj_dy = np.where(hard, jy, np.where(soft, bis_dy, 0.0))
     return proj_px, proj_py, proj_dx, proj_dy, proj_valid, -iy, ix

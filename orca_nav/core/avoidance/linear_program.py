@@ -53,10 +53,14 @@ def _interval_on_lines(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
     numerator = dx * (cpy[:, None, :] - py) - dy * (cpx[:, None, :] - px)
     parallel = np.abs(denominator) <= RVO_EPSILON
     if pair_mask is None:
-        parallel_fail = (parallel & (numerator < 0.0)).any(axis=1)
-        # NaN where j does not bound c (no limit below). The division then never sees a zero
-        # (|denominator| > RVO_EPSILON or NaN): no warnings.
-        np.putmask(denominator, parallel, np.nan)
+        # Usually no pair is parallel: then every j bounds c, with no masking to do.
+        if parallel.any():
+            parallel_fail = (parallel & (numerator < 0.0)).any(axis=1)
+            # NaN where j does not bound c (no limit below). The division then never sees a
+            # zero (|denominator| > RVO_EPSILON or NaN): no warnings.
+            np.putmask(denominator, parallel, np.nan)
+        else:
+            parallel_fail = None
     else:
         parallel_fail = (pair_mask & parallel & (numerator < 0.0)).any(axis=1)
         np.putmask(denominator, parallel | ~pair_mask, np.nan)
@@ -66,9 +70,12 @@ def _interval_on_lines(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
     # interval, so the result is as if they were absent); fmin/fmax skip the NaN ones.
     pad = np.sign(denominator)
     pad *= -_HUGE
-    t_right = np.minimum(-dot + root, np.fmin.reduce(np.fmax(t, pad), axis=1, initial=np.inf))
-    t_left = np.maximum(-dot - root, np.fmax.reduce(np.fmin(t, pad), axis=1, initial=-np.inf))
-    usable = (disc >= 0.0) & ~parallel_fail & (t_left <= t_right)
+    neg_dot = -dot
+    t_right = np.minimum(neg_dot + root, np.fmin.reduce(np.fmax(t, pad), axis=1, initial=np.inf))
+    t_left = np.maximum(neg_dot - root, np.fmax.reduce(np.fmin(t, pad), axis=1, initial=-np.inf))
+    usable = (disc >= 0.0) & (t_left <= t_right)
+    if parallel_fail is not None:
+        usable &= ~parallel_fail
     return t_left, t_right, usable
 
 

@@ -160,7 +160,7 @@ def test_dense_and_per_line_linear_program_2_agree(monkeypatch):
         radius = np.full(count, 2.0)
         args = (px, py, dx, dy, valid, radius, opt_x, opt_y, opt_x * 2.0, opt_y * 2.0, direction)
         dense = linear_program._incremental(*args)
-        monkeypatch.setattr(linear_program, '_DENSE_MAX_AGENTS', 0)
+        monkeypatch.setattr(linear_program, '_DENSE_MAX_ENTRIES', 0)
         per_line = linear_program._incremental(*args)
         monkeypatch.undo()
         for a, b in zip(dense, per_line):  # failing line, vx, vy

@@ -184,7 +184,7 @@ def test_per_line_path_matches_rvo2(monkeypatch):
     path = REFDATA / 'blocks_100.npz'
     if not path.exists():
         pytest.skip('blocks_100.npz not in refdata')
-    monkeypatch.setattr(linear_program, '_DENSE_MAX_AGENTS', 0)
+    monkeypatch.setattr(linear_program, '_DENSE_MAX_ENTRIES', 0)
     run = dict(np.load(path))
     params = params_of(run)
     obstacles = prepare_obstacles(polygons_of(run))

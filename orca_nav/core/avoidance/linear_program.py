@@ -196,17 +196,26 @@ def _bisector_problem(px, py, dx, dy, num_hard, agents, line):
     j < i, hard ones as they are, soft ones replaced by the bisector of lines j and i (the
     points of equal penetration). Returns (i, K) lines, their mask and the objective
     direction (the left normal of line i)."""
-    ix, iy = dx[line, agents], dy[line, agents]
-    ipx, ipy = px[line, agents], py[line, agents]
+    ix, iy = np.take(dx[line], agents), np.take(dy[line], agents)
+    ipx, ipy = np.take(px[line], agents), np.take(py[line], agents)
     jx, jy, jpx, jpy = take_columns((dx[:line], dy[:line], px[:line], py[:line]), agents)
     determinant = ix * jy - iy * jx
     parallel = np.abs(determinant) <= RVO_EPSILON
-    same_direction = parallel & (ix * jx + iy * jy > 0.0)
-    with np.errstate(divide='ignore', invalid='ignore'):
+    bis_dx, bis_dy = jx - ix, jy - iy
+    if parallel.any():
+        same_direction = parallel & (ix * jx + iy * jy > 0.0)
+        with np.errstate(divide='ignore', invalid='ignore'):
+            along = (jx * (ipy - jpy) - jy * (ipx - jpx)) / determinant
+            bis_px = np.where(parallel, 0.5 * (ipx + jpx), ipx + along * ix)
+            bis_py = np.where(parallel, 0.5 * (ipy + jpy), ipy + along * iy)
+            norm = np.sqrt(bis_dx * bis_dx + bis_dy * bis_dy)
+            bis_dx = bis_dx / norm
+            bis_dy = bis_dy / norm
+    else:  # the usual case: no zero divisor, nothing left out
+        same_direction = None
         along = (jx * (ipy - jpy) - jy * (ipx - jpx)) / determinant
-        bis_px = np.where(parallel, 0.5 * (ipx + jpx), ipx + along * ix)
-        bis_py = np.where(parallel, 0.5 * (ipy + jpy), ipy + along * iy)
-        bis_dx, bis_dy = jx - ix, jy - iy
+        bis_px = ipx + along * ix
+        bis_py = ipy + along * iy
         norm = np.sqrt(bis_dx * bis_dx + bis_dy * bis_dy)
         bis_dx = bis_dx / norm
         bis_dy = bis_dy / norm
@@ -215,10 +224,14 @@ def _bisector_problem(px, py, dx, dy, num_hard, agents, line):
     # the speed circle, so the walk can treat every line as present.
     hard_count = num_hard[agents]
     if not hard_count.any():  # no obstacle lines: only bisectors
+        if same_direction is None:
+            return bis_px, bis_py, bis_dx, bis_dy, np.ones(bis_px.shape, dtype=bool), -iy, ix
         proj_valid = ~same_direction
         return (np.where(proj_valid, bis_px, 0.0), np.where(proj_valid, bis_py, -_FAR_LINE),
                 np.where(proj_valid, bis_dx, 1.0), np.where(proj_valid, bis_dy, 0.0), proj_valid,
                 -iy, ix)
+    if same_direction is None:
+        same_direction = np.zeros(bis_px.shape, dtype=bool)
     hard = np.arange(line)[:, None] < hard_count[None, :]
     proj_valid = hard | ~same_direction
     soft = proj_valid & ~hard

@@ -31,9 +31,9 @@ _FAR_LINE = 1e150
 
 
 def take_columns(arrays, columns):
-    """The given columns (agents) of each (L, K) array; np.take is several times faster than
-    a[:, columns] fancy indexing."""
-    return tuple(np.take(a, columns, axis=1) for a in arrays)
+    """The given columns (agents) of each (L, K) array; take is several times faster than
+    a[:, columns] fancy indexing (the method: np.take adds a Python wrapper per call)."""
+    return tuple([a.take(columns, axis=1) for a in arrays])
 
 
 def _interval_on_lines(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
@@ -144,19 +144,23 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
     t = _best_t(px, py, dx, dy, t_left, t_right, opt_x, opt_y, direction)
     cand_x = px + t * dx
     cand_y = py + t * dy
+    moves = valid & usable
+    fails = valid & ~usable
     vx, vy = start_x.copy(), start_y.copy()
     line_fail = np.full(count, width, dtype=np.intp)
     open_ = np.ones(count, dtype=bool)
     for i in range(width):
-        hit = open_ & valid[i] & (dx[i] * (py[i] - vy) - dy[i] * (px[i] - vx) > 0.0)
-        move = hit & usable[i]
-        vx = np.where(move, cand_x[i], vx)
-        vy = np.where(move, cand_y[i], vy)
-        failed = hit & ~usable[i]
-        line_fail[failed] = i
-        open_ &= ~failed
-        if not open_.any():
-            break
+        hit = dx[i] * (py[i] - vy) - dy[i] * (px[i] - vx) > 0.0
+        hit &= open_
+        move = hit & moves[i]
+        np.copyto(vx, cand_x[i], where=move)
+        np.copyto(vy, cand_y[i], where=move)
+        failed = hit & fails[i]
+        if failed.any():
+            line_fail[failed] = i
+            open_ &= ~failed
+            if not open_.any():
+                break
     return line_fail, vx, vy
 
 
@@ -196,8 +200,8 @@ def _bisector_problem(px, py, dx, dy, num_hard, agents, line):
     j < i, hard ones as they are, soft ones replaced by the bisector of lines j and i (the
     points of equal penetration). Returns (i, K) lines, their mask and the objective
     direction (the left normal of line i)."""
-    ix, iy = np.take(dx[line], agents), np.take(dy[line], agents)
-    ipx, ipy = np.take(px[line], agents), np.take(py[line], agents)
+    ix, iy = dx[line].take(agents), dy[line].take(agents)
+    ipx, ipy = px[line].take(agents), py[line].take(agents)
     jx, jy, jpx, jpy = take_columns((dx[:line], dy[:line], px[:line], py[:line]), agents)
     determinant = ix * jy - iy * jx
     parallel = np.abs(determinant) <= RVO_EPSILON

@@ -172,20 +172,23 @@ def _incremental_per_line(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, 
     line_fail = np.full(count, width, dtype=np.intp)
     open_cols = np.arange(count)
     for i in range(width):
-        ox, oy = vx[open_cols], vy[open_cols]
-        hit = valid[i, open_cols] & (dx[i, open_cols] * (py[i, open_cols] - oy)
-                                     - dy[i, open_cols] * (px[i, open_cols] - ox) > 0.0)
+        ox, oy = vx.take(open_cols), vy.take(open_cols)
+        hit = (dx[i].take(open_cols) * (py[i].take(open_cols) - oy)
+               - dy[i].take(open_cols) * (px[i].take(open_cols) - ox) > 0.0)
+        hit &= valid[i].take(open_cols)
         cols = open_cols[hit]
         if cols.size == 0:
             continue
         # Lines 0..i-1 all bound line i (valid lines form a prefix; see _bisector_problem).
         bounds = take_columns((px[:i], py[:i], dx[:i], dy[:i]), cols)
-        cpx, cpy, cdx, cdy = px[i, cols], py[i, cols], dx[i, cols], dy[i, cols]
+        cpx, cpy, cdx, cdy = (px[i].take(cols), py[i].take(cols), dx[i].take(cols),
+                              dy[i].take(cols))
         t_left, t_right, usable = (a[0] for a in _interval_on_lines(
-            cpx[None], cpy[None], cdx[None], cdy[None], *bounds, None, radius[cols]))
-        t = _best_t(cpx, cpy, cdx, cdy, t_left, t_right, opt_x[cols], opt_y[cols], direction)
-        vx[cols] = np.where(usable, cpx + t * cdx, vx[cols])
-        vy[cols] = np.where(usable, cpy + t * cdy, vy[cols])
+            cpx[None], cpy[None], cdx[None], cdy[None], *bounds, None, radius.take(cols)))
+        t = _best_t(cpx, cpy, cdx, cdy, t_left, t_right, opt_x.take(cols), opt_y.take(cols),
+                    direction)
+        vx[cols] = np.where(usable, cpx + t * cdx, vx.take(cols))
+        vy[cols] = np.where(usable, cpy + t * cdy, vy.take(cols))
         line_fail[cols[~usable]] = i
         still_open = np.ones(open_cols.size, dtype=bool)
         still_open[hit] = usable

@@ -400,7 +400,7 @@ def test_linear_program_3_skips_bisectors_of_same_direction_lines():
     agents = np.arange(count)
     for batch in (agents, agents[:100]):  # per-line path, dense path
         problem = linear_program._bisector_problem(px, py, dx, dy, np.zeros(count, dtype=int),
-                                                   batch, line)
+                                                   batch, np.full(batch.size, line))
         assert (~problem[4][3] == skip[batch]).all()
         vx, vy, ok = linear_program._best_direction(*problem[:5], radius[batch], *problem[5:])
         for k in range(0, batch.size, 7):

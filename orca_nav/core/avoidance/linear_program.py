@@ -28,6 +28,8 @@ _DENSE_MAX_LINES = 12
 _DENSE_MAX_ENTRIES = 28800
 # Offset of a line that stands for "no line" (squares stay finite; beyond any speed circle).
 _FAR_LINE = 1e150
+# linearProgram3: once this few agents have lines left, they are solved together.
+_LP3_MERGE_AGENTS = 64
 
 
 def take_columns(arrays, columns):
@@ -198,14 +200,16 @@ def _incremental_per_line(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, 
     return line_fail, vx, vy
 
 
-def _bisector_problem(px, py, dx, dy, num_hard, agents, line):
-    """Directional sub-problem of linearProgram3 at line i for the given agents: lines
-    j < i, hard ones as they are, soft ones replaced by the bisector of lines j and i (the
-    points of equal penetration). Returns (i, K) lines, their mask and the objective
-    direction (the left normal of line i)."""
-    ix, iy = dx[line].take(agents), dy[line].take(agents)
-    ipx, ipy = px[line].take(agents), py[line].take(agents)
-    jx, jy, jpx, jpy = take_columns((dx[:line], dy[:line], px[:line], py[:line]), agents)
+def _bisector_problem(px, py, dx, dy, num_hard, agents, lines):
+    """Directional sub-problem of linearProgram3 at line i = lines[k] for each given agent:
+    lines j < i, hard ones as they are, soft ones replaced by the bisector of lines j and i
+    (the points of equal penetration). Returns (max i, K) lines (rows j >= i stand for no
+    line), their mask and the objective direction (the left normal of line i)."""
+    width = int(lines.max())
+    flat = lines * px.shape[1] + agents
+    ix, iy, ipx, ipy = dx.take(flat), dy.take(flat), px.take(flat), py.take(flat)
+    jx, jy, jpx, jpy = take_columns((dx[:width], dy[:width], px[:width], py[:width]), agents)
+    beyond = np.arange(width)[:, None] >= lines[None, :]  # rows past an agent's own line i
     determinant = ix * jy - iy * jx
     parallel = np.abs(determinant) <= RVO_EPSILON
     bis_dx, bis_dy = jx - ix, jy - iy
@@ -218,7 +222,7 @@ def _bisector_problem(px, py, dx, dy, num_hard, agents, line):
             norm = np.sqrt(bis_dx * bis_dx + bis_dy * bis_dy)
             bis_dx = bis_dx / norm
             bis_dy = bis_dy / norm
-    else:  # the usual case: no zero divisor, nothing left out
+    else:  # the usual case: no zero divisor
         same_direction = None
         along = (jx * (ipy - jpy) - jy * (ipx - jpx)) / determinant
         bis_px = ipx + along * ix
@@ -229,18 +233,18 @@ def _bisector_problem(px, py, dx, dy, num_hard, agents, line):
     # RVO2 leaves out the bisector of a line parallel to line i in the same direction; here
     # it becomes y >= -_FAR_LINE, which no velocity violates and which cuts no line within
     # the speed circle, so the walk can treat every line as present.
+    # Rows past an agent's own line are left out the same way.
+    left_out = beyond if same_direction is None else beyond | same_direction
     hard_count = num_hard[agents]
     if not hard_count.any():  # no obstacle lines: only bisectors
-        if same_direction is None:
-            return bis_px, bis_py, bis_dx, bis_dy, np.ones(bis_px.shape, dtype=bool), -iy, ix
-        proj_valid = ~same_direction
+        if not left_out.any():
+            return bis_px, bis_py, bis_dx, bis_dy, ~left_out, -iy, ix
+        proj_valid = ~left_out
         return (np.where(proj_valid, bis_px, 0.0), np.where(proj_valid, bis_py, -_FAR_LINE),
                 np.where(proj_valid, bis_dx, 1.0), np.where(proj_valid, bis_dy, 0.0), proj_valid,
                 -iy, ix)
-    if same_direction is None:
-        same_direction = np.zeros(bis_px.shape, dtype=bool)
-    hard = np.arange(line)[:, None] < hard_count[None, :]
-    proj_valid = hard | ~same_direction
+    hard = (np.arange(width)[:, None] < hard_count[None, :]) & ~beyond
+    proj_valid = hard | ~left_out
     soft = proj_valid & ~hard
     proj_px = np.where(hard, jpx, np.where(soft, bis_px, 0.0))
     proj_py = np.where(hard, jpy, np.where(soft, bis_py, -_FAR_LINE))
@@ -254,23 +258,37 @@ def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx,
     minimises the largest penetration of the soft lines; lines < num_hard stay hard.
 
     Lines (L, K). (vx, vy) is linearProgram2's result at failure; returns the new (vx, vy).
-    Like RVO2 it walks the lines in order and, where line i is violated by more than the
-    current penetration, solves a directional linearProgram2 on the bisector lines of i;
-    the loop is over line index, each step batched over the agents whose line i triggered.
+    Like RVO2 each agent walks its lines in order and, where line i is violated by more than
+    the current penetration, solves a directional linearProgram2 on the bisector lines of i.
+    Batched: each round solves the agents whose next such line is the lowest, or, once few
+    agents have one left, all of them at their own lines in one padded batch.
     """
     num_lines, count = px.shape
     vx, vy = vx.copy(), vy.copy()
-    distance = np.zeros(count)
-    for i in range(int(begin_line.min()), num_lines):
-        pen = dx[i] * (py[i] - vy) - dy[i] * (px[i] - vx)
-        # At begin_line the LP2 result violates the line by construction.
-        act = np.flatnonzero((i == begin_line) | ((i > begin_line) & valid[i] & (pen > distance)))
-        if act.size == 0:
-            continue
-        problem = _bisector_problem(px, py, dx, dy, num_hard, act, i)
-        new_x, new_y, ok = _best_direction(*problem[:5], radius[act], *problem[5:])
+    rows = np.arange(num_lines)[:, None]
+    # Each agent's next line to solve at; at begin_line the LP2 result violates the line by
+    # construction.
+    next_line = begin_line.copy()
+    waiting = np.arange(count)
+    while waiting.size:
+        at = next_line[waiting]
+        if waiting.size <= _LP3_MERGE_AGENTS:
+            act = waiting
+        else:
+            lowest = at == at.min()
+            act, at = waiting[lowest], at[lowest]
+        problem = _bisector_problem(px, py, dx, dy, num_hard, act, at)
+        new_x, new_y, ok = _best_direction(*problem[:5], radius.take(act), *problem[5:])
         # RVO2 keeps the previous result when the sub-problem fails (rounding trouble only).
-        vx[act] = np.where(ok, new_x, vx[act])
-        vy[act] = np.where(ok, new_y, vy[act])
-        distance[act] = dx[i, act] * (py[i, act] - vy[act]) - dy[i, act] * (px[i, act] - vx[act])
+        ax = np.where(ok, new_x, vx.take(act))
+        ay = np.where(ok, new_y, vy.take(act))
+        vx[act], vy[act] = ax, ay
+        apx, apy, adx, ady, avalid = take_columns((px, py, dx, dy, valid), act)
+        pen = adx * (apy - ay) - ady * (apx - ax)
+        flat = at * act.size + np.arange(act.size)
+        reached = pen.take(flat)  # the penetration now accepted
+        # The next line of these agents: the first after i violated by more than that.
+        trigger = avalid & (pen > reached) & (rows > at)
+        next_line[act] = np.where(trigger.any(axis=0), trigger.argmax(axis=0), num_lines)
+        waiting = np.flatnonzero(next_line < num_lines)
     return vx, vy

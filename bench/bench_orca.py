@@ -8,12 +8,13 @@ horizons 10, radius 1.5, max_speed 2):
 
 Preferred velocities: (goal - position) clamped to max_speed, set from arrays for orca_nav,
 and with the usual Python loop over agents for pyrvo. The two simulations run interleaved,
-step by step, so they share the machine's load. Reported: median ms per step for orca_nav,
-pyrvo's do_step alone and pyrvo's full step (loop + do_step), their ratios, the ratio of the
-fastest steps (on a shared machine the least disturbed figure), and the peak memory
-allocated during one orca_nav step (tracemalloc) per agent.
+step by step, so they share the machine's load. Each workload runs `--runs` times (fresh
+simulators, `--steps` steps each); a run's figures are medians over its steps, and the table
+gives the min and the median over runs of: ms per step for orca_nav, pyrvo's do_step alone
+and pyrvo's full step (loop + do_step), and the ratio orca_nav / do_step within each run;
+plus the peak memory allocated during one orca_nav step (tracemalloc) per agent.
 
-Usage: python -m bench.bench_orca [--quick] [--sizes 100 1000] [--steps 60]
+Usage: python -m bench.bench_orca [--quick] [--sizes 100 1000] [--steps 60] [--runs 5]
 """
 import argparse
 import json
@@ -106,8 +107,10 @@ def peak_bytes_per_agent(sim, goals):
     return peak / sim.num_agents
 
 
-def run_workload(pyrvo, start, goals, steps):
-    """Both simulators step by step, interleaved, so they share the machine's load."""
+def run_once(pyrvo, start, goals, steps):
+    """Both simulators step by step, interleaved, so they share the machine's load. Returns
+    the run's median ms per step (orca_nav, pyrvo do_step, pyrvo full step) and the
+    simulators."""
     ours = orca_nav_simulator(start)
     peer = pyrvo_simulator(pyrvo, start) if pyrvo is not None else None
     goal_list = goals.tolist()
@@ -118,17 +121,30 @@ def run_workload(pyrvo, start, goals, steps):
             full, do_step = pyrvo_step(peer, goal_list)
             peer_full.append(full)
             peer_do_step.append(do_step)
-    row = dict(n=len(start), steps=steps, orca_nav_ms=1e3 * float(np.median(our_times)),
-               orca_nav_min_ms=1e3 * float(np.min(our_times)))
+    medians = [1e3 * float(np.median(t)) if t else float('nan')
+               for t in (our_times, peer_do_step, peer_full)]
+    return medians, ours, peer
+
+
+def run_workload(pyrvo, start, goals, steps, runs):
+    """`runs` runs of the workload: min and median over runs of each run's median."""
+    per_run = []
+    for _ in range(runs):
+        medians, ours, peer = run_once(pyrvo, start, goals, steps)
+        per_run.append(medians)
+    ours_ms, do_step_ms, full_ms = np.array(per_run).T
+    row = dict(n=len(start), steps=steps, runs=runs,
+               orca_nav_ms=float(np.median(ours_ms)), orca_nav_min_ms=float(ours_ms.min()))
     if peer is not None:
+        ratio = ours_ms / do_step_ms
         peer_positions = np.array([peer.get_agent_position(i).to_tuple() for i in range(len(start))])
-        row.update(pyrvo_do_step_ms=1e3 * float(np.median(peer_do_step)),
-                   pyrvo_do_step_min_ms=1e3 * float(np.min(peer_do_step)),
-                   pyrvo_full_ms=1e3 * float(np.median(peer_full)),
+        row.update(pyrvo_do_step_ms=float(np.median(do_step_ms)),
+                   pyrvo_do_step_min_ms=float(do_step_ms.min()),
+                   pyrvo_full_ms=float(np.median(full_ms)),
+                   ratio_do_step=float(np.median(ratio)), ratio_do_step_min=float(ratio.min()),
+                   ratio_do_step_max=float(ratio.max()),
+                   ratio_full=float(np.median(ours_ms / full_ms)),
                    max_position_difference=float(np.abs(ours.positions - peer_positions).max()))
-        row.update(ratio_do_step=row['orca_nav_ms'] / row['pyrvo_do_step_ms'],
-                   ratio_full=row['orca_nav_ms'] / row['pyrvo_full_ms'],
-                   ratio_do_step_min=row['orca_nav_min_ms'] / row['pyrvo_do_step_min_ms'])
     row['peak_bytes_per_agent'] = peak_bytes_per_agent(ours, goals)
     return row
 
@@ -138,34 +154,44 @@ def main(argv=None):
     parser.add_argument('--quick', action='store_true', help='N = 100, 1000 and fewer steps (< 30 s)')
     parser.add_argument('--sizes', type=int, nargs='+', help='agent counts (default 100 1000 10000)')
     parser.add_argument('--steps', type=int, help='steps per run (default 60, quick 20)')
+    parser.add_argument('--runs', type=int, help='runs per workload (default 5, quick 2)')
     args = parser.parse_args(argv)
     sizes = args.sizes or ([100, 1000] if args.quick else [100, 1000, 10000])
     steps = args.steps or (20 if args.quick else 60)
+    runs = args.runs or (2 if args.quick else 5)
     try:
         import pyrvo
     except ImportError:
         pyrvo = None
         print('pyrvo not installed: peer columns left empty (pip install pyrvo)')
     rows = []
-    header = (f"{'workload':<9} {'N':>6} {'orca_nav ms':>12} {'pyrvo do_step':>14} {'pyrvo full':>11} "
-              f"{'x do_step':>10} {'x full':>7} {'x min':>6} {'bytes/agent':>12} {'max |dpos|':>11}")
+    header = (f"{'workload':<9} {'N':>6} {'orca_nav ms':>13} {'do_step ms':>13} {'full ms':>8} "
+              f"{'x do_step':>17} {'x full':>7} {'bytes/agent':>12} {'max |dpos|':>11}")
+    print(f'{runs} runs of {steps} steps per workload; min / median over runs')
     print(header)
     print('-' * len(header))
     for name, build in WORKLOADS.items():
         for count in sizes:
             start, goals = build(count)
-            row = dict(workload=name, **run_workload(pyrvo, start, goals, steps))
+            row = dict(workload=name, **run_workload(pyrvo, start, goals, steps, runs))
             rows.append(row)
-            peer = (f"{row['pyrvo_do_step_ms']:>14.3f} {row['pyrvo_full_ms']:>11.3f} "
-                    f"{row['ratio_do_step']:>10.2f} {row['ratio_full']:>7.2f} "
-                    f"{row['ratio_do_step_min']:>6.2f}" if pyrvo else
-                    f"{'-':>14} {'-':>11} {'-':>10} {'-':>7} {'-':>6}")
-            diff = f"{row['max_position_difference']:>11.2e}" if pyrvo else f"{'-':>11}"
-            print(f"{name:<9} {count:>6} {row['orca_nav_ms']:>12.3f} {peer} "
-                  f"{row['peak_bytes_per_agent']:>12.0f} {diff}", flush=True)
-    print('x = orca_nav time / pyrvo time, medians (lower is better; < 1 means orca_nav is '
-          'faster); x min: fastest orca_nav step / fastest do_step (least disturbed by load).')
-    print('max |dpos|: largest position difference to pyrvo after the run (float64 vs float32).')
+            ours = f"{row['orca_nav_min_ms']:.3f}/{row['orca_nav_ms']:.3f}"
+            if pyrvo:
+                peer = f"{row['pyrvo_do_step_min_ms']:.3f}/{row['pyrvo_do_step_ms']:.3f}"
+                ratio = (f"{row['ratio_do_step_min']:.2f}/{row['ratio_do_step']:.2f}"
+                         f" (<{row['ratio_do_step_max']:.2f})")
+                cells = (f"{peer:>13} {row['pyrvo_full_ms']:>8.3f} {ratio:>17} "
+                         f"{row['ratio_full']:>7.2f}")
+                diff = f"{row['max_position_difference']:>11.2e}"
+            else:
+                cells = f"{'-':>13} {'-':>8} {'-':>17} {'-':>7}"
+                diff = f"{'-':>11}"
+            print(f"{name:<9} {count:>6} {ours:>13} {cells} {row['peak_bytes_per_agent']:>12.0f} "
+                  f"{diff}", flush=True)
+    print('ms: median ms per step of a run, min/median over runs; x do_step: orca_nav / pyrvo '
+          'do_step within a run, min/median over runs (< max); x full: median, against pyrvo '
+          'including its Python loop. Lower is better.')
+    print('max |dpos|: largest position difference to pyrvo after the last run (float64 vs float32).')
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({'params': PARAMS, 'rows': rows}, indent=1))
     print(f'wrote {RESULTS}')

@@ -137,14 +137,14 @@ def test_obstacle_neighbour_prefilter_matches_brute_force(monkeypatch):
     np.testing.assert_array_equal(brute[1], prefiltered[1])
 
 
-def test_dense_and_pairwise_linear_program_1_agree(monkeypatch):
-    """Few lines run linearProgram1 densely over all line pairs; many lines as a flat list
-    of (agent, violated line) pairs (or line by line when searching RVO2's failing line):
-    same points, same feasibility, same failing line, bit for bit."""
+def test_dense_and_per_line_linear_program_2_agree(monkeypatch):
+    """linearProgram2 on few agents and lines solves linearProgram1 for every line at once,
+    otherwise only where a line is hit: same points, same failing line, bit for bit, for
+    both objectives (closest point, furthest along a direction)."""
     from orca_nav.core.avoidance import linear_program
     rng = np.random.default_rng(1)
     for trial in range(60):
-        width, count = int(rng.integers(1, 14)), 300
+        width, count = int(rng.integers(1, 13)), 150
         angle = rng.uniform(0.0, 2.0 * np.pi, (width, count))
         dx, dy = np.cos(angle), np.sin(angle)
         if trial % 3 == 0:  # parallel lines
@@ -152,25 +152,21 @@ def test_dense_and_pairwise_linear_program_1_agree(monkeypatch):
         offset = rng.uniform(-1.0, 2.5, (width, count))  # > 0: origin on the feasible side
         px, py = offset * dy, -offset * dx
         valid = rng.random((width, count)) < 0.9
+        direction = trial % 2 == 0
         opt_x, opt_y = rng.normal(0.0, 2.0, (2, count))
-        violated = (linear_program.violation(px, py, dx, dy, opt_x, opt_y) > 0.0) & valid
-        violated[0] |= ~violated.any(axis=0)  # every agent needs a violated line
-        valid[0] |= violated[0]
-        args = (px, py, dx, dy, valid, np.full(count, 2.0), violated, opt_x, opt_y, trial % 2 == 0)
-        prefix_args = (px, py, dx, dy, valid, np.full(count, 2.0), opt_x, opt_y, opt_x, opt_y)
-        dense_x, dense_y, dense_ok = linear_program._best_on_violated_lines(*args)
-        dense_prefix = linear_program._first_infeasible_prefix(*prefix_args)
-        monkeypatch.setattr(linear_program, '_DENSE_MAX_LINES', 0)
-        monkeypatch.setattr(linear_program, '_DENSE_PREFIX_MAX_AGENTS', 0)
-        pair_x, pair_y, pair_ok = linear_program._best_on_violated_lines(*args)
-        line_prefix = linear_program._first_infeasible_prefix(*prefix_args)
+        if direction:
+            norm = np.hypot(opt_x, opt_y)
+            opt_x, opt_y = opt_x / norm, opt_y / norm
+        radius = np.full(count, 2.0)
+        args = (px, py, dx, dy, valid, radius, opt_x, opt_y, opt_x * 2.0, opt_y * 2.0, direction)
+        dense = linear_program._incremental(*args)
+        monkeypatch.setattr(linear_program, '_DENSE_MAX_ENTRIES', 0)
+        per_line = linear_program._incremental(*args)
         monkeypatch.undo()
-        for dense, per_line in zip(dense_prefix, line_prefix):  # failing line, vx, vy
-            np.testing.assert_array_equal(dense, per_line)
-        assert 0 < dense_ok.sum() < count
-        np.testing.assert_array_equal(dense_ok, pair_ok)
-        np.testing.assert_array_equal(dense_x[dense_ok], pair_x[pair_ok])
-        np.testing.assert_array_equal(dense_y[dense_ok], pair_y[pair_ok])
+        for a, b in zip(dense, per_line):  # failing line, vx, vy
+            np.testing.assert_array_equal(a, b)
+        if width > 3:
+            assert 0 < (dense[0] == width).sum() < count, 'want feasible and infeasible cases'
 
 
 def test_enclosures_only_through_prepare_obstacles():
@@ -385,3 +381,33 @@ def test_solve_returns_lines_the_feasible_agents_satisfy():
     feasible = ~solution.infeasible
     assert feasible.sum() > count // 2
     assert (side[:, feasible][lines.valid[:, feasible]] >= -1e-5).all()
+
+
+def test_linear_program_3_skips_bisectors_of_same_direction_lines():
+    """RVO2's linearProgram3 leaves out the bisector of a line parallel to line i in the same
+    direction: batched (with the line standing in for "none") the answer is the one without
+    that line, on both the dense and the per-line path."""
+    from orca_nav.core.avoidance import linear_program
+    rng = np.random.default_rng(5)
+    width, count, line = 7, 300, 6
+    angle = rng.uniform(0.0, 2.0 * np.pi, (width, count))
+    skip = rng.random(count) < 0.5
+    angle[3, skip] = angle[line, skip]  # line 3 parallel to line 6, same direction
+    dx, dy = np.cos(angle), np.sin(angle)
+    offset = rng.uniform(-1.0, 1.5, (width, count))
+    px, py = offset * dy, -offset * dx
+    radius = np.full(count, 2.0)
+    agents = np.arange(count)
+    for batch in (agents, agents[:100]):  # per-line path, dense path
+        problem = linear_program._bisector_problem(px, py, dx, dy, np.zeros(count, dtype=int),
+                                                   batch, np.full(batch.size, line))
+        assert (~problem[4][3] == skip[batch]).all()
+        vx, vy, ok = linear_program._best_direction(*problem[:5], radius[batch], *problem[5:])
+        for k in range(0, batch.size, 7):
+            keep = [j for j in range(line) if problem[4][j, k]]
+            one = [a[keep][:, k:k + 1] for a in problem[:5]]
+            ref_x, ref_y, ref_ok = linear_program._best_direction(
+                *one, radius[:1], problem[5][k:k + 1], problem[6][k:k + 1])
+            assert ok[k] == ref_ok[0]
+            if ok[k]:
+                assert (vx[k], vy[k]) == (ref_x[0], ref_y[0])

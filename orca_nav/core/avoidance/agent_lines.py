@@ -54,11 +54,12 @@ def _agent_lines_block(columns, block, other, inv_horizon, inv_step, keep_t, out
     all_px, all_py, all_vx, all_vy, all_rad = columns
     own_px, own_py = all_px[block], all_py[block]
     own_vx, own_vy = all_vx[block], all_vy[block]
-    rel_x = all_px[other] - own_px
-    rel_y = all_py[other] - own_py
-    rv_x = own_vx - all_vx[other]
-    rv_y = own_vy - all_vy[other]
-    combined = all_rad[block] + all_rad[other]
+    # take: several times faster than fancy indexing for these gathers.
+    rel_x = all_px.take(other) - own_px
+    rel_y = all_py.take(other) - own_py
+    rv_x = own_vx - all_vx.take(other)
+    rv_y = own_vy - all_vy.take(other)
+    combined = all_rad[block] + all_rad.take(other)
     dist_sq = rel_x * rel_x + rel_y * rel_y
     combined_sq = combined * combined
     # No collision: w from the cut-off centre to the relative velocity.

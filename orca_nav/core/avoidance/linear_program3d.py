@@ -1,0 +1,275 @@
+"""RVO2-3D's linearProgram1/2/3/4, batched over agents, in float32 with RVO2-3D's operation order.
+
+Vectors are tuples of three float32 arrays (x, y, z). Planes are given per agent: point and
+normal, each a tuple of three (K, P) arrays (agent first), plus a (K, P) `valid` mask for
+padding. The permitted side of a plane is dot(normal, v - point) >= 0.
+
+Every agent runs RVO2-3D's incremental algorithm, with exactly its arithmetic: the loops are
+event-driven rather than over the plane index. Between two planes that change the result,
+RVO2-3D only tests planes (`dot(normal, point - result) > 0`) against an unchanged result, so
+all those tests are made at once on the (K, P) arrays, and each round every agent jumps to its
+own next violated plane (gathered per agent). The number of rounds is the largest number of
+violated planes an agent meets, not the number of planes, and each agent's sequence of float32
+operations is the one RVO2-3D performs, so results agree bit for bit.
+
+NaN planes (RVO2-3D produces them for coincident agents with equal velocities) compare false
+everywhere, as in RVO2-3D: they are never violated and never bound a line.
+
+`num_hard` (linearProgram4 only) extends RVO2-3D for static obstacles: planes below it stay
+hard in the fallback, as RVO2 (2-D) keeps obstacle lines; with num_hard = 0 it is RVO2-3D's.
+"""
+import numpy as np
+
+F32 = np.float32
+RVO3D_EPSILON = F32(1e-5)
+_HALF = F32(0.5)
+_ONE = F32(1.0)
+
+
+def dot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def cross(a, b):
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+def sub(a, b):
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
+
+
+def scaled(scalar, v):
+    return (scalar * v[0], scalar * v[1], scalar * v[2])
+
+
+def add(a, b):
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+def normalize(v):
+    """RVO2-3D's normalize: v / abs(v), the division by a reciprocal."""
+    inv = _ONE / np.sqrt(dot(v, v))
+    return (v[0] * inv, v[1] * inv, v[2] * inv)
+
+
+def _rows(v, rows):
+    return tuple(c[rows] for c in v)
+
+
+def _pick(v, column):
+    """Per-agent entry `column[k]` of each (K, P) component."""
+    rows = np.arange(len(column))
+    return tuple(c[rows, column] for c in v)
+
+
+def _select(mask, a, b):
+    return tuple(np.where(mask, x, y) for x, y in zip(a, b))
+
+
+def _first(hits):
+    """(has_any, index of the first True) per row of a (K, P) bool array."""
+    return hits.any(axis=1), hits.argmax(axis=1)
+
+
+class Planes:
+    """A batch of per-agent planes: point, normal ((K, P) components) and the valid mask."""
+
+    __slots__ = ('point', 'normal', 'valid')
+
+    def __init__(self, point, normal, valid):
+        self.point, self.normal, self.valid = point, normal, valid
+
+    def rows(self, rows):
+        return Planes(_rows(self.point, rows), _rows(self.normal, rows), self.valid[rows])
+
+    @property
+    def count(self):
+        return self.valid.shape[1]
+
+    def violation(self, result):
+        """dot(normal, point - result) for every plane, (K, P)."""
+        return dot(self.normal, sub(self.point, tuple(c[:, None] for c in result)))
+
+
+def linear_program1(planes, bound, line_point, line_dir, radius, opt, direction_opt):
+    """linearProgram1: the best point on a line within the speed sphere and planes j < bound.
+    Returns (ok, result)."""
+    dot_product = dot(line_point, line_dir)
+    discriminant = dot_product * dot_product + radius * radius - dot(line_point, line_point)
+    fail = discriminant < 0.0
+    root = np.sqrt(discriminant)
+    t_left = -dot_product - root
+    t_right = -dot_product + root
+    width = min(int(bound.max(initial=0)), planes.count)
+    if width:
+        point = tuple(c[:, :width] for c in planes.point)
+        normal = tuple(c[:, :width] for c in planes.normal)
+        mask = planes.valid[:, :width] & (np.arange(width)[None, :] < bound[:, None])
+        numerator = dot(sub(point, tuple(c[:, None] for c in line_point)), normal)
+        denominator = dot(tuple(c[:, None] for c in line_dir), normal)
+        parallel = denominator * denominator <= RVO3D_EPSILON
+        fail |= (mask & parallel & (numerator > 0.0)).any(axis=1)
+        t = numerator / denominator
+        # std::max(tLeft, t) / std::min(tRight, t) keep tLeft / tRight when t is NaN: fmax/fmin.
+        bounding = mask & ~parallel
+        t_left = np.fmax(t_left, np.fmax.reduce(np.where(bounding & (denominator >= 0.0), t, -np.inf),
+                                                axis=1).astype(F32))
+        t_right = np.fmin(t_right, np.fmin.reduce(np.where(bounding & ~(denominator >= 0.0), t, np.inf),
+                                                  axis=1).astype(F32))
+        fail |= t_left > t_right
+    if direction_opt:
+        t = np.where(dot(opt, line_dir) > 0.0, t_right, t_left)
+    else:
+        t = dot(line_dir, sub(opt, line_point))
+        t = np.where(t < t_left, t_left, np.where(t > t_right, t_right, t))
+    return ~fail, add(line_point, scaled(t, line_dir))
+
+
+def linear_program2(planes, plane_no, radius, opt, direction_opt):
+    """linearProgram2: the best point on plane `plane_no` (per agent) within the speed sphere
+    and planes j < plane_no. Returns (ok, result)."""
+    point = _pick(planes.point, plane_no)
+    normal = _pick(planes.normal, plane_no)
+    plane_dist = dot(point, normal)
+    plane_dist_sq = plane_dist * plane_dist
+    radius_sq = radius * radius
+    ok = ~(plane_dist_sq > radius_sq)
+    plane_radius_sq = radius_sq - plane_dist_sq
+    center = scaled(plane_dist, normal)
+    if direction_opt:
+        projected = sub(opt, scaled(dot(opt, normal), normal))
+        length_sq = dot(projected, projected)
+        on_rim = add(center, scaled(np.sqrt(plane_radius_sq / length_sq), projected))
+        result = _select(length_sq <= RVO3D_EPSILON, center, on_rim)
+    else:
+        result = add(opt, scaled(dot(sub(point, opt), normal), normal))
+        outside = dot(result, result) > radius_sq
+        if outside.any():
+            offset = sub(result, center)
+            on_rim = add(center, scaled(np.sqrt(plane_radius_sq / dot(offset, offset)), offset))
+            result = _select(outside, on_rim, result)
+    result = tuple(np.array(c, dtype=F32) for c in result)
+    # Planes j < plane_no, in order: each one the result violates moves it (linearProgram1).
+    start = np.zeros(len(plane_no), dtype=np.intp)
+    open_ = np.flatnonzero(ok)
+    index = np.arange(planes.count)[None, :]
+    while open_.size:
+        sub_planes = planes.rows(open_)
+        res = _rows(result, open_)
+        hits = ((sub_planes.violation(res) > 0.0) & sub_planes.valid
+                & (index >= start[open_, None]) & (index < plane_no[open_, None]))
+        has, j = _first(hits)
+        open_, j = open_[has], j[has]
+        if open_.size == 0:
+            break
+        sub_planes = sub_planes.rows(has)
+        normal_j = _pick(sub_planes.normal, j)
+        point_j = _pick(sub_planes.point, j)
+        normal_no = _rows(normal, open_)
+        point_no = _rows(point, open_)
+        cross_product = cross(normal_j, normal_no)
+        parallel = dot(cross_product, cross_product) <= RVO3D_EPSILON
+        line_dir = normalize(cross_product)
+        line_normal = cross(line_dir, normal_no)
+        line_point = add(point_no, scaled(dot(sub(point_j, point_no), normal_j)
+                                          / dot(line_normal, normal_j), line_normal))
+        moved, new = linear_program1(sub_planes, j, line_point, line_dir, radius[open_],
+                                     _rows(opt, open_), direction_opt)
+        moved &= ~parallel
+        ok[open_[~moved]] = False
+        for c, n in zip(result, new):
+            c[open_[moved]] = n[moved]
+        start[open_] = j + 1
+        open_ = open_[moved]
+    return ok, result
+
+
+def linear_program3(planes, radius, opt, direction_opt):
+    """linearProgram3: the point within the speed sphere and all planes closest to opt (or, with
+    direction_opt, furthest along the unit vector opt). Returns (result, fail): fail is the
+    plane index where it failed (result then satisfies the planes before it), -1 otherwise."""
+    count = len(radius)
+    if direction_opt:
+        result = scaled(radius, opt)
+    else:
+        speed_sq = dot(opt, opt)
+        outside = speed_sq > radius * radius
+        result = opt
+        if outside.any():
+            result = _select(outside, scaled(radius, normalize(opt)), opt)
+        # (normalize(opt) * radius: the components times radius, same products either way)
+    result = tuple(np.array(c, dtype=F32) for c in result)
+    fail = np.full(count, -1, dtype=np.intp)
+    start = np.zeros(count, dtype=np.intp)
+    open_ = np.arange(count)
+    index = np.arange(planes.count)[None, :]
+    while open_.size and planes.count:
+        sub_planes = planes.rows(open_)
+        hits = ((sub_planes.violation(_rows(result, open_)) > 0.0) & sub_planes.valid
+                & (index >= start[open_, None]))
+        has, i = _first(hits)
+        open_, i = open_[has], i[has]
+        if open_.size == 0:
+            break
+        ok, new = linear_program2(sub_planes.rows(has), i, radius[open_], _rows(opt, open_),
+                                  direction_opt)
+        for c, n in zip(result, new):
+            c[open_[ok]] = n[ok]
+        fail[open_[~ok]] = i[~ok]
+        start[open_] = i + 1
+        open_ = open_[ok]
+    return result, fail
+
+
+def linear_program4(planes, begin, radius, result, num_hard):
+    """linearProgram4 from plane `begin` (per agent): the velocity that minimises the largest
+    violation of the soft planes (planes below `num_hard` stay hard). Returns the result."""
+    count = len(radius)
+    result = tuple(np.array(c, dtype=F32) for c in result)
+    distance = np.zeros(count, dtype=F32)
+    start = np.asarray(begin, dtype=np.intp).copy()
+    open_ = np.arange(count)
+    width = planes.count
+    index = np.arange(width)[None, :]
+    while open_.size:
+        sub_planes = planes.rows(open_)
+        hits = ((sub_planes.violation(_rows(result, open_)) > distance[open_, None])
+                & sub_planes.valid & (index >= start[open_, None]))
+        has, i = _first(hits)
+        open_, i = open_[has], i[has]
+        if open_.size == 0:
+            break
+        sub_planes = sub_planes.rows(has)
+        normal_i = _pick(sub_planes.normal, i)
+        point_i = _pick(sub_planes.point, i)
+        projected = _projected_planes(sub_planes, i, normal_i, point_i, num_hard[open_])
+        new, inner_fail = linear_program3(projected, radius[open_], normal_i, True)
+        kept = inner_fail < 0
+        for c, n in zip(result, new):
+            c[open_[kept]] = n[kept]
+        distance[open_] = dot(normal_i, sub(point_i, _rows(result, open_)))
+        start[open_] = i + 1
+    return result
+
+
+def _projected_planes(planes, i, normal_i, point_i, num_hard):
+    """linearProgram4's projPlanes for plane i (per agent): for soft planes j < i the plane of
+    equal violation of i and j (skipped when j points the same way as i), hard planes as they
+    are. Skipped planes are masked out of `valid`, which keeps the order of the others."""
+    ni = tuple(c[:, None] for c in normal_i)
+    pi = tuple(c[:, None] for c in point_i)
+    nj, pj = planes.normal, planes.point
+    cross_product = cross(nj, ni)
+    parallel = dot(cross_product, cross_product) <= RVO3D_EPSILON
+    same_direction = parallel & (dot(ni, nj) > 0.0)
+    midpoint = scaled(_HALF, add(pi, pj))
+    line_normal = cross(cross_product, ni)
+    on_line = add(pi, scaled(dot(sub(pj, pi), nj) / dot(line_normal, nj), line_normal))
+    point = _select(parallel, midpoint, on_line)
+    normal = normalize(sub(nj, ni))
+    index = np.arange(planes.count)[None, :]
+    hard = index < num_hard[:, None]
+    soft = planes.valid & (index < i[:, None]) & ~same_direction & ~hard
+    point = _select(hard, pj, point)
+    normal = _select(hard, nj, normal)
+    return Planes(point, normal, soft | (hard & planes.valid))

@@ -72,15 +72,22 @@ def _first(hits):
 
 
 class Planes:
-    """A batch of per-agent planes: point, normal ((K, P) components) and the valid mask."""
+    """A batch of per-agent planes: point and normal as (K, P) components (views into one
+    (6, K, P) array, so taking agents is one gather) and the valid mask."""
 
-    __slots__ = ('point', 'normal', 'valid')
+    __slots__ = ('data', 'point', 'normal', 'valid')
 
-    def __init__(self, point, normal, valid):
-        self.point, self.normal, self.valid = point, normal, valid
+    def __init__(self, data, valid):
+        self.data, self.valid = data, valid
+        self.point = (data[0], data[1], data[2])
+        self.normal = (data[3], data[4], data[5])
+
+    @classmethod
+    def of(cls, point, normal, valid):
+        return cls(np.stack(point + normal).astype(F32, copy=False), valid)
 
     def rows(self, rows):
-        return Planes(_rows(self.point, rows), _rows(self.normal, rows), self.valid[rows])
+        return Planes(self.data[:, rows], self.valid[rows])
 
     @property
     def count(self):
@@ -272,4 +279,4 @@ def _projected_planes(planes, i, normal_i, point_i, num_hard):
     soft = planes.valid & (index < i[:, None]) & ~same_direction & ~hard
     point = _select(hard, pj, point)
     normal = _select(hard, nj, normal)
-    return Planes(point, normal, soft | (hard & planes.valid))
+    return Planes.of(point, normal, soft | (hard & planes.valid))

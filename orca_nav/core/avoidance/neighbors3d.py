@@ -123,7 +123,22 @@ def _rvo_order(pos, cand, d32, valid, max_neighbors):
     if tied.size == 0:
         return order
     width = cand.shape[1]
-    keys = AgentTree3d(pos).visit_keys(np.repeat(tied, width), cand[tied].ravel())
+    # Visiting keys only where a distance occurs twice in an agent's row (elsewhere they
+    # cannot change the order).
+    candidate_d = d32[tied]
+    by_distance = np.argsort(candidate_d, axis=1, kind='stable')
+    tied_d = np.take_along_axis(candidate_d, by_distance, axis=1)
+    repeated = np.zeros(tied_d.shape, dtype=bool)
+    repeated[:, 1:] = tied_d[:, 1:] == tied_d[:, :-1]
+    repeated[:, :-1] |= repeated[:, 1:]
+    repeated &= np.isfinite(tied_d)
+    needs_key = np.zeros(tied_d.shape, dtype=bool)
+    np.put_along_axis(needs_key, by_distance, repeated, axis=1)
+    rows_k, cols_k = np.nonzero(needs_key)
+    tree = AgentTree3d(pos)
+    key_part = tree.visit_keys(tied[rows_k], cand[tied][rows_k, cols_k])
+    keys = np.zeros((len(tied) * width, key_part.shape[1]), dtype=np.int64)
+    keys[rows_k * width + cols_k] = key_part
     # One sort for all tied agents: agent row first, then distance, then visiting order.
     rows = np.repeat(np.arange(len(tied)), width)
     columns = [keys[:, c] for c in range(keys.shape[1] - 1, -1, -1)]
@@ -148,7 +163,7 @@ class AgentTree3d:
         while len(segments):
             begin, end = segments[:, 0], segments[:, 1]
             seg_id = np.repeat(np.arange(len(segments)), end - begin)
-            positions = np.concatenate([np.arange(b, e) for b, e in segments])
+            positions = _ranges(begin, end)
             coords = pos[order[positions]]
             lo = np.minimum.reduceat(coords, _starts(end - begin), axis=0)
             hi = np.maximum.reduceat(coords, _starts(end - begin), axis=0)
@@ -174,7 +189,7 @@ class AgentTree3d:
             side[order[positions]] = positions >= left_end[seg_id]
             boxes = np.empty((len(segments), 2, 2, 3), dtype=F32)  # [node, child, lo/hi, xyz]
             for child, (b, e) in enumerate(((begin, left_end), (left_end, end))):
-                sub_coords = pos[order[np.concatenate([np.arange(x, y) for x, y in zip(b, e)])]]
+                sub_coords = pos[order[_ranges(b, e)]]
                 boxes[:, child, 0] = np.minimum.reduceat(sub_coords, _starts(e - b), axis=0)
                 boxes[:, child, 1] = np.maximum.reduceat(sub_coords, _starts(e - b), axis=0)
             self.node_of.append(node)
@@ -203,6 +218,13 @@ class AgentTree3d:
             keys[:, level] = np.where(inside, side_of[other] != first, 0)
         keys[:, -1] = self.slot[other]
         return keys
+
+
+def _ranges(begin, end):
+    """The concatenation of arange(b, e) over the (begin, end) pairs."""
+    sizes = end - begin
+    offsets = np.repeat(begin - _starts(sizes), sizes)
+    return np.arange(int(sizes.sum())) + offsets
 
 
 def _starts(sizes):

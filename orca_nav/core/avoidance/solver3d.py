@@ -64,7 +64,7 @@ def new_velocities_3d(positions, velocities, pref_velocities, agent_params, time
             point = tuple(np.concatenate([o, a], axis=1) for o, a in zip(o_point, point))
             normal = tuple(np.concatenate([o, a], axis=1) for o, a in zip(o_normal, normal))
             valid = np.concatenate([o_valid, keep], axis=1)
-        planes = Planes(point, normal, valid)
+        planes = Planes.of(point, normal, valid)
         result, fail = linear_program3(planes, max_speed, pref, False)
         failed = np.flatnonzero(fail >= 0)
         if failed.size:

@@ -1,8 +1,8 @@
 """RVO2-3D's linearProgram1/2/3/4, batched over agents, in float32 with RVO2-3D's operation order.
 
-Vectors are tuples of three float32 arrays (x, y, z). Planes are given per agent: point and
-normal, each a tuple of three (K, P) arrays (agent first), plus a (K, P) `valid` mask for
-padding. The permitted side of a plane is dot(normal, v - point) >= 0.
+Vectors are float32 arrays with the component first: (3, K) per agent, (3, K, P) per plane.
+Planes are given per agent: point and normal (3, K, P) (agent, then plane index), plus a (K, P)
+`valid` mask for padding. The permitted side of a plane is dot(normal, v - point) >= 0.
 
 Every agent runs RVO2-3D's incremental algorithm, with exactly its arithmetic: the loops are
 event-driven rather than over the plane index. Between two planes that change the result,
@@ -27,43 +27,27 @@ _ONE = F32(1.0)
 
 
 def dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+    """RVO2-3D's Vector3 dot product, x + y + z in that order, over the leading axis."""
+    product = a * b
+    return product[0] + product[1] + product[2]
+
+
+_NEXT = [1, 2, 0]
+_PREV = [2, 0, 1]
 
 
 def cross(a, b):
-    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
-
-
-def sub(a, b):
-    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
-
-
-def scaled(scalar, v):
-    return (scalar * v[0], scalar * v[1], scalar * v[2])
-
-
-def add(a, b):
-    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+    return a[_NEXT] * b[_PREV] - a[_PREV] * b[_NEXT]
 
 
 def normalize(v):
     """RVO2-3D's normalize: v / abs(v), the division by a reciprocal."""
-    inv = _ONE / np.sqrt(dot(v, v))
-    return (v[0] * inv, v[1] * inv, v[2] * inv)
-
-
-def _rows(v, rows):
-    return tuple(c[rows] for c in v)
+    return v * (_ONE / np.sqrt(dot(v, v)))
 
 
 def _pick(v, column):
-    """Per-agent entry `column[k]` of each (K, P) component."""
-    rows = np.arange(len(column))
-    return tuple(c[rows, column] for c in v)
-
-
-def _select(mask, a, b):
-    return tuple(np.where(mask, x, y) for x, y in zip(a, b))
+    """Per-agent plane `column[k]` of a (3, K, P) array: (3, K)."""
+    return v[:, np.arange(len(column)), column]
 
 
 def _first(hits):
@@ -72,19 +56,18 @@ def _first(hits):
 
 
 class Planes:
-    """A batch of per-agent planes: point and normal as (K, P) components (views into one
-    (6, K, P) array, so taking agents is one gather) and the valid mask."""
+    """A batch of per-agent planes: point and normal (3, K, P) (views into one (6, K, P) array,
+    so taking agents is one gather) and the valid mask (K, P)."""
 
     __slots__ = ('data', 'point', 'normal', 'valid')
 
     def __init__(self, data, valid):
         self.data, self.valid = data, valid
-        self.point = (data[0], data[1], data[2])
-        self.normal = (data[3], data[4], data[5])
+        self.point, self.normal = data[:3], data[3:]
 
     @classmethod
     def of(cls, point, normal, valid):
-        return cls(np.stack(point + normal).astype(F32, copy=False), valid)
+        return cls(np.concatenate([point, normal]).astype(F32, copy=False), valid)
 
     def rows(self, rows):
         return Planes(self.data[:, rows], self.valid[rows])
@@ -94,8 +77,8 @@ class Planes:
         return self.valid.shape[1]
 
     def violation(self, result):
-        """dot(normal, point - result) for every plane, (K, P)."""
-        return dot(self.normal, sub(self.point, tuple(c[:, None] for c in result)))
+        """dot(normal, point - result) for every plane, (K, P); result (3, K)."""
+        return dot(self.normal, self.point - result[:, :, None])
 
 
 def linear_program1(planes, bound, line_point, line_dir, radius, opt, direction_opt):
@@ -109,11 +92,11 @@ def linear_program1(planes, bound, line_point, line_dir, radius, opt, direction_
     t_right = -dot_product + root
     width = min(int(bound.max(initial=0)), planes.count)
     if width:
-        point = tuple(c[:, :width] for c in planes.point)
-        normal = tuple(c[:, :width] for c in planes.normal)
+        point = planes.point[:, :, :width]
+        normal = planes.normal[:, :, :width]
         mask = planes.valid[:, :width] & (np.arange(width)[None, :] < bound[:, None])
-        numerator = dot(sub(point, tuple(c[:, None] for c in line_point)), normal)
-        denominator = dot(tuple(c[:, None] for c in line_dir), normal)
+        numerator = dot(point - line_point[:, :, None], normal)
+        denominator = dot(line_dir[:, :, None], normal)
         parallel = denominator * denominator <= RVO3D_EPSILON
         fail |= (mask & parallel & (numerator > 0.0)).any(axis=1)
         t = numerator / denominator
@@ -127,9 +110,9 @@ def linear_program1(planes, bound, line_point, line_dir, radius, opt, direction_
     if direction_opt:
         t = np.where(dot(opt, line_dir) > 0.0, t_right, t_left)
     else:
-        t = dot(line_dir, sub(opt, line_point))
+        t = dot(line_dir, opt - line_point)
         t = np.where(t < t_left, t_left, np.where(t > t_right, t_right, t))
-    return ~fail, add(line_point, scaled(t, line_dir))
+    return ~fail, line_point + t * line_dir
 
 
 def linear_program2(planes, plane_no, radius, opt, direction_opt):
@@ -142,28 +125,26 @@ def linear_program2(planes, plane_no, radius, opt, direction_opt):
     radius_sq = radius * radius
     ok = ~(plane_dist_sq > radius_sq)
     plane_radius_sq = radius_sq - plane_dist_sq
-    center = scaled(plane_dist, normal)
+    center = plane_dist * normal
     if direction_opt:
-        projected = sub(opt, scaled(dot(opt, normal), normal))
+        projected = opt - dot(opt, normal) * normal
         length_sq = dot(projected, projected)
-        on_rim = add(center, scaled(np.sqrt(plane_radius_sq / length_sq), projected))
-        result = _select(length_sq <= RVO3D_EPSILON, center, on_rim)
+        on_rim = center + np.sqrt(plane_radius_sq / length_sq) * projected
+        result = np.where(length_sq <= RVO3D_EPSILON, center, on_rim)
     else:
-        result = add(opt, scaled(dot(sub(point, opt), normal), normal))
+        result = opt + dot(point - opt, normal) * normal
         outside = dot(result, result) > radius_sq
         if outside.any():
-            offset = sub(result, center)
-            on_rim = add(center, scaled(np.sqrt(plane_radius_sq / dot(offset, offset)), offset))
-            result = _select(outside, on_rim, result)
-    result = tuple(np.array(c, dtype=F32) for c in result)
+            offset = result - center
+            on_rim = center + np.sqrt(plane_radius_sq / dot(offset, offset)) * offset
+            result = np.where(outside, on_rim, result)
     # Planes j < plane_no, in order: each one the result violates moves it (linearProgram1).
     start = np.zeros(len(plane_no), dtype=np.intp)
     open_ = np.flatnonzero(ok)
     index = np.arange(planes.count)[None, :]
     while open_.size:
         sub_planes = planes.rows(open_)
-        res = _rows(result, open_)
-        hits = ((sub_planes.violation(res) > 0.0) & sub_planes.valid
+        hits = ((sub_planes.violation(result[:, open_]) > 0.0) & sub_planes.valid
                 & (index >= start[open_, None]) & (index < plane_no[open_, None]))
         has, j = _first(hits)
         open_, j = open_[has], j[has]
@@ -172,20 +153,19 @@ def linear_program2(planes, plane_no, radius, opt, direction_opt):
         sub_planes = sub_planes.rows(has)
         normal_j = _pick(sub_planes.normal, j)
         point_j = _pick(sub_planes.point, j)
-        normal_no = _rows(normal, open_)
-        point_no = _rows(point, open_)
+        normal_no = normal[:, open_]
+        point_no = point[:, open_]
         cross_product = cross(normal_j, normal_no)
         parallel = dot(cross_product, cross_product) <= RVO3D_EPSILON
         line_dir = normalize(cross_product)
         line_normal = cross(line_dir, normal_no)
-        line_point = add(point_no, scaled(dot(sub(point_j, point_no), normal_j)
-                                          / dot(line_normal, normal_j), line_normal))
+        line_point = point_no + (dot(point_j - point_no, normal_j)
+                                 / dot(line_normal, normal_j)) * line_normal
         moved, new = linear_program1(sub_planes, j, line_point, line_dir, radius[open_],
-                                     _rows(opt, open_), direction_opt)
+                                     opt[:, open_], direction_opt)
         moved &= ~parallel
         ok[open_[~moved]] = False
-        for c, n in zip(result, new):
-            c[open_[moved]] = n[moved]
+        result[:, open_[moved]] = new[:, moved]
         start[open_] = j + 1
         open_ = open_[moved]
     return ok, result
@@ -197,31 +177,25 @@ def linear_program3(planes, radius, opt, direction_opt):
     plane index where it failed (result then satisfies the planes before it), -1 otherwise."""
     count = len(radius)
     if direction_opt:
-        result = scaled(radius, opt)
+        result = opt * radius
     else:
-        speed_sq = dot(opt, opt)
-        outside = speed_sq > radius * radius
-        result = opt
-        if outside.any():
-            result = _select(outside, scaled(radius, normalize(opt)), opt)
-        # (normalize(opt) * radius: the components times radius, same products either way)
-    result = tuple(np.array(c, dtype=F32) for c in result)
+        outside = dot(opt, opt) > radius * radius
+        result = np.where(outside, normalize(opt) * radius, opt) if outside.any() else opt.copy()
     fail = np.full(count, -1, dtype=np.intp)
     start = np.zeros(count, dtype=np.intp)
     open_ = np.arange(count)
     index = np.arange(planes.count)[None, :]
     while open_.size and planes.count:
         sub_planes = planes.rows(open_)
-        hits = ((sub_planes.violation(_rows(result, open_)) > 0.0) & sub_planes.valid
+        hits = ((sub_planes.violation(result[:, open_]) > 0.0) & sub_planes.valid
                 & (index >= start[open_, None]))
         has, i = _first(hits)
         open_, i = open_[has], i[has]
         if open_.size == 0:
             break
-        ok, new = linear_program2(sub_planes.rows(has), i, radius[open_], _rows(opt, open_),
+        ok, new = linear_program2(sub_planes.rows(has), i, radius[open_], opt[:, open_],
                                   direction_opt)
-        for c, n in zip(result, new):
-            c[open_[ok]] = n[ok]
+        result[:, open_[ok]] = new[:, ok]
         fail[open_[~ok]] = i[~ok]
         start[open_] = i + 1
         open_ = open_[ok]
@@ -232,7 +206,7 @@ def linear_program4(planes, begin, radius, result, num_hard):
     """linearProgram4 from plane `begin` (per agent): the velocity that minimises the largest
     violation of the soft planes (planes below `num_hard` stay hard). Returns the result."""
     count = len(radius)
-    result = tuple(np.array(c, dtype=F32) for c in result)
+    result = np.array(result, dtype=F32)
     distance = np.zeros(count, dtype=F32)
     start = np.asarray(begin, dtype=np.intp).copy()
     open_ = np.arange(count)
@@ -240,7 +214,7 @@ def linear_program4(planes, begin, radius, result, num_hard):
     index = np.arange(width)[None, :]
     while open_.size:
         sub_planes = planes.rows(open_)
-        hits = ((sub_planes.violation(_rows(result, open_)) > distance[open_, None])
+        hits = ((sub_planes.violation(result[:, open_]) > distance[open_, None])
                 & sub_planes.valid & (index >= start[open_, None]))
         has, i = _first(hits)
         open_, i = open_[has], i[has]
@@ -252,9 +226,8 @@ def linear_program4(planes, begin, radius, result, num_hard):
         projected = _projected_planes(sub_planes, i, normal_i, point_i, num_hard[open_])
         new, inner_fail = linear_program3(projected, radius[open_], normal_i, True)
         kept = inner_fail < 0
-        for c, n in zip(result, new):
-            c[open_[kept]] = n[kept]
-        distance[open_] = dot(normal_i, sub(point_i, _rows(result, open_)))
+        result[:, open_[kept]] = new[:, kept]
+        distance[open_] = dot(normal_i, point_i - result[:, open_])
         start[open_] = i + 1
     return result
 
@@ -263,20 +236,20 @@ def _projected_planes(planes, i, normal_i, point_i, num_hard):
     """linearProgram4's projPlanes for plane i (per agent): for soft planes j < i the plane of
     equal violation of i and j (skipped when j points the same way as i), hard planes as they
     are. Skipped planes are masked out of `valid`, which keeps the order of the others."""
-    ni = tuple(c[:, None] for c in normal_i)
-    pi = tuple(c[:, None] for c in point_i)
+    ni = normal_i[:, :, None]
+    pi = point_i[:, :, None]
     nj, pj = planes.normal, planes.point
     cross_product = cross(nj, ni)
     parallel = dot(cross_product, cross_product) <= RVO3D_EPSILON
     same_direction = parallel & (dot(ni, nj) > 0.0)
-    midpoint = scaled(_HALF, add(pi, pj))
+    midpoint = _HALF * (pi + pj)
     line_normal = cross(cross_product, ni)
-    on_line = add(pi, scaled(dot(sub(pj, pi), nj) / dot(line_normal, nj), line_normal))
-    point = _select(parallel, midpoint, on_line)
-    normal = normalize(sub(nj, ni))
+    on_line = pi + (dot(pj - pi, nj) / dot(line_normal, nj)) * line_normal
+    point = np.where(parallel, midpoint, on_line)
+    normal = normalize(nj - ni)
     index = np.arange(planes.count)[None, :]
     hard = index < num_hard[:, None]
     soft = planes.valid & (index < i[:, None]) & ~same_direction & ~hard
-    point = _select(hard, pj, point)
-    normal = _select(hard, nj, normal)
+    point = np.where(hard, pj, point)
+    normal = np.where(hard, nj, normal)
     return Planes.of(point, normal, soft | (hard & planes.valid))

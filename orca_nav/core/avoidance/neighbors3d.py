@@ -123,27 +123,39 @@ def _rvo_order(pos, cand, d32, valid, max_neighbors):
     if tied.size == 0:
         return order
     width = cand.shape[1]
-    # Visiting keys only where a distance occurs twice in an agent's row (elsewhere they
-    # cannot change the order).
-    candidate_d = d32[tied]
-    by_distance = np.argsort(candidate_d, axis=1, kind='stable')
-    tied_d = np.take_along_axis(candidate_d, by_distance, axis=1)
-    repeated = np.zeros(tied_d.shape, dtype=bool)
-    repeated[:, 1:] = tied_d[:, 1:] == tied_d[:, :-1]
-    repeated[:, :-1] |= repeated[:, 1:]
-    repeated &= np.isfinite(tied_d)
-    needs_key = np.zeros(tied_d.shape, dtype=bool)
-    np.put_along_axis(needs_key, by_distance, repeated, axis=1)
-    rows_k, cols_k = np.nonzero(needs_key)
+    # In distance order: runs of equal distances; `group` is the position where a run starts.
+    dist = sorted_d[tied]
+    same = np.zeros(dist.shape, dtype=bool)
+    same[:, 1:] = (dist[:, 1:] == dist[:, :-1]) & np.isfinite(dist[:, 1:])
+    in_run = same.copy()
+    in_run[:, :-1] |= same[:, 1:]
+    group = np.maximum.accumulate(np.where(same, 0, np.arange(width)[None, :]), axis=1)
+    # Visiting keys only inside runs (elsewhere the distance alone orders).
+    rows, cols = np.nonzero(in_run)
     tree = AgentTree3d(pos)
-    key_part = tree.visit_keys(tied[rows_k], cand[tied][rows_k, cols_k])
-    keys = np.zeros((len(tied) * width, key_part.shape[1]), dtype=np.int64)
-    keys[rows_k * width + cols_k] = key_part
-    # One sort for all tied agents: agent row first, then distance, then visiting order.
-    rows = np.repeat(np.arange(len(tied)), width)
-    columns = [keys[:, c] for c in range(keys.shape[1] - 1, -1, -1)]
-    flat = np.lexsort(columns + [d32[tied].ravel(), rows])
-    order[tied] = flat.reshape(len(tied), width) - (np.arange(len(tied)) * width)[:, None]
+    tied_order = order[tied]
+    bits, slot = tree.visit_keys(tied[rows], cand[tied[rows], tied_order[rows, cols]])
+    levels = bits.shape[1]
+    slot_bits = max(int(len(pos) - 1).bit_length(), 1)
+    shift = levels + slot_bits
+    if shift + int(width).bit_length() <= 63:
+        # One int64 per entry: run start, then the path bits, then the slot.
+        key = slot.astype(np.int64)
+        for level in range(levels):
+            key |= bits[:, level].astype(np.int64) << (shift - 1 - level)
+        composite = group.astype(np.int64) << shift
+        composite[rows, cols] |= key
+        permutation = np.argsort(composite, axis=1, kind='stable')
+    else:  # a very deep tree (many coincident agents): sort on the columns instead
+        flat = rows * width + cols
+        columns = [np.zeros(dist.size, dtype=np.int64) for _ in range(levels + 1)]
+        columns[0][flat] = slot
+        for level in range(levels):
+            columns[levels - level][flat] = bits[:, level]
+        row_of = np.repeat(np.arange(len(tied)), width)
+        permutation = np.lexsort(columns + [group.ravel(), row_of]).reshape(len(tied), width)
+        permutation -= (np.arange(len(tied)) * width)[:, None]
+    order[tied] = np.take_along_axis(tied_order, permutation, axis=1)
     return order
 
 
@@ -187,11 +199,11 @@ class AgentTree3d:
             side = np.zeros(count, dtype=np.int8)
             node[order[positions]] = seg_id
             side[order[positions]] = positions >= left_end[seg_id]
-            boxes = np.empty((len(segments), 2, 2, 3), dtype=F32)  # [node, child, lo/hi, xyz]
+            boxes = np.empty((len(segments), 12), dtype=F32)  # per child: lo xyz, hi xyz
             for child, (b, e) in enumerate(((begin, left_end), (left_end, end))):
                 sub_coords = pos[order[_ranges(b, e)]]
-                boxes[:, child, 0] = np.minimum.reduceat(sub_coords, _starts(e - b), axis=0)
-                boxes[:, child, 1] = np.maximum.reduceat(sub_coords, _starts(e - b), axis=0)
+                boxes[:, 6 * child:6 * child + 3] = np.minimum.reduceat(sub_coords, _starts(e - b), axis=0)
+                boxes[:, 6 * child + 3:6 * child + 6] = np.maximum.reduceat(sub_coords, _starts(e - b), axis=0)
             self.node_of.append(node)
             self.side_of.append(side)
             self.child_boxes.append(boxes)
@@ -203,21 +215,32 @@ class AgentTree3d:
         self.slot[order] = np.arange(count)
 
     def visit_keys(self, query, other):
-        """(P, levels + 1) keys for (query agent, other agent) pairs: per level 0 if `other`
-        is in the child the query visits first, 1 if in the other one (0 below its leaf), then
-        its index in the tree's agent array. Lexicographic order = RVO2-3D's visiting order."""
-        keys = np.zeros((len(query), len(self.node_of) + 1), dtype=np.int64)
-        p = self.pos[query]
+        """Visiting keys of (query agent, other agent) pairs: (P, levels) path bits, 0 where
+        `other` lies in the child the query visits first (the nearer box; the right one on
+        equal distances), 1 in the other child, 0 below its leaf; and its slot in the tree's
+        agent array (the order within a leaf). Lexicographic order of (bits, slot) is
+        RVO2-3D's visiting order."""
+        bits = np.zeros((len(query), len(self.node_of)), dtype=bool)
         for level, (node_of, side_of, boxes) in enumerate(zip(self.node_of, self.side_of,
                                                             self.child_boxes)):
             node = node_of[other]
-            inside = node >= 0
-            box = boxes[np.where(inside, node, 0)]
-            near_left = _box_dist_sq(p, box[:, 0]) < _box_dist_sq(p, box[:, 1])
-            first = np.where(near_left, 0, 1)
-            keys[:, level] = np.where(inside, side_of[other] != first, 0)
-        keys[:, -1] = self.slot[other]
-        return keys
+            inside = np.flatnonzero(node >= 0)
+            if inside.size == 0:
+                break
+            p = self.pos[query[inside]]
+            box = boxes[node[inside]]   # (P, 12): left lo xyz, left hi xyz, right lo, right hi
+            dist_sq = []
+            for child in (0, 6):
+                total = None
+                for k in range(3):
+                    # KdTree's six-term sum: of each axis' two terms one is 0, same sum.
+                    gap = np.maximum(np.maximum(box[:, child + k] - p[:, k],
+                                                p[:, k] - box[:, child + 3 + k]), F32(0.0))
+                    total = gap * gap if total is None else total + gap * gap
+                dist_sq.append(total)
+            first_right = ~(dist_sq[0] < dist_sq[1])
+            bits[inside, level] = side_of[other[inside]].astype(bool) != first_right
+        return bits, self.slot[other]
 
 
 def _ranges(begin, end):
@@ -229,16 +252,3 @@ def _ranges(begin, end):
 
 def _starts(sizes):
     return np.r_[0, np.cumsum(sizes)[:-1]].astype(np.intp)
-
-
-def _box_dist_sq(p, box):
-    """KdTree::queryAgentTreeRecursive's float32 squared distance from p to a child box
-    (box[:, 0] min corner, box[:, 1] max corner), six terms summed in RVO2-3D's order."""
-    zero = F32(0.0)
-    total = None
-    for k in range(3):
-        below = np.maximum(zero, box[:, 0, k] - p[:, k])
-        above = np.maximum(zero, p[:, k] - box[:, 1, k])
-        for term in (below * below, above * above):
-            total = term if total is None else total + term
-    return total

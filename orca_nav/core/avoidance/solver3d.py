@@ -45,7 +45,7 @@ def new_velocities_3d(positions, velocities, pref_velocities, agent_params, time
                               OrcaPlanes(empty, empty, np.zeros((0, 0), dtype=bool), 0))
     pos = positions.astype(F32)
     vel = velocities.astype(F32)
-    pref = tuple(pref_velocities[:, d].astype(F32) for d in range(3))
+    pref = pref_velocities.T.astype(F32)
     radius = agent_params['radius'].astype(F32)
     max_speed = agent_params['max_speed'].astype(F32)
     inv_step = F32(1.0) / F32(time_step)
@@ -61,20 +61,18 @@ def new_velocities_3d(positions, velocities, pref_velocities, agent_params, time
                 pos, vel, agent_params['radius'], agent_params['max_speed'],
                 agent_params['time_horizon_obst'], time_step)
             num_obstacle = o_valid.shape[1]
-            point = tuple(np.concatenate([o, a], axis=1) for o, a in zip(o_point, point))
-            normal = tuple(np.concatenate([o, a], axis=1) for o, a in zip(o_normal, normal))
+            point = np.concatenate([o_point, point], axis=2)
+            normal = np.concatenate([o_normal, normal], axis=2)
             valid = np.concatenate([o_valid, keep], axis=1)
         planes = Planes.of(point, normal, valid)
         result, fail = linear_program3(planes, max_speed, pref, False)
         failed = np.flatnonzero(fail >= 0)
         if failed.size:
             fixed = linear_program4(planes.rows(failed), fail[failed], max_speed[failed],
-                                    tuple(c[failed] for c in result),
-                                    np.full(failed.size, num_obstacle))
-            for c, f in zip(result, fixed):
-                c[failed] = f
+                                    result[:, failed], np.full(failed.size, num_obstacle))
+            result[:, failed] = fixed
     infeasible = np.zeros(count, dtype=bool)
     infeasible[failed] = True
-    planes_out = OrcaPlanes(np.stack(point, axis=-1), np.stack(normal, axis=-1), valid,
+    planes_out = OrcaPlanes(np.moveaxis(point, 0, -1), np.moveaxis(normal, 0, -1), valid,
                             num_obstacle)
-    return OrcaSolution3d(np.stack(result, axis=1).astype(np.float64), infeasible, planes_out)
+    return OrcaSolution3d(result.T.astype(np.float64), infeasible, planes_out)

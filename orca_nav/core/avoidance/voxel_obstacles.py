@@ -74,18 +74,17 @@ class VoxelObstacles:
         return np.where(keep, found, 0)[:, :used], keep[:, :used]
 
     def planes(self, pos, vel, radius, max_speed, time_horizon_obst, time_step):
-        """Obstacle ORCA planes ((N, K) per component, float32) and their mask.
+        """Obstacle ORCA planes ((3, N, K) float32 point and normal) and their (N, K) mask.
 
         pos, vel (N, 3) float32; radius, max_speed, time_horizon_obst (N,) float64."""
         positions = pos.astype(np.float64)
         reach = time_horizon_obst * max_speed + radius + self.sphere_radius
         step_reach = max_speed * time_step + radius + self.sphere_radius
         found, keep = self.neighbors(positions, reach, step_reach)
-        centres = self.centres.astype(F32)
-        own = tuple(pos[:, d][:, None] for d in range(3))
-        own_vel = tuple(vel[:, d][:, None] for d in range(3))
-        rel_pos = tuple(centres[:, d][found] - own[d] for d in range(3))
-        rel_vel = tuple(np.broadcast_to(v, found.shape) for v in own_vel)
+        centres = self.centres.astype(F32).T
+        own_vel = vel.T[:, :, None]
+        rel_pos = centres[:, found] - pos.T[:, :, None]
+        rel_vel = np.broadcast_to(own_vel, rel_pos.shape)
         combined = np.broadcast_to((radius + self.sphere_radius).astype(F32)[:, None], found.shape)
         inv_horizon = (F32(1.0) / time_horizon_obst.astype(F32))[:, None]
         point, normal = orca_planes(rel_pos, rel_vel, combined, inv_horizon,

@@ -72,6 +72,10 @@ class Planes:
     def rows(self, rows):
         return Planes(self.data[:, rows], self.valid[rows])
 
+    def first(self, width):
+        """The planes before index `width` (views)."""
+        return Planes(self.data[:, :, :width], self.valid[:, :width])
+
     @property
     def count(self):
         return self.valid.shape[1]
@@ -139,10 +143,11 @@ def linear_program2(planes, plane_no, radius, opt, direction_opt):
             on_rim = center + np.sqrt(plane_radius_sq / dot(offset, offset)) * offset
             result = np.where(outside, on_rim, result)
     # Planes j < plane_no, in order: each one the result violates moves it (linearProgram1).
+    planes = planes.first(int(plane_no.max(initial=0)))
     start = np.zeros(len(plane_no), dtype=np.intp)
     open_ = np.flatnonzero(ok)
     index = np.arange(planes.count)[None, :]
-    while open_.size:
+    while open_.size and planes.count:
         sub_planes = planes.rows(open_)
         hits = ((sub_planes.violation(result[:, open_]) > 0.0) & sub_planes.valid
                 & (index >= start[open_, None]) & (index < plane_no[open_, None]))

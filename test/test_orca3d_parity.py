@@ -181,3 +181,20 @@ def test_degenerate_inputs():
         compute_velocities(np.zeros((2, 4)), np.zeros((2, 4)), np.zeros((2, 4)), params)
     with pytest.raises(ValueError, match=r'pref_velocities\[1\]'):
         compute_velocities(np.zeros((2, 3)), np.zeros((2, 3)), [[0, 0, 0], [np.nan, 0, 0]], params)
+
+
+def test_neighbours_of_a_coincident_cluster_match_peer():
+    """60 agents on one point (every distance 0 ties; RVO2-3D's tree gets one level per agent
+    there, too deep for one packed sort key) and 40 around them: neighbour ids and order as
+    rvo23d reports them."""
+    rng = np.random.default_rng(11)
+    positions = np.vstack([np.zeros((60, 3)), rng.uniform(-3.0, 3.0, (40, 3))]).astype(np.float32)
+    params = OrcaParams(time_step=0.1, neighbor_dist=4.0, max_neighbors=10, time_horizon=2.0,
+                        time_horizon_obst=1.0, radius=0.3, max_speed=1.0)
+    sim = peer_simulator(positions, params)
+    sim.doStep()
+    count = len(positions)
+    neighbors, keep = agent_neighbors_3d(positions, np.full(count, 4.0), np.full(count, 10))
+    for agent in range(count):
+        theirs = [sim.getAgentAgentNeighbor(agent, j) for j in range(sim.getAgentNumAgentNeighbors(agent))]
+        assert neighbors[agent][keep[agent]].tolist() == theirs, f'agent {agent}'

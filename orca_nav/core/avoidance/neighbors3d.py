@@ -12,6 +12,10 @@ the agents that have such ties, RVO2-3D's tree is rebuilt (`AgentTree3d`: the sa
 in-place partition) and each tied candidate gets its visiting key: along its path from the root,
 at every node whether it lies in the child the query visits first (the nearer box, the right
 one on equal box distances), then its index in the tree's agent array.
+
+The 2-D search (`neighbors`) is not shared: it orders by float64 distance, which RVO2 2-D
+parity tolerates, while RVO2-3D's lattices tie float32 distances all the time and its tie order
+decides which neighbours are kept.
 """
 import numpy as np
 from scipy.spatial import cKDTree

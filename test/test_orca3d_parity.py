@@ -198,3 +198,15 @@ def test_neighbours_of_a_coincident_cluster_match_peer():
     for agent in range(count):
         theirs = [sim.getAgentAgentNeighbor(agent, j) for j in range(sim.getAgentNumAgentNeighbors(agent))]
         assert neighbors[agent][keep[agent]].tolist() == theirs, f'agent {agent}'
+
+
+def test_many_plane_path_of_linear_program2_is_exact_too(monkeypatch):
+    """linearProgram2 takes another path with more than 16 planes (obstacle planes): forced
+    onto it, the most congested recorded steps still come out bit for bit."""
+    import orca_nav.core.avoidance.linear_program3d as linear_program3d
+    monkeypatch.setattr(linear_program3d, '_DENSE_MAX_PLANES', 0)
+    run = dict(np.load(REFDATA / 'cube_crossing_125.npz'))
+    for step in np.argsort((run['lp3_plane_fail'] >= 0).sum(axis=1))[-5:]:
+        velocities = compute_velocities(run['pos'][step], run['vel'][step], run['pref'][step],
+                                        params_of(run))
+        np.testing.assert_array_equal(velocities.astype(np.float32), run['new_vel'][step])

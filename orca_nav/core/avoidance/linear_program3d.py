@@ -32,6 +32,8 @@ def dot(a, b):
     return product[0] + product[1] + product[2]
 
 
+# linearProgram2 with up to this many planes solves all its line programs at once
+_DENSE_MAX_PLANES = 16
 _NEXT = [1, 2, 0]
 _PREV = [2, 0, 1]
 
@@ -86,30 +88,37 @@ class Planes:
 
 
 def linear_program1(planes, bound, line_point, line_dir, radius, opt, direction_opt):
-    """linearProgram1: the best point on a line within the speed sphere and planes j < bound.
-    Returns (ok, result)."""
+    """linearProgram1: the best point on a line (per agent, (3, K)) within the speed sphere and
+    planes j < bound. Returns (ok, result)."""
+    width = min(int(bound.max(initial=0)), planes.count)
+    mask = planes.valid[:, :width] & (np.arange(width)[None, :] < bound[:, None])
+    return _on_line(planes.point[:, :, :width], planes.normal[:, :, :width], mask, line_point,
+                    line_dir, radius, opt, direction_opt)
+
+
+def _on_line(point, normal, mask, line_point, line_dir, radius, opt, direction_opt):
+    """linearProgram1 for lines of any batch shape B ((3, *B)) bounded by the planes (3, *B, W)
+    where `mask` (*B, W) is set (broadcasting). The loop over the bounding planes becomes a
+    reduction: tLeft only grows and tRight only shrinks, so failing early or at the end is the
+    same, and the max/min are exact. Returns (ok, result)."""
     dot_product = dot(line_point, line_dir)
     discriminant = dot_product * dot_product + radius * radius - dot(line_point, line_point)
     fail = discriminant < 0.0
     root = np.sqrt(discriminant)
     t_left = -dot_product - root
     t_right = -dot_product + root
-    width = min(int(bound.max(initial=0)), planes.count)
-    if width:
-        point = planes.point[:, :, :width]
-        normal = planes.normal[:, :, :width]
-        mask = planes.valid[:, :width] & (np.arange(width)[None, :] < bound[:, None])
-        numerator = dot(point - line_point[:, :, None], normal)
-        denominator = dot(line_dir[:, :, None], normal)
+    if mask.shape[-1]:
+        numerator = dot(point - line_point[..., None], normal)
+        denominator = dot(line_dir[..., None], normal)
         parallel = denominator * denominator <= RVO3D_EPSILON
-        fail |= (mask & parallel & (numerator > 0.0)).any(axis=1)
+        fail |= (mask & parallel & (numerator > 0.0)).any(axis=-1)
         t = numerator / denominator
         # std::max(tLeft, t) / std::min(tRight, t) keep tLeft / tRight when t is NaN: fmax/fmin.
         bounding = mask & ~parallel
         t_left = np.fmax(t_left, np.fmax.reduce(np.where(bounding & (denominator >= 0.0), t, -np.inf),
-                                                axis=1).astype(F32))
+                                                axis=-1).astype(F32))
         t_right = np.fmin(t_right, np.fmin.reduce(np.where(bounding & ~(denominator >= 0.0), t, np.inf),
-                                                  axis=1).astype(F32))
+                                                  axis=-1).astype(F32))
         fail |= t_left > t_right
     if direction_opt:
         t = np.where(dot(opt, line_dir) > 0.0, t_right, t_left)
@@ -117,6 +126,18 @@ def linear_program1(planes, bound, line_point, line_dir, radius, opt, direction_
         t = dot(line_dir, opt - line_point)
         t = np.where(t < t_left, t_left, np.where(t > t_right, t_right, t))
     return ~fail, line_point + t * line_dir
+
+
+def _line_of(point_j, normal_j, point_no, normal_no):
+    """linearProgram2's line where plane j meets plane planeNo (any batch shape): direction,
+    point, and whether the planes are (almost) parallel."""
+    cross_product = cross(normal_j, normal_no)
+    parallel = dot(cross_product, cross_product) <= RVO3D_EPSILON
+    line_dir = normalize(cross_product)
+    line_normal = cross(line_dir, normal_no)
+    line_point = point_no + (dot(point_j - point_no, normal_j)
+                             / dot(line_normal, normal_j)) * line_normal
+    return line_dir, line_point, parallel
 
 
 def linear_program2(planes, plane_no, radius, opt, direction_opt):
@@ -144,6 +165,8 @@ def linear_program2(planes, plane_no, radius, opt, direction_opt):
             result = np.where(outside, on_rim, result)
     # Planes j < plane_no, in order: each one the result violates moves it (linearProgram1).
     planes = planes.first(int(plane_no.max(initial=0)))
+    if planes.count <= _DENSE_MAX_PLANES:
+        return _walk_dense(planes, plane_no, point, normal, radius, opt, direction_opt, ok, result)
     start = np.zeros(len(plane_no), dtype=np.intp)
     open_ = np.flatnonzero(ok)
     index = np.arange(planes.count)[None, :]
@@ -158,14 +181,8 @@ def linear_program2(planes, plane_no, radius, opt, direction_opt):
         sub_planes = sub_planes.rows(has)
         normal_j = _pick(sub_planes.normal, j)
         point_j = _pick(sub_planes.point, j)
-        normal_no = normal[:, open_]
-        point_no = point[:, open_]
-        cross_product = cross(normal_j, normal_no)
-        parallel = dot(cross_product, cross_product) <= RVO3D_EPSILON
-        line_dir = normalize(cross_product)
-        line_normal = cross(line_dir, normal_no)
-        line_point = point_no + (dot(point_j - point_no, normal_j)
-                                 / dot(line_normal, normal_j)) * line_normal
+        line_dir, line_point, parallel = _line_of(point_j, normal_j, point[:, open_],
+                                                  normal[:, open_])
         moved, new = linear_program1(sub_planes, j, line_point, line_dir, radius[open_],
                                      opt[:, open_], direction_opt)
         moved &= ~parallel
@@ -174,6 +191,35 @@ def linear_program2(planes, plane_no, radius, opt, direction_opt):
         start[open_] = j + 1
         open_ = open_[moved]
     return ok, result
+
+
+def _walk_dense(planes, plane_no, point, normal, radius, opt, direction_opt, ok, result):
+    """linearProgram2's loop for few planes. The line program on plane j (bounded by planes
+    before j) does not depend on the current result, so it is solved for every j at once; then
+    the walk only decides which of those results RVO2-3D ends on: at plane j, if the current
+    result violates it, it becomes the result on j (or the program fails)."""
+    count, width = planes.valid.shape
+    normal_j, point_j = planes.normal, planes.point
+    line_dir, line_point, parallel = _line_of(point_j, normal_j, point[:, :, None],
+                                              normal[:, :, None])
+    index = np.arange(width)
+    bounds = planes.valid[:, None, :] & (index[None, None, :] < index[None, :, None])
+    moved, on_lines = _on_line(point_j[:, :, None, :], normal_j[:, :, None, :], bounds,
+                               line_point, line_dir, radius[:, None], opt[:, :, None],
+                               direction_opt)
+    moved &= ~parallel
+    # Option 0 is the start, option j + 1 the result on plane j; violated[k, j, m]: plane j
+    # by option m.
+    options = np.concatenate([result[:, :, None], on_lines], axis=2)
+    violated = dot(normal_j[:, :, :, None], point_j[:, :, :, None] - options[:, :, None, :]) > 0.0
+    active = planes.valid & (index[None, :] < plane_no[:, None])
+    rows = np.arange(count)
+    state = np.zeros(count, dtype=np.intp)
+    for j in range(width):
+        hit = ok & active[:, j] & violated[rows, j, state]
+        ok &= ~(hit & ~moved[:, j])
+        state[hit & moved[:, j]] = j + 1
+    return ok, options[:, rows, state]
 
 
 def linear_program3(planes, radius, opt, direction_opt):

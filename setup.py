@@ -30,7 +30,8 @@ setup(
     install_requires=['setuptools', 'numpy', 'scipy', 'PyYAML'],
     extras_require={
         'demo': ['matplotlib'],
-        'test': ['pytest', 'hypothesis', 'matplotlib', 'pyrvo', 'ompl', 'colcon-common-extensions'],
+        'test': ['pytest', 'hypothesis', 'matplotlib', 'pyrvo', 'jt-pyrvo23d', 'ompl',
+                 'colcon-common-extensions'],
     },
     zip_safe=True,
     maintainer='orca_nav maintainers',

@@ -8,7 +8,7 @@ import importlib
 import sys
 import time
 
-AREAS = ('orca', 'kinodynamic', 'hybrid', 'fleet', 'pipeline')
+AREAS = ('orca', 'orca3d', 'kinodynamic', 'hybrid', 'fleet', 'pipeline')
 
 
 def main(argv=None):

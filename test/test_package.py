@@ -63,13 +63,14 @@ def test_the_layers_import_one_way():
 
 def test_the_public_api_is_re_exported_by_the_core():
     import orca_nav.core as core
-    from orca_nav.core.avoidance import solver
+    from orca_nav.core.avoidance import solver, voxel_obstacles
     from orca_nav.core.planning import hybrid_astar, kinodynamic_astar
     assert set(core.__all__) == {
         'OrcaParams', 'compute_velocities', 'solve', 'OrcaSimulator', 'prepare_obstacles',
-        'OccupancyGrid', 'KinodynamicAStar', 'KinodynamicParams', 'HybridAStar', 'HybridParams',
+        'prepare_voxel_obstacles', 'OccupancyGrid', 'KinodynamicAStar', 'KinodynamicParams', 'HybridAStar', 'HybridParams',
         'PlanStatus'}
     assert core.solve is solver.solve and core.compute_velocities is solver.compute_velocities
+    assert core.prepare_voxel_obstacles is voxel_obstacles.prepare_voxel_obstacles
     assert core.HybridAStar is hybrid_astar.HybridAStar
     assert core.KinodynamicAStar is kinodynamic_astar.KinodynamicAStar
 

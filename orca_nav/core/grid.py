@@ -22,7 +22,8 @@ Conventions (every caller relies on these):
   the true geometry; add a margin to ``r`` if the map's cells only approximate the obstacles.
 * ``segment_free`` samples each segment at spacing <= resolution / 2 (both end points included).
 
-Also here: ``to_int8`` / ``save_map_yaml`` (nav_msgs data and map_server files out),
+Also here: ``to_int8`` / ``save_map_yaml`` (nav_msgs data and map_server files out), ``from_npz`` /
+``save_npz`` (voxel grids as .npz, e.g. the 3-D forest),
 ``border_distance_at`` (the border part of the clearance measure), ``read_pgm`` / ``write_pgm``
 and :class:`CoarseGeodesic` (an obstacle-aware distance-to-goal on a coarse graph, for search
 heuristics).
@@ -204,6 +205,30 @@ class OccupancyGrid:
         return cls.from_int8(values[::-1].reshape(-1), width, height, meta['resolution'],
                              [origin[0], origin[1]], unknown_occupied, occupied_threshold)
 
+    @classmethod
+    def from_npz(cls, path: PathLike) -> 'OccupancyGrid':
+        """Load a voxel (3-D) or cell (2-D) grid from an ``.npz`` written by :meth:`save_npz`
+        or in the format of ``refdata/planners/forest_3d.npz``: ``resolution``, ``origin``
+        (x, y[, z] of the corner of cell 0) and either ``occupied`` (bool, ``[iz, iy, ix]``)
+        or ``occ_packed`` (``numpy.packbits`` of it, C order) with its ``shape``."""
+        path = Path(path)
+        with np.load(path) as data:
+            for key in ('resolution', 'origin'):
+                if key not in data:
+                    raise ValueError(f'{path}: missing array {key!r}')
+            if 'occupied' in data:
+                occupied = data['occupied']
+            elif 'occ_packed' in data and 'shape' in data:
+                shape = tuple(int(n) for n in data['shape'])
+                bits = np.unpackbits(data['occ_packed'])
+                if bits.size < int(np.prod(shape)):
+                    raise ValueError(f'{path}: occ_packed holds {bits.size} bits, shape {shape} '
+                                     f'needs {int(np.prod(shape))}')
+                occupied = bits[:int(np.prod(shape))].reshape(shape).astype(bool)
+            else:
+                raise ValueError(f'{path}: needs an array occupied, or occ_packed with shape')
+            return cls(occupied, float(data['resolution']), data['origin'])
+
     # ------------------------------------------------------------------ writers
     def to_int8(self) -> np.ndarray:
         """Flat row-major int8 data (0 free, 100 occupied) for a ``nav_msgs/OccupancyGrid`` (2-D only)."""
@@ -234,6 +259,15 @@ class OccupancyGrid:
             f'occupied_thresh: 0.65\n'
             f'free_thresh: 0.25\n', encoding='utf-8')
         return yaml_path, pgm_path
+
+    def save_npz(self, path: PathLike) -> Path:
+        """Write the grid as an ``.npz`` (packed occupancy, shape, resolution, origin) that
+        :meth:`from_npz` reads back to this exact grid."""
+        path = Path(path)
+        np.savez_compressed(path, occ_packed=np.packbits(self._occupied.reshape(-1)),
+                            shape=np.array(self.shape, dtype=np.int64),
+                            resolution=np.float64(self._resolution), origin=self._origin.copy())
+        return path if path.suffix == '.npz' else path.with_name(path.name + '.npz')
 
     # ------------------------------------------------------------------ conversions
     def _points(self, points, name: str = 'points') -> np.ndarray:

@@ -9,6 +9,15 @@ One concept per module, as RVO2 splits them:
     obstacle_lines  agent-obstacle ORCA lines
     linear_program  linearProgram1/2/3
     solver          compute_velocities / solve: one RVO2 doStep without the position update
+                    (2-D; (N, 3) input goes to solver3d)
+
+In 3-D, as RVO2-3D:
+
+    neighbors3d        agent neighbours (RVO2-3D's KdTree choice and tie order)
+    agent_planes       ORCA planes (cut-off sphere, cone, collision)
+    linear_program3d   linearProgram1/2/3/4
+    voxel_obstacles    3-D occupancy grid -> static sphere obstacles (not in RVO2-3D)
+    solver3d           one RVO2-3D doStep without the position update
     simulator       OrcaSimulator: RVO2's RVOSimulator
     map_polygons    occupancy grid -> ORCA polygons
 
@@ -18,6 +27,9 @@ from .obstacles import ObstacleSet, prepare_obstacles
 from .params import OrcaParams
 from .simulator import OrcaSimulator
 from .solver import OrcaLines, OrcaSolution, compute_velocities, solve
+from .solver3d import OrcaPlanes, OrcaSolution3d
+from .voxel_obstacles import VoxelObstacles, prepare_voxel_obstacles
 
 __all__ = ['OrcaParams', 'OrcaSolution', 'OrcaLines', 'compute_velocities', 'solve',
-           'OrcaSimulator', 'ObstacleSet', 'prepare_obstacles']
+           'OrcaSimulator', 'ObstacleSet', 'prepare_obstacles', 'OrcaSolution3d', 'OrcaPlanes',
+           'VoxelObstacles', 'prepare_voxel_obstacles']

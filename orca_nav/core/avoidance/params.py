@@ -88,14 +88,17 @@ def as_point(label, value):
     return point
 
 
-def as_vectors(label, value, count=None):
+def as_vectors(label, value, count=None, dims=(2,)):
+    """An (N, d) float64 array with d in `dims` (and N == count if given); ValueError naming
+    `label` otherwise."""
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f'{label} must be a numeric (N, 2) array') from None
-    if array.ndim != 2 or array.shape[1] != 2 or (count is not None and array.shape[0] != count):
-        expected = f'({count}, 2)' if count is not None else '(N, 2)'
+        raise ValueError(f'{label} must be a numeric (N, {dims[0]}) array') from None
+    if (array.ndim != 2 or array.shape[1] not in dims
+            or (count is not None and array.shape[0] != count)):
+        rows = count if count is not None else 'N'
+        expected = ' or '.join(f'({rows}, {d})' for d in dims)
         raise ValueError(f'{label}: expected shape {expected}, got {array.shape}')
     check_finite(label, array)
     return array
-

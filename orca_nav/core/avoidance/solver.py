@@ -57,6 +57,8 @@ from .neighbors import agent_neighbors
 from .obstacle_lines import obstacle_lines
 from .obstacles import as_obstacle_set
 from .params import OrcaParams, as_vectors
+from .solver3d import new_velocities_3d
+from .voxel_obstacles import as_voxel_obstacles
 
 
 class OrcaLines(NamedTuple):
@@ -88,25 +90,30 @@ class OrcaSolution(NamedTuple):
 
 
 def compute_velocities(positions, velocities, pref_velocities, params, obstacles=()):
-    """The new velocity of every agent, as RVO2's computeNewVelocity picks it.
+    """The new velocity of every agent, as RVO2's computeNewVelocity picks it (in 3-D, as
+    RVO2-3D's does).
 
-    positions, velocities, pref_velocities: (N, 2). params: OrcaParams. obstacles: list of
-    (M, 2) counter-clockwise vertex arrays (2 vertices = a segment) or an ObstacleSet.
-    Returns (N, 2) float64.
+    positions, velocities, pref_velocities: (N, 2), or (N, 3) for 3-D. params: OrcaParams.
+    obstacles (2-D): list of (M, 2) counter-clockwise vertex arrays (2 vertices = a segment)
+    or an ObstacleSet; (3-D): a VoxelObstacles (`prepare_voxel_obstacles(grid)`) or a 3-D
+    OccupancyGrid. Returns (N, 2) or (N, 3) float64.
     """
     return solve(positions, velocities, pref_velocities, params, obstacles).velocities
 
 
-def solve(positions, velocities, pref_velocities, params, obstacles=()) -> OrcaSolution:
+def solve(positions, velocities, pref_velocities, params, obstacles=()):
     """compute_velocities, plus which agents' linear programs were infeasible and the
-    ORCA lines they were solved over."""
-    positions = as_vectors('positions', positions)
-    count = len(positions)
-    velocities = as_vectors('velocities', velocities, count)
-    pref_velocities = as_vectors('pref_velocities', pref_velocities, count)
+    ORCA lines (2-D, an OrcaSolution) or planes (3-D, an OrcaSolution3d) they were solved over."""
+    positions = as_vectors('positions', positions, dims=(2, 3))
+    count, dims = positions.shape
+    velocities = as_vectors('velocities', velocities, count, dims=(dims,))
+    pref_velocities = as_vectors('pref_velocities', pref_velocities, count, dims=(dims,))
     if not isinstance(params, OrcaParams):
         raise ValueError(f'params must be an OrcaParams, got {type(params).__name__}')
     agent_params, time_step = params.per_agent(count)
+    if dims == 3:
+        return new_velocities_3d(positions, velocities, pref_velocities, agent_params, time_step,
+                                 as_voxel_obstacles(obstacles))
     obstacle_set = as_obstacle_set(obstacles)
     return new_velocities(positions, velocities, pref_velocities, agent_params, time_step,
                            obstacle_set)

@@ -43,6 +43,10 @@ class RobotNames:
     odom_frame: str             # frame of the robot's odometry pose
     base_frame: str             # the robot's body frame (child of its odometry)
 
+    def robot_frame(self, name: str) -> str:
+        """One of the robot's own frames (`base_scan`...), as its TF messages name it."""
+        return name if self.tf_layout == 'namespaced' else f'{self.robot}/{name}'
+
     def buffer_frame(self, frame: str) -> str:
         """Where a frame of this robot's TF messages lives in a fleet-wide transform buffer."""
         if self.tf_layout == 'namespaced':

@@ -7,11 +7,13 @@ tests) can use it anywhere.
 """
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from orca_nav.bringup.fleet_file import FleetConfig
+from orca_nav.bringup.rviz import rviz_remappings, write_rviz_config
 from orca_nav.core.fleet.controller import MODES
 
 PACKAGE = 'orca_nav'
@@ -96,7 +98,10 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
     # With a planner every goal gets a trajectory: robots wait for it instead of heading
     # straight at the goal meanwhile; with a map nobody moves before it is known (a fleet
     # file may still say otherwise).
-    orca = {**fleet, **clock, 'trajectories_only': cfg.planner_enabled,
+    # The simulator always gets the TF layout; orca_node and planner_node read it to take
+    # poses from TF, and get it only when there is TF to read.
+    layout = {'tf_layout': cfg.tf_layout} if cfg.tf_layout != 'none' else {}
+    orca = {**fleet, **clock, **layout, 'trajectories_only': cfg.planner_enabled,
             'require_map': cfg.map_path is not None, **sections['orca_node']}
     specs: List[NodeSpec] = []
     if cfg.map_path is not None:
@@ -104,7 +109,8 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
             'yaml_filename': str(cfg.map_path), 'frame_id': cfg.global_frame, **clock,
             **sections['map_publisher']}]))
     if use_sim:
-        sim = {**fleet, 'publish_clock': sim_time, **sections['fleet_sim_node'],
+        sim = {**fleet, 'publish_clock': sim_time, 'tf_layout': cfg.tf_layout,
+               **sections['fleet_sim_node'],
                **(sim_overrides or {})}
         if sim.get('lockstep'):
             if not sim['publish_clock']:
@@ -126,8 +132,12 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
             for name in cfg.robot_names)
     if cfg.planner_enabled:
         specs.append(NodeSpec('planner_node', PLANNER,
-                              parameters=[{**fleet, **clock, **sections['planner_node']}]))
+                              parameters=[{**fleet, **clock, **layout,
+                                           **sections['planner_node']}]))
     if rviz:
+        # Generated for this fleet (every robot, and TF when the robots publish it).
+        config = write_rviz_config(cfg, share_dir() / 'config' / 'orca_nav.rviz',
+                                   Path(tempfile.gettempdir()) / 'orca_nav' / f'{cfg.name}.rviz')
         specs.append(NodeSpec('rviz2', 'rviz2', package='rviz2', parameters=[clock],
-                              arguments=['-d', str(share_dir() / 'config' / 'orca_nav.rviz')]))
+                              remappings=rviz_remappings(cfg), arguments=['-d', str(config)]))
     return specs

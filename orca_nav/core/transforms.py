@@ -140,67 +140,89 @@ class Lookups:
 
 
 class _Edge:
-    """child -> parent: the static transform, or the history of dynamic samples."""
+    """child -> parent: the static transform, or the history of dynamic samples, kept in numpy
+    arrays with spare capacity (valid rows lo:hi, oldest first) so that appending the newest
+    sample and dropping the oldest are O(1)."""
 
-    def __init__(self, parent: str, static: bool):
+    def __init__(self, parent: str, static: bool, capacity: int = 16):
         self.parent, self.static = parent, static
-        self.stamps: List[float] = []
-        self._translations: List[np.ndarray] = []
-        self._rotations: List[np.ndarray] = []
-        self._arrays: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None
+        self.t = np.empty(capacity)
+        self.translation = np.empty((capacity, 3))
+        self.rotation = np.empty((capacity, 4))
+        self.lo = self.hi = 0
+
+    @property
+    def stamps(self) -> np.ndarray:
+        return self.t[self.lo:self.hi]
+
+    @property
+    def latest(self) -> float:
+        return float(self.t[self.hi - 1])
 
     def insert(self, stamp, translation, rotation, cache_time) -> bool:
         if self.static:
-            self.stamps, self._translations, self._rotations = [stamp], [translation], [rotation]
+            self.lo, self.hi = 0, 1
+            self.t[0], self.translation[0], self.rotation[0] = stamp, translation, rotation
+            return True
+        if self.hi > self.lo and stamp < self.t[self.hi - 1] - cache_time:
+            return False
+        self._make_room()
+        if self.hi == self.lo or stamp > self.t[self.hi - 1]:
+            i = self.hi                                     # the usual case: the newest
         else:
-            if self.stamps and stamp < self.stamps[-1] - cache_time:
-                return False
-            i = bisect.bisect_left(self.stamps, stamp)
-            if i < len(self.stamps) and self.stamps[i] == stamp:
-                self._translations[i], self._rotations[i] = translation, rotation
-            else:
-                self.stamps.insert(i, stamp)
-                self._translations.insert(i, translation)
-                self._rotations.insert(i, rotation)
-            drop = bisect.bisect_left(self.stamps, self.stamps[-1] - cache_time)
-            if drop:
-                del self.stamps[:drop], self._translations[:drop], self._rotations[:drop]
-        self._arrays = None
+            i = self.lo + int(np.searchsorted(self.stamps, stamp))
+            if self.t[i] == stamp:                          # replaces the sample at that stamp
+                self.translation[i], self.rotation[i] = translation, rotation
+                return True
+            for column in (self.t, self.translation, self.rotation):
+                column[i + 1:self.hi + 1] = column[i:self.hi].copy()
+        self.hi += 1
+        self.t[i], self.translation[i], self.rotation[i] = stamp, translation, rotation
+        oldest_kept = self.t[self.hi - 1] - cache_time
+        if self.t[self.lo] < oldest_kept:
+            self.lo += int(np.searchsorted(self.stamps, oldest_kept, side='left'))
         return True
 
-    def arrays(self):
-        if self._arrays is None:
-            self._arrays = (np.array(self.stamps), np.array(self._translations),
-                            np.array(self._rotations))
-        return self._arrays
+    def _make_room(self) -> None:
+        if self.hi < len(self.t):
+            return
+        n = self.hi - self.lo
+        capacity = len(self.t) if 2 * n <= len(self.t) else 2 * len(self.t)
+        for name in ('t', 'translation', 'rotation'):
+            old = getattr(self, name)
+            grown = np.empty((capacity,) + old.shape[1:])
+            grown[:n] = old[self.lo:self.hi]
+            setattr(self, name, grown)
+        self.lo, self.hi = 0, n
 
-    def sample(self, times: np.ndarray, describe) -> Tuple[np.ndarray, np.ndarray, List]:
-        """(translations (k, 3), rotations (k, 4), error or None per time) at `times` (k,)."""
-        stamps, translations, rotations = self.arrays()
-        k = len(times)
+    def bracket(self, times: np.ndarray):
+        """For each time, the rows of the samples just before and after it (row 0 for a static
+        edge) and the time span the edge answers: (lo, hi, first, last)."""
         if self.static:
-            return (np.broadcast_to(translations[0], (k, 3)),
-                    np.broadcast_to(rotations[0], (k, 4)), [None] * k)
-        errors: List[Optional[str]] = [None] * k
+            zeros = np.zeros(len(times), dtype=np.intp)
+            return zeros, zeros, -np.inf, np.inf
+        n = self.hi - self.lo
+        if n == 1:
+            rows = np.full(len(times), self.lo)
+            return rows, rows, self.t[self.lo], self.t[self.lo]
+        hi = self.t[self.lo:self.hi].searchsorted(times, side='right')
+        np.minimum(hi, n - 1, out=hi)
+        np.maximum(hi, 1, out=hi)
+        hi += self.lo
+        return hi - 1, hi, self.t[self.lo], self.t[self.hi - 1]
+
+    def extrapolation(self, time: float, child: str, source: str, target: str) -> str:
+        stamps = self.stamps
+        where = (f'when looking up transform from frame [{source}] to frame [{target}] (edge '
+                 f'[{self.parent}] -> [{child}])')
         if len(stamps) == 1:
-            for j in np.flatnonzero(times != stamps[0]):
-                errors[j] = (f'Lookup would require extrapolation at time {times[j]:.9f}, but '
-                             f'only time {stamps[0]:.9f} is in the buffer, {describe()}')
-            return (np.broadcast_to(translations[0], (k, 3)),
-                    np.broadcast_to(rotations[0], (k, 4)), errors)
-        for j in np.flatnonzero(times > stamps[-1]):
-            errors[j] = (f'Lookup would require extrapolation into the future. Requested time '
-                         f'{times[j]:.9f} but the latest data is at time {stamps[-1]:.9f}, '
-                         f'{describe()}')
-        for j in np.flatnonzero(times < stamps[0]):
-            errors[j] = (f'Lookup would require extrapolation into the past. Requested time '
-                         f'{times[j]:.9f} but the earliest data is at time {stamps[0]:.9f}, '
-                         f'{describe()}')
-        hi = np.clip(np.searchsorted(stamps, times, side='right'), 1, len(stamps) - 1)
-        lo = hi - 1
-        ratio = np.clip((times - stamps[lo]) / (stamps[hi] - stamps[lo]), 0.0, 1.0)
-        translation = translations[lo] + ratio[:, None] * (translations[hi] - translations[lo])
-        return translation, slerp(rotations[lo], rotations[hi], ratio), errors
+            return (f'Lookup would require extrapolation at time {time:.9f}, but only time '
+                    f'{stamps[0]:.9f} is in the buffer, {where}')
+        if time > stamps[-1]:
+            return (f'Lookup would require extrapolation into the future. Requested time '
+                    f'{time:.9f} but the latest data is at time {stamps[-1]:.9f}, {where}')
+        return (f'Lookup would require extrapolation into the past. Requested time {time:.9f} '
+                f'but the earliest data is at time {stamps[0]:.9f}, {where}')
 
 
 class TransformBuffer:
@@ -211,6 +233,8 @@ class TransformBuffer:
             raise ValueError(f'cache_time must be a positive number of seconds, got {cache_time!r}')
         self.cache_time = float(cache_time)
         self._edges: Dict[str, _Edge] = {}      # by child frame
+        self._children_of: Dict[str, int] = {}  # parent frame -> number of child edges
+        self._chains: Dict[Tuple[str, str], object] = {}   # (target, source) -> factors or error
         self._last_time: Optional[float] = None
 
     # --- filling --------------------------------------------------------------------------
@@ -235,8 +259,20 @@ class TransformBuffer:
                              f'{rotation.tolist()} (squared norm {norm2:.6g})')
         edge = self._edges.get(child)
         if edge is None or edge.parent != parent or edge.static != bool(static):
-            edge = self._edges[child] = _Edge(parent, bool(static))
+            edge = self._replace_edge(child, _Edge(parent, bool(static)))
         return edge.insert(float(stamp), translation, rotation / np.sqrt(norm2), self.cache_time)
+
+    def _replace_edge(self, child: str, edge: Optional[_Edge]) -> Optional[_Edge]:
+        old = self._edges.pop(child, None)
+        if old is not None:
+            self._children_of[old.parent] -= 1
+            if not self._children_of[old.parent]:
+                del self._children_of[old.parent]
+        if edge is not None:
+            self._edges[child] = edge
+            self._children_of[edge.parent] = self._children_of.get(edge.parent, 0) + 1
+        self._chains.clear()            # the tree changed: chains are walked again
+        return edge
 
     def observe_time(self, now: float) -> bool:
         """Tells the buffer the current time; when it went back (a simulation restarted, a bag
@@ -249,12 +285,12 @@ class TransformBuffer:
 
     def clear(self) -> None:
         """Drops every dynamic transform; static ones stay (as in tf2)."""
-        self._edges = {child: e for child, e in self._edges.items() if e.static}
+        for child in [c for c, e in self._edges.items() if not e.static]:
+            self._replace_edge(child, None)
 
     # --- queries --------------------------------------------------------------------------
     def frames(self) -> List[str]:
-        known = set(self._edges) | {e.parent for e in self._edges.values()}
-        return sorted(known)
+        return sorted(set(self._edges) | set(self._children_of))
 
     def parent_of(self, frame: str) -> Optional[str]:
         edge = self._edges.get(frame)
@@ -262,53 +298,111 @@ class TransformBuffer:
 
     def lookup(self, target: str, source: str, time: float) -> Transform:
         """target<-source at `time` (0: the latest common time). Raises a TransformError."""
-        path = self._path(target, source)
-        when = self._common_time(path, target, source) if time == 0 else float(time)
-        t, q, errors = self._chain(path, target, source, np.array([when]))
+        translation, rotation, stamps, errors = self._lookup_rows([target], [source],
+                                                                  np.array([float(time)]))
         if errors[0] is not None:
-            raise ExtrapolationError(errors[0])
-        return Transform(t[0], q[0], when)
+            raise errors[0]
+        return Transform(translation[0], rotation[0], float(stamps[0]))
 
     def latest_common_time(self, target: str, source: str) -> float:
-        return self._common_time(self._path(target, source), target, source)
+        factors = self._chain(target, source)
+        if isinstance(factors, TransformError):
+            raise factors
+        return self._common_time(factors)
 
     def lookup_many(self, targets: Sequence[str], sources: Sequence[str],
                     times: Sequence[float]) -> Lookups:
         """`lookup` for N queries at once (e.g. map<-odom of every robot at its odometry's
-        stamp): the chain of each frame pair is walked once and every edge is interpolated at
-        all its queries' times together. A failing query fails alone."""
+        stamp), vectorised over the queries: each frame pair's chain is walked once (and kept
+        until the tree changes), each edge finds the samples around all its queries' times in
+        one search, and the interpolation and composition run on all queries together. A
+        failing query fails alone (its error message, NaN values)."""
         times = np.asarray(times, float).reshape(-1)
-        n = len(times)
-        if not (len(targets) == len(sources) == n):
+        if not (len(targets) == len(sources) == len(times)):
             raise ValueError(f'lookup_many: {len(targets)} targets, {len(sources)} sources and '
-                             f'{n} times')
-        translation = np.full((n, 3), np.nan)
-        rotation = np.full((n, 4), np.nan)
-        stamps = times.copy()
-        errors: List[Optional[str]] = [None] * n
-        groups: Dict[Tuple[str, str], List[int]] = {}
-        for i, pair in enumerate(zip(targets, sources)):
-            groups.setdefault(pair, []).append(i)
-        for (target, source), rows in groups.items():
-            rows = np.array(rows)
-            try:
-                path = self._path(target, source)
-                latest = (self._common_time(path, target, source)
-                          if np.any(times[rows] == 0) else 0.0)
-            except TransformError as err:
-                for i in rows:
-                    errors[i] = str(err)
-                continue
-            at = np.where(times[rows] == 0, latest, times[rows])
-            t, q, errs = self._chain(path, target, source, at)
-            translation[rows], rotation[rows], stamps[rows] = t, q, at
-            for i, err in zip(rows, errs):
-                if err is not None:
-                    errors[i] = err
-                    translation[i], rotation[i] = np.nan, np.nan
-        return Lookups(translation, rotation, stamps, errors)
+                             f'{len(times)} times')
+        translation, rotation, stamps, errors = self._lookup_rows(targets, sources, times)
+        return Lookups(translation, rotation, stamps,
+                       [None if e is None else str(e) for e in errors])
 
     # --- internals ------------------------------------------------------------------------
+    def _lookup_rows(self, targets, sources, times):
+        n = len(times)
+        errors: List[Optional[TransformError]] = [None] * n
+        at = times.copy()
+        factors_of: List[list] = [[]] * n
+        for i, pair in enumerate(zip(targets, sources)):
+            factors = self._chain(*pair)
+            if isinstance(factors, TransformError):
+                errors[i] = factors
+                continue
+            factors_of[i] = factors
+            if at[i] == 0:
+                at[i] = self._common_time(factors)
+        depth = max((len(f) for f in factors_of), default=0)
+        # Factor k of row r: the transform of edge factors_of[r][k], inverted on the target's
+        # side; rows with shorter chains are padded with the identity.
+        factor_t = np.zeros((n, depth, 3))
+        factor_q = np.zeros((n, depth, 4))
+        factor_q[..., 3] = 1.0
+        inverted = np.zeros((n, depth), dtype=bool)
+        uses: Dict[str, Tuple[List[int], List[int]]] = {}
+        for r, factors in enumerate(factors_of):
+            if errors[r] is None:
+                for k, (child, invert_it) in enumerate(factors):
+                    rows, levels = uses.setdefault(child, ([], []))
+                    rows.append(r)
+                    levels.append(k)
+                    inverted[r, k] = invert_it
+        # Per edge, one search for all its times; then one interpolation for everything.
+        gathered, spans = [], []
+        for child, (rows, levels) in uses.items():
+            edge = self._edges[child]
+            rows = np.array(rows)
+            lo, hi, first, last = edge.bracket(at[rows])
+            gathered.append((rows, np.array(levels), edge.t[lo], edge.t[hi],
+                             edge.translation[lo], edge.translation[hi],
+                             edge.rotation[lo], edge.rotation[hi]))
+            spans.append((first, last, len(rows)))
+        if gathered:
+            rows, levels, s0, s1, t0, t1, q0, q1 = (np.concatenate(parts)
+                                                    for parts in zip(*gathered))
+            first, last, counts = zip(*spans)
+            when = at[rows]
+            outside = (when < np.repeat(first, counts)) | (when > np.repeat(last, counts))
+            for r, level in zip(rows[outside], levels[outside]):
+                if errors[r] is None:
+                    child = factors_of[r][level][0]
+                    errors[r] = ExtrapolationError(self._edges[child].extrapolation(
+                        at[r], child, sources[r], targets[r]))
+            span = s1 - s0
+            ratio = np.divide(when - s0, span, out=np.zeros_like(span), where=span > 0.0)
+            np.clip(ratio, 0.0, 1.0, out=ratio)
+            factor_t[rows, levels] = t0 + ratio[:, None] * (t1 - t0)
+            factor_q[rows, levels] = slerp(q0, q1, ratio)
+        factor_t[inverted], factor_q[inverted] = invert(factor_t[inverted], factor_q[inverted])
+        translation = np.zeros((n, 3))
+        rotation = np.tile(_IDENTITY_ROTATION, (n, 1))
+        for k in range(depth):
+            translation, rotation = compose(translation, rotation, factor_t[:, k], factor_q[:, k])
+        failed = [r for r in range(n) if errors[r] is not None]
+        translation[failed], rotation[failed] = np.nan, np.nan
+        return translation, rotation, at, errors
+
+    def _chain(self, target: str, source: str):
+        """The factors (child frame, inverted) whose product is target<-source, left to right:
+        the target's edges up to the common ancestor inverted, then the source's down from it;
+        or the TransformError that prevents it. Kept until the tree changes."""
+        key = (target, source)
+        if key not in self._chains:
+            try:
+                up_source, up_target = self._path(target, source)
+                self._chains[key] = ([(c, True) for c in up_target]
+                                     + [(c, False) for c in reversed(up_source)])
+            except TransformError as err:
+                self._chains[key] = err
+        return self._chains[key]
+
     def _ancestors(self, frame: str) -> List[str]:
         chain = [frame]
         while frame in self._edges:
@@ -321,10 +415,9 @@ class TransformBuffer:
 
     def _path(self, target: str, source: str):
         """(edges from source up to the common ancestor, edges from target up to it)."""
-        known = set(self.frames())
         for role, name in (('target_frame', target), ('source_frame', source)):
             _check_frame(name, role, FrameNotFoundError)
-            if name not in known:
+            if name not in self._edges and name not in self._children_of:
                 raise FrameNotFoundError(f'frame [{name}] passed to lookup as {role} does not '
                                          f'exist')
         up_source, up_target = self._ancestors(source), self._ancestors(target)
@@ -335,30 +428,10 @@ class TransformBuffer:
                                     f'[{source}] because they are not part of the same tree')
         return (up_source[:up_source.index(common)], up_target[:up_target.index(common)])
 
-    def _common_time(self, path, target, source) -> float:
-        latest = [self._edges[child].stamps[-1] for child in path[0] + path[1]
+    def _common_time(self, factors) -> float:
+        latest = [self._edges[child].latest for child, _ in factors
                   if not self._edges[child].static]
         return min(latest) if latest else 0.0
-
-    def _chain(self, path, target, source, times):
-        errors: List[Optional[str]] = [None] * len(times)
-        results = []
-        for children in path:
-            t = np.zeros((len(times), 3))
-            q = np.broadcast_to(_IDENTITY_ROTATION, (len(times), 4))
-            for child in children:                 # bottom-up: ancestor<-child accumulates
-                edge = self._edges[child]
-
-                def describe(edge=edge, child=child):
-                    return (f'when looking up transform from frame [{source}] to frame '
-                            f'[{target}] (edge [{edge.parent}] -> [{child}])')
-                et, eq, errs = edge.sample(times, describe)
-                t, q = compose(et, eq, t, q)
-                errors = [e if e is not None else f for e, f in zip(errors, errs)]
-            results.append((t, q))
-        (t_src, q_src), (t_tgt, q_tgt) = results
-        t, q = compose(*invert(t_tgt, q_tgt), t_src, q_src)
-        return t, q, errors
 
 
 def _check_frame(name, role, error=ValueError):

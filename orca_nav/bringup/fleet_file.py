@@ -50,8 +50,8 @@ NODE_SECTIONS = ('orca_node', 'fleet_sim_node', 'planner_node', 'map_publisher')
 
 DEFAULTABLE_FIELDS = tuple(f.name for f in ROBOT_FIELDS)
 ROBOT_KEYS = ('name', 'start', 'goal', 'goals') + DEFAULTABLE_FIELDS
-TOP_LEVEL_KEYS = ('name', 'global_frame', 'tf_layout', 'use_sim_time', 'map', 'defaults', 'robots', 'planner',
-                  'demo') + NODE_SECTIONS
+TOP_LEVEL_KEYS = ('name', 'global_frame', 'tf_layout', 'use_sim_time', 'map', 'defaults',
+                  'robots', 'planner', 'demo') + NODE_SECTIONS
 DEMO_DEFAULTS = {'duration': 60.0, 'goal_tolerance': 0.25}
 
 _PARAM_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z')

@@ -19,13 +19,13 @@ from typing import Dict, List
 
 import numpy as np
 from geometry_msgs.msg import TransformStamped
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from tf2_msgs.msg import TFMessage
 
 from orca_nav.core.fleet.names import TF_LAYOUTS, RobotNames
 from orca_nav.core.fleet.sim_localization import SimLocalization
 from orca_nav.ros.convert import seconds_to_time
 from orca_nav.ros.params import ParamSpec
+from orca_nav.ros.tf_listener import TF_QOS, TF_STATIC_QOS
 
 TF_SPECS = [
     ParamSpec('tf_layout', 'none', "Frames of the odometry: 'none' poses in global_frame and no "
@@ -45,12 +45,6 @@ TF_SPECS = [
 
 SCAN_FRAME = 'base_scan'
 SCAN_HEIGHT_M = 0.2
-
-# tf2_ros's broadcaster QoS: /tf keeps 100, reliable; /tf_static keeps the last, latched.
-TF_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-TF_STATIC_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
-                           reliability=ReliabilityPolicy.RELIABLE,
-                           durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def planar_transform(parent: str, child: str, stamp, pose, z: float = 0.0) -> TransformStamped:

@@ -8,7 +8,7 @@ import importlib
 import sys
 import time
 
-AREAS = ('orca', 'orca3d', 'kinodynamic', 'hybrid', 'fleet', 'pipeline')
+AREAS = ('orca', 'orca3d', 'kinodynamic', 'hybrid', 'fleet', 'pipeline', 'transforms')
 
 
 def main(argv=None):

@@ -14,6 +14,7 @@ from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data  # noqa: E402
 
+from orca_nav.core.transforms import TransformError  # noqa: E402
 from orca_nav.ros.convert import seconds_to_time, state_to_odom, yaw_to_quaternion  # noqa: E402
 from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
 from ros_harness import RosHarness, SimClock, node_time_s, sim_time  # noqa: E402
@@ -49,8 +50,14 @@ class Stack:
         assert self.ros.wait_for(lambda: self._known(stamp))
 
     def _known(self, stamp):
-        edges = self.node._poses.buffer
-        return any(abs(t - stamp) < 1e-9 for e in edges._edges.values() for t in e.arrays()[0])
+        poses = self.node._poses
+        names = poses.names['r0']
+        try:
+            newest = poses.buffer.latest_common_time(names.buffer_frame(self.map_frame),
+                                                     names.buffer_frame(self.odom_frame))
+        except TransformError:      # the frames are not in the buffer yet
+            return False
+        return newest >= stamp
 
     def odom(self, x, y, yaw, stamp, frame=None):
         self.clock.now_s = max(self.clock.now_s, stamp)

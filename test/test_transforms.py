@@ -221,3 +221,27 @@ def test_planar_poses_move_with_the_transform():
     poses = np.array([[1.0, 0.0, 0.0], [0.0, 2.0, np.pi / 2]])
     moved = transform_planar_poses([10.0, 0.0, 0.0], q_yaw(np.pi / 2), poses)
     np.testing.assert_allclose(moved, [[10.0, 1.0, np.pi / 2], [8.0, 0.0, np.pi]], atol=1e-12)
+
+
+def test_long_histories_of_many_edges_survive_compaction_and_growth():
+    """30 s of 50 Hz odometry for 12 robots (more edges and samples than the buffer starts
+    with room for): the last 10 s stay, exactly, and in order despite a late sample."""
+    buf = TransformBuffer(cache_time=10.0)
+    robots = range(12)
+    for k in range(1500):
+        t = k * 0.02
+        for i in robots:
+            buf.set_transform(f'r{i}/odom', f'r{i}/base_link', t, [t + i, 0.0, 0.0], q_yaw(0.0))
+        if k == 1200:       # a late sample, 0.01 s in the past, goes in between
+            buf.set_transform('r3/odom', 'r3/base_link', t - 0.01, [t - 0.01 + 3, 1.0, 0.0],
+                              q_yaw(0.0))
+    newest = 1499 * 0.02
+    times = np.linspace(newest - 10.0 + 1e-6, newest, len(robots))
+    got = buf.lookup_many([f'r{i}/odom' for i in robots], [f'r{i}/base_link' for i in robots],
+                          times)
+    assert got.ok.all()
+    np.testing.assert_allclose(got.translation[:, 0], times + np.arange(len(robots)), atol=1e-9)
+    with pytest.raises(ExtrapolationError, match='into the past'):
+        buf.lookup('r0/odom', 'r0/base_link', newest - 10.1)
+    late = buf.lookup('r3/odom', 'r3/base_link', 1200 * 0.02 - 0.01)
+    np.testing.assert_allclose(late.translation, [1200 * 0.02 - 0.01 + 3, 1.0, 0.0], atol=1e-9)

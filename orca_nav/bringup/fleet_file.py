@@ -4,6 +4,7 @@ A fleet config is a YAML file (or the equivalent dict)::
 
     name: two_robots              # optional, defaults to the file stem
     global_frame: map             # frame of odometry, goals and the map (default 'map')
+    tf_layout: none               # none | namespaced | prefixed (core/fleet/names.py)
     use_sim_time: true            # nodes on /clock (default: when the embedded simulator runs)
     map: ../maps/corridor.yaml    # map_server YAML, relative to this file; omit for open space
     defaults:                     # applied to every robot, each robot may override
@@ -41,6 +42,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import yaml
 
+from orca_nav.core.fleet.names import TF_LAYOUTS
 from orca_nav.core.fleet.robots import (FIELDS_BY_NAME, NUMERIC_FIELDS, ROBOT_FIELDS, Pose,
                                         RobotSpec, check_robot_name, field_problem)
 
@@ -48,8 +50,8 @@ NODE_SECTIONS = ('orca_node', 'fleet_sim_node', 'planner_node', 'map_publisher')
 
 DEFAULTABLE_FIELDS = tuple(f.name for f in ROBOT_FIELDS)
 ROBOT_KEYS = ('name', 'start', 'goal', 'goals') + DEFAULTABLE_FIELDS
-TOP_LEVEL_KEYS = ('name', 'global_frame', 'use_sim_time', 'map', 'defaults', 'robots', 'planner',
-                  'demo') + NODE_SECTIONS
+TOP_LEVEL_KEYS = ('name', 'global_frame', 'tf_layout', 'use_sim_time', 'map', 'defaults',
+                  'robots', 'planner', 'demo') + NODE_SECTIONS
 DEMO_DEFAULTS = {'duration': 60.0, 'goal_tolerance': 0.25}
 
 _PARAM_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z')
@@ -90,6 +92,7 @@ class FleetConfig:
     name: str
     robots: Tuple[RobotConfig, ...]
     global_frame: str = 'map'
+    tf_layout: str = 'none'                 # how robots' odometry and TF are named (TF_LAYOUTS)
     map_path: Optional[Path] = None
     planner_enabled: bool = False
     use_sim_time: Optional[bool] = None     # None: when the embedded simulator runs
@@ -116,6 +119,8 @@ class FleetConfig:
         The map path is written relative to `base_dir` when given.
         """
         out: Dict[str, Any] = {'name': self.name, 'global_frame': self.global_frame}
+        if self.tf_layout != 'none':
+            out['tf_layout'] = self.tf_layout
         if self.use_sim_time is not None:
             out['use_sim_time'] = self.use_sim_time
         if self.map_path is not None:
@@ -180,6 +185,9 @@ def _parse(raw, folder: Path, default_name: str, path: Optional[Path]) -> FleetC
     global_frame = _string(raw.get('global_frame', 'map'), 'global_frame')
     if not _FRAME_NAME.match(global_frame):
         raise ValueError(f'global_frame: {global_frame!r} is not a valid frame id')
+    tf_layout = raw.get('tf_layout', 'none')
+    if tf_layout not in TF_LAYOUTS:
+        raise ValueError(f'tf_layout: {tf_layout!r} is not one of {", ".join(TF_LAYOUTS)}')
     use_sim_time = raw.get('use_sim_time')
     if use_sim_time is not None and not isinstance(use_sim_time, bool):
         raise ValueError(f'use_sim_time: expected true or false, got {use_sim_time!r}')
@@ -195,8 +203,8 @@ def _parse(raw, folder: Path, default_name: str, path: Optional[Path]) -> FleetC
         raise ValueError(f'planner.enabled: expected true or false, got {enabled!r}')
     planner_params = {k: v for k, v in planner_raw.items() if k != 'enabled'}
 
-    reserved = {'robots', 'global_frame', 'use_sim_time'} | {f'{r.name}.{f}' for r in robots
-                                             for f in ROBOT_KEYS + ('goal',)}
+    reserved = {'robots', 'global_frame', 'tf_layout', 'use_sim_time'} | {
+        f'{r.name}.{f}' for r in robots for f in ROBOT_KEYS + ('goal',)}
     sections = {}
     for section in NODE_SECTIONS:
         sections[section] = _node_parameters(raw.get(section, {}), section, reserved)
@@ -213,7 +221,8 @@ def _parse(raw, folder: Path, default_name: str, path: Optional[Path]) -> FleetC
     demo = DemoSettings(**{key: _number(demo_raw.get(key, default), f'demo.{key}', low=1e-6)
                            for key, default in DEMO_DEFAULTS.items()})
     return FleetConfig(
-        name=name, robots=robots, global_frame=global_frame, map_path=map_path,
+        name=name, robots=robots, global_frame=global_frame, tf_layout=tf_layout,
+        map_path=map_path,
         planner_enabled=enabled, use_sim_time=use_sim_time,
         node_parameters=MappingProxyType({k: MappingProxyType(v) for k, v in sections.items()}),
         demo=demo, source=path)

@@ -7,11 +7,13 @@ tests) can use it anywhere.
 """
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from orca_nav.bringup.fleet_file import FleetConfig
+from orca_nav.bringup.rviz import rviz_remappings, write_rviz_config
 from orca_nav.core.fleet.controller import MODES
 
 PACKAGE = 'orca_nav'
@@ -76,7 +78,8 @@ def mission_parameters(cfg: FleetConfig, clock: Dict[str, Any]) -> Dict[str, Any
     """mission_node's parameters: every robot with goals and its goals as flat triples."""
     robots = [robot for robot in cfg.robots if robot.goals]
     params: Dict[str, Any] = {'robots': [r.name for r in robots], 'global_frame': cfg.global_frame,
-                              'goal_tolerance': cfg.demo.goal_tolerance, **clock}
+                              'goal_tolerance': cfg.demo.goal_tolerance,
+                              'tf_layout': cfg.tf_layout, **clock}
     for robot in robots:
         params[f'{robot.name}.goals'] = [float(v) for goal in robot.goals for v in goal]
     return params
@@ -113,7 +116,9 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
     # With a planner every goal gets a trajectory: robots wait for it instead of heading
     # straight at the goal meanwhile; with a map nobody moves before it is known (a fleet
     # file may still say otherwise).
-    orca = {**fleet, **clock, 'trajectories_only': cfg.planner_enabled,
+    # Every node that reads odometry takes poses from TF in the fleet's layout.
+    layout = {'tf_layout': cfg.tf_layout}
+    orca = {**fleet, **clock, **layout, 'trajectories_only': cfg.planner_enabled,
             'require_map': cfg.map_path is not None, **sections['orca_node']}
     specs: List[NodeSpec] = []
     if cfg.map_path is not None:
@@ -121,7 +126,8 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
             'yaml_filename': str(cfg.map_path), 'frame_id': cfg.global_frame, **clock,
             **sections['map_publisher']}]))
     if use_sim:
-        sim = {**fleet, 'publish_clock': sim_time, **sections['fleet_sim_node'],
+        sim = {**fleet, 'publish_clock': sim_time, **layout,
+               **sections['fleet_sim_node'],
                **(sim_overrides or {})}
         if sim.get('lockstep'):
             if not sim['publish_clock']:
@@ -143,10 +149,14 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
             for name in cfg.robot_names)
     if cfg.planner_enabled:
         specs.append(NodeSpec('planner_node', PLANNER,
-                              parameters=[{**fleet, **clock, **sections['planner_node']}]))
+                              parameters=[{**fleet, **clock, **layout,
+                                           **sections['planner_node']}]))
     if has_mission(cfg):
         specs.append(NodeSpec(MISSION, MISSION, parameters=[mission_parameters(cfg, clock)]))
     if rviz:
+        # Generated for this fleet (every robot, and TF when the robots publish it).
+        config = write_rviz_config(cfg, share_dir() / 'config' / 'orca_nav.rviz',
+                                   Path(tempfile.gettempdir()) / 'orca_nav' / f'{cfg.name}.rviz')
         specs.append(NodeSpec('rviz2', 'rviz2', package='rviz2', parameters=[clock],
-                              arguments=['-d', str(share_dir() / 'config' / 'orca_nav.rviz')]))
+                              remappings=rviz_remappings(cfg), arguments=['-d', str(config)]))
     return specs

@@ -8,6 +8,10 @@ twist in the child frame `<robot>/base_link`, as a wheel-odometry driver reports
 `/diagnostics` (one status per robot, ERROR while it is in contact) and, with `publish_clock`,
 `/clock`.
 
+With `tf_layout` `namespaced` or `prefixed` it speaks like a real robot stack instead: odometry
+in each robot's drifting odom frame, `odom -> base_link` and a simulated localization's
+`map -> odom` on TF, a static lidar mount on tf_static (`orca_nav.ros.sim_tf`).
+
 Motion, limits, noise, latency, the cmd_vel watchdog (`cmd_timeout`, in simulated time) and
 collision semantics are those of `orca_nav.core.fleet.sim`.
 
@@ -54,11 +58,13 @@ from orca_nav.ros.convert import (latched_qos, msg_to_grid, node_now,
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import (ParamSpec, declare_parameters, declare_robot_parameters,
                                  on_parameters_changed)
+from orca_nav.ros.sim_tf import TF_SPECS, SimTfPublisher
 
 NODE_SPECS = [
     ParamSpec('robots', ['robot0'], 'Names of the simulated robots (topic namespaces)',
               read_only=True),
-    ParamSpec('global_frame', 'map', 'Frame of the odometry poses (and of /map)', read_only=True),
+    ParamSpec('global_frame', 'map', 'Frame of /map and the root of the TF trees; the odometry '
+              "poses' frame with tf_layout none", read_only=True),
     ParamSpec('sim_rate', 50.0, 'Integration steps per second (Hz)', min=1.0, max=1000.0,
               read_only=True),
     ParamSpec('odom_rate', 50.0, 'Odometry messages per robot per second (Hz); at most sim_rate',
@@ -116,7 +122,7 @@ class FleetSimNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('fleet_sim', **kwargs)
-        self.params = declare_parameters(self, NODE_SPECS)
+        self.params = declare_parameters(self, NODE_SPECS + TF_SPECS)
         _check_parameter_combinations(self.params)
         self.robots: List[str] = list(self.params['robots'])
         if not self.robots:
@@ -151,10 +157,13 @@ class FleetSimNode(Node):
         self._odom_pubs = [self.create_publisher(Odometry, robot_names(r).odom_topic, 10,
                                                  event_callbacks=quiet_pub)
                            for r in self.robots]
+        names = [robot_names(r, self.params['tf_layout'], self.global_frame)
+                 for r in self.robots]
         self._odom_msgs = [state_to_odom(start[:2], start[2], (0.0, 0.0), 0.0,
-                                         seconds_to_time(0.0), self.global_frame,
-                                         robot_names(robot).base_frame)
-                           for robot, start in zip(self.robots, starts)]
+                                         seconds_to_time(0.0), n.odom_frame, n.base_frame)
+                           for n, start in zip(names, starts)]
+        self._tf = (SimTfPublisher(self, names, starts, self.params)
+                    if self.params['tf_layout'] != 'none' else None)
         self._cmd_subs = [self.create_subscription(cmd_type, robot_names(robot).cmd_vel_topic,
                                                    lambda msg, i=index: self._on_cmd_vel(i, msg),
                                                    10, event_callbacks=quiet_sub)
@@ -218,6 +227,8 @@ class FleetSimNode(Node):
         self.sim.noise_vel_std = self.params['noise_vel_std']
         self.sim.cmd_latency = self.params['cmd_latency']
         self.sim.cmd_timeout = self.params['cmd_timeout']
+        if self._tf is not None:
+            self._tf.set_localization_jump(self.params['localization_jump'])
 
     # ------------------------------------------------------------------ time
     def _sim_now(self) -> float:
@@ -394,6 +405,8 @@ class FleetSimNode(Node):
 
     def _publish_odometry(self, now: float) -> None:
         poses, twists = self.sim.odometry()
+        if self._tf is not None:
+            poses = self._tf.odometry_poses(now, self.sim.poses, poses)
         stamp = seconds_to_time(now)
         pos_var = float(self.params['noise_pos_std']) ** 2
         half_yaw = 0.5 * poses[:, 2]

@@ -20,20 +20,15 @@ frame pair and the times: the node drops the sample, so the robot goes stale and
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, Tuple
 
 import numpy as np
-from rclpy.qos import DurabilityPolicy, QoSProfile
-from tf2_msgs.msg import TFMessage
 
 from orca_nav.core.fleet.names import RobotNames, robot_names
 from orca_nav.core.transforms import (ExtrapolationError, TransformBuffer, TransformError,
                                       quaternion_rotate, yaw_of)
-from orca_nav.ros.convert import OdomState, node_now, stamp_to_seconds
-
-# tf2_ros's listener QoS: /tf reliable, depth 100; /tf_static also transient local.
-_TF_QOS = QoSProfile(depth=100)
-_TF_STATIC_QOS = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+from orca_nav.ros.convert import OdomState
+from orca_nav.ros.tf_listener import TfListener
 
 GlobalState = Tuple[np.ndarray, np.ndarray, float]     # position (3,), velocity (3,), yaw
 
@@ -43,38 +38,13 @@ class FleetPoses:
 
     def __init__(self, node, robots, tf_layout: str, global_frame: str,
                  transform_tolerance: float):
-        self._node = node
         self.names: Dict[str, RobotNames] = {r: robot_names(r, tf_layout, global_frame)
                                              for r in robots}
         self.global_frame = global_frame
         self.tolerance = transform_tolerance
         self.buffer = TransformBuffer()
-        if tf_layout == 'none':
-            return
-        # One subscription per topic: the shared /tf once, or each robot's own tree.
-        topics = {}
-        for names in self.names.values():
-            owner = names if tf_layout == 'namespaced' else None
-            topics[(names.tf_topic, False)] = owner
-            topics[(names.tf_static_topic, True)] = owner
-        for (topic, static), owner in topics.items():
-            node.create_subscription(
-                TFMessage, topic, lambda msg, o=owner, s=static: self._on_tf(msg, o, s),
-                _TF_STATIC_QOS if static else _TF_QOS)
-
-    def _on_tf(self, msg: TFMessage, owner: Optional[RobotNames], static: bool) -> None:
-        self.buffer.observe_time(node_now(self._node))
-        for tf in msg.transforms:
-            t, q = tf.transform.translation, tf.transform.rotation
-            parent, child = tf.header.frame_id, tf.child_frame_id
-            if owner is not None:
-                parent, child = owner.buffer_frame(parent), owner.buffer_frame(child)
-            try:
-                self.buffer.set_transform(parent, child, stamp_to_seconds(tf.header.stamp),
-                                          (t.x, t.y, t.z), (q.x, q.y, q.z, q.w), static=static)
-            except ValueError as err:
-                self._node.get_logger().warning(f'ignoring a transform: {err}',
-                                                throttle_duration_sec=5.0)
+        if tf_layout != 'none':
+            TfListener(node, list(self.names.values()), self.buffer)
 
     def to_global(self, robot: str, state: OdomState) -> GlobalState:
         """The state in the global frame; ValueError naming the robot, the frames and why."""

@@ -10,6 +10,12 @@ macro(orca_nav_generate_interfaces)
   foreach(_dep ${_ARG_DEPENDENCIES})
     find_package(${_dep} REQUIRED)
   endforeach()
+  # Python reads messages through the C type supports only: the C++ generators are left out
+  # (they would double the build time).
+  set(_generators "${AMENT_EXTENSIONS_rosidl_generate_idl_interfaces}")
+  list(FILTER _generators EXCLUDE REGEX
+    "^rosidl_(generator|typesupport|typesupport_fastrtps|typesupport_introspection)_cpp:")
+  set(AMENT_EXTENSIONS_rosidl_generate_idl_interfaces "${_generators}")
   rosidl_generate_interfaces(${PROJECT_NAME} ${_ARG_UNPARSED_ARGUMENTS}
     DEPENDENCIES ${_ARG_DEPENDENCIES})
   # The wheels' exported *__rosidl_generator_py targets carry the include directories of the

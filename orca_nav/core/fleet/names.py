@@ -47,6 +47,10 @@ class RobotNames:
         """Another per-robot topic (a configured one, such as cmd_vel_in), named like the rest."""
         return f'{self.robot}/{name}'
 
+    def robot_frame(self, name: str) -> str:
+        """One of the robot's own frames (`base_scan`...), as its TF messages name it."""
+        return name if self.tf_layout == 'namespaced' else f'{self.robot}/{name}'
+
     def buffer_frame(self, frame: str) -> str:
         """Where a frame of this robot's TF messages lives in a fleet-wide transform buffer."""
         if self.tf_layout == 'namespaced':

@@ -1,0 +1,102 @@
+"""What a real robot stack reports instead of the simulator's map poses (REP-105): wheel
+odometry in an `odom` frame that drifts, and a localization that estimates `map -> odom`.
+
+* Each robot's `odom` frame starts at its start pose (odometry starts at zero there).
+* Odometry drifts as a random walk in the distance travelled: after d metres the error of the
+  odom frame has a standard deviation of `odom_drift * sqrt(d)` per axis (m) and in heading (rad),
+  the heading error turning the odom frame about the robot (so it does not move the robot's
+  pose at once, as a wheel-slip heading error does not).
+* The localization (AMCL, SLAM) corrects `map -> odom` every 1/`localization_rate`: its estimate
+  is the true `map -> odom` plus Gaussian noise of `localization_jump` (m per axis, and rad),
+  so the robot's pose in map jumps a little at each correction. As AMCL does with its
+  transform_tolerance, each estimate is stamped one period after it is made, so a lookup at any
+  odometry stamp up to the next correction interpolates between two estimates instead of
+  extrapolating; at start the exact `map -> odom` goes out at `now` and one period later.
+
+Poses are (x, y, yaw) rows; a frame transform T (x, y, yaw) maps a pose p of its child frame to
+T * p in its parent. Seeded; no clock read: times come in.
+"""
+from __future__ import annotations
+
+from typing import List, Tuple
+
+import numpy as np
+
+from orca_nav.core.geometry import wrap_angle
+
+
+def compose_planar(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a * b for planar transforms / poses (..., 3)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    c, s = np.cos(a[..., 2]), np.sin(a[..., 2])
+    return np.stack([a[..., 0] + c * b[..., 0] - s * b[..., 1],
+                     a[..., 1] + s * b[..., 0] + c * b[..., 1],
+                     wrap_angle(a[..., 2] + b[..., 2])], axis=-1)
+
+
+def invert_planar(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a, float)
+    c, s = np.cos(a[..., 2]), np.sin(a[..., 2])
+    return np.stack([-c * a[..., 0] - s * a[..., 1], s * a[..., 0] - c * a[..., 1],
+                     wrap_angle(-a[..., 2])], axis=-1)
+
+
+class SimLocalization:
+    """Odometry drift and localization corrections for N simulated robots (see module doc)."""
+
+    def __init__(self, start_poses, odom_drift: float = 0.0, localization_rate: float = 1.0,
+                 localization_jump: float = 0.0, seed: int = 0):
+        starts = np.asarray(start_poses, float).reshape(-1, 3)
+        for name, value in (('odom_drift', odom_drift), ('localization_jump', localization_jump)):
+            if not (np.isfinite(value) and value >= 0.0):
+                raise ValueError(f'{name} must be a finite number >= 0, got {value!r}')
+        if not (np.isfinite(localization_rate) and localization_rate > 0.0):
+            raise ValueError(f'localization_rate must be a positive rate (Hz), got '
+                             f'{localization_rate!r}')
+        self.odom_drift = float(odom_drift)
+        self.localization_jump = float(localization_jump)
+        self.period = 1.0 / float(localization_rate)
+        self.map_to_odom = starts.copy()          # the true map -> odom of every robot
+        self._last_positions = starts[:, :2].copy()
+        self._rng = np.random.default_rng([int(seed), 105])    # apart from the sim's stream
+        self._next_correction = None
+
+    def __len__(self) -> int:
+        return len(self.map_to_odom)
+
+    def update(self, true_poses) -> None:
+        """Accumulates the odometry drift of the motion since the last update."""
+        poses = np.asarray(true_poses, float)
+        travelled = np.hypot(*(poses[:, :2] - self._last_positions).T)
+        self._last_positions = poses[:, :2].copy()
+        if self.odom_drift == 0.0:
+            return
+        std = self.odom_drift * np.sqrt(travelled)
+        shift = self._rng.normal(size=(len(self), 3)) * std[:, None]
+        # Rotate the odom frame about the robot by the heading error, then shift it.
+        about_robot = np.column_stack([poses[:, :2], np.zeros(len(self))])
+        turn = np.column_stack([np.zeros((len(self), 2)), shift[:, 2]])
+        moved = compose_planar(compose_planar(about_robot, turn), invert_planar(about_robot))
+        moved[:, :2] += shift[:, :2]
+        self.map_to_odom = compose_planar(moved, self.map_to_odom)
+
+    def odom_poses(self, map_poses) -> np.ndarray:
+        """Poses in each robot's odom frame of poses given in map."""
+        return compose_planar(invert_planar(self.map_to_odom), np.asarray(map_poses, float))
+
+    def corrections(self, now: float) -> List[Tuple[float, np.ndarray]]:
+        """The `map -> odom` estimates due at `now`, as (stamp, (N, 3)) pairs; empty between
+        corrections."""
+        if self._next_correction is None:
+            self._next_correction = now + self.period
+            exact = self.map_to_odom.copy()
+            return [(now, exact), (now + self.period, exact)]
+        if now < self._next_correction:
+            return []
+        self._next_correction += self.period
+        if now >= self._next_correction:    # periods missed by a stall are dropped
+            self._next_correction = now + self.period
+        noise = self._rng.normal(size=(len(self), 3)) * self.localization_jump
+        estimate = self.map_to_odom + noise
+        estimate[:, 2] = wrap_angle(estimate[:, 2])
+        return [(now + self.period, estimate)]

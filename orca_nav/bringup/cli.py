@@ -158,8 +158,9 @@ def demo_command(args) -> int:
     from orca_nav.bringup.report import format_table
     try:
         cfg = with_overrides(load_scenario(args.scenario, args.robots), args.duration, args.seed)
-    except ValueError as err:
-        print(f'orca-nav demo: {err}', file=sys.stderr)
+    except ValueError as err:     # one line per problem of a fleet file
+        for line in str(err).splitlines():
+            print(f'orca-nav demo: {line}', file=sys.stderr)
         return 2
     out_dir = Path(args.out) if args.out else Path('orca_nav_demo') / cfg.name
     rtf = None if args.wall_clock else args.real_time_factor

@@ -315,6 +315,21 @@ def test_collision_reported_once_on_topic_and_in_diagnostics(ros):
     assert stamp == pytest.approx(rec['time'], abs=1e-9)
 
 
+def test_a_late_subscriber_still_gets_every_collision(ros):
+    """Robots overlapping at start collide at the first step; a listener that connects only
+    after that (and after more contacts) still receives every report, with the running count."""
+    node = ros.sim(['a', 'b', 'c', 'd'], start=[[0.0, 0.0, 0.0], [0.2, 0.0, 0.0],
+                                                [5.0, 0.0, 0.0], [5.1, 0.0, 0.0]],
+                   radius=[0.3] * 4, extra=lockstep())
+    Controller(ros, ['a', 'b', 'c', 'd'], lambda robot, k: forward(0.0))
+    assert ros.wait_for(lambda: node._collisions_reported == 2)
+    events = ros.collect(String, '/fleet_sim/collisions', qos=latched_qos(1000))
+    assert ros.wait_for(lambda: len(events) == 2)
+    records = [json.loads(m.data) for m in events]
+    assert [(r['robots'], r['count']) for r in records] == [(['a', 'b'], 1), (['c', 'd'], 2)]
+    assert records[0]['time'] == pytest.approx(PERIOD)      # the first step
+
+
 def test_robot_map_collision_with_a_latched_map(ros, tmp_path):
     occ = np.zeros((40, 40), dtype=bool)
     occ[:, 30:] = True                     # wall from x = 3 m

@@ -177,8 +177,16 @@ def demo_command(args) -> int:
         return 2
     print(format_table(report))
     print(f'wrote {out_dir / "report.json"} and {out_dir / "trajectories.png"}')
+    return demo_exit_status(report)
+
+
+def demo_exit_status(report: dict) -> int:
+    """0 only when every robot reached every goal with no contact: no collision reported and
+    no negative separation between two robots in the record; else 1."""
     fleet = report['fleet']
-    return 0 if fleet['all_reached'] and fleet['collisions'] == 0 else 1
+    separation = fleet['min_separation']
+    touched = fleet['collisions'] > 0 or (separation is not None and separation < 0.0)
+    return 0 if fleet['all_reached'] and not touched else 1
 
 
 def bench_command(args) -> int:
@@ -206,8 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
         description='Runs a fleet over real ROS 2 topics on the embedded simulator, sends every '
         'robot its goals, writes OUT/report.json and OUT/trajectories.png and prints a summary. '
         f'Built-in scenarios: {scenarios}.',
-        epilog='Exit status: 0 when every robot reached every goal without a collision, 1 when '
-        'the run ended otherwise, 2 for a start-up error. Ctrl-C ends the run early and still '
+        epilog='Exit status: 0 when every robot reached every goal without a collision or a '
+        'negative separation, 1 when the run ended otherwise, 2 for a fleet file with problems '
+        'or another start-up error. Ctrl-C ends the run early and still '
         'writes the report.')
     demo.add_argument('--scenario', default='circle',
                       help='a built-in scenario (listed above) or the path of a fleet config '

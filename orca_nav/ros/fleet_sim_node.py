@@ -96,6 +96,7 @@ NODE_SPECS = [
               'nobody misses the start', min=1, max=10000, read_only=True),
 ]
 
+COLLISION_HISTORY = 1000   # collision reports a late subscriber still receives
 _WARN_PERIOD_S = 2.0
 _MAX_CATCH_UP_STEPS = 5     # following a clock: a stalled process integrates at most 5 steps
 _STARTUP_POLL_S = 0.1       # lockstep start-up: wall seconds between checks for the controllers
@@ -159,7 +160,11 @@ class FleetSimNode(Node):
                                                    10, event_callbacks=quiet_sub)
                           for index, robot in enumerate(self.robots)]
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
-        self._collision_pub = self.create_publisher(String, '/fleet_sim/collisions', 100)
+        # Transient local with a deep history: a listener that connects late (the demo's
+        # recorder, a test) still gets every contact, including one at t = 0.
+        self._collision_pub = self.create_publisher(String, '/fleet_sim/collisions',
+                                                    latched_qos(COLLISION_HISTORY))
+        self._collisions_reported = 0
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
 
         # Wall time enters this node only to pace the simulation and bound the lockstep waits
@@ -384,8 +389,11 @@ class FleetSimNode(Node):
     def _report_collision(self, event: CollisionEvent, now: float) -> None:
         names = [self.robots[i] for i in event.robots]
         self._collision_counts[list(event.robots)] += 1
+        self._collisions_reported += 1
+        # `count`: contacts reported so far, this one included; a listener that got only the
+        # newest reports (beyond the history) still knows how many there were.
         record = {'time': now, 'sim_time': event.time, 'kind': event.kind, 'robots': names,
-                  'position': list(event.position)}
+                  'position': list(event.position), 'count': self._collisions_reported}
         self._collision_pub.publish(String(data=json.dumps(record)))
         what = ' and '.join(names) if event.kind == ROBOT_ROBOT else f'{names[0]} and the map'
         self.get_logger().warn(f'collision between {what} at '

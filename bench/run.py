@@ -8,7 +8,7 @@ import importlib
 import sys
 import time
 
-AREAS = ('orca', 'kinodynamic', 'hybrid', 'fleet', 'pipeline')
+AREAS = ('orca', 'kinodynamic', 'hybrid', 'fleet', 'pipeline', 'noisy_map')
 
 
 def main(argv=None):

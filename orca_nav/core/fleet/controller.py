@@ -279,7 +279,7 @@ class FleetController:
     def _goal_problem(self, i: int, xy: np.ndarray) -> Optional[str]:
         if self._map is None:
             return None
-        clearance = float(self._map.grid.clearance_at(xy[None, :])[0])
+        clearance = float(self._map.grid.clearance_near(xy[None, :], self._radius[i])[0])
         if clearance <= self._radius[i]:
             return (f'({xy[0]:.3f}, {xy[1]:.3f}) is inside an obstacle (clearance '
                     f'{clearance:.3f} m <= radius {self._radius[i]:.3f} m)')

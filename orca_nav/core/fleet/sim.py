@@ -226,8 +226,10 @@ def map_overlap(grid: OccupancyGrid, positions: np.ndarray, radius: np.ndarray) 
     The cell-centre clearance screens out robots far from everything; the rest test the exact
     distance from the centre to every cell square in a window around it.
     """
+    if len(positions) == 0:
+        return np.zeros(0, dtype=bool)
     res = grid.resolution
-    near = grid.clearance_at(positions) < radius + 1.5 * res
+    near = grid.clearance_near(positions, float(radius.max()) + 1.5 * res) < radius + 1.5 * res
     out = np.zeros(len(positions), dtype=bool)
     if not near.any():
         return out

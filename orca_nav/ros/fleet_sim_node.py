@@ -46,8 +46,8 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from std_msgs.msg import String
 
 from orca_nav.core.fleet.kinematics import RobotLimits
-from orca_nav.core.fleet.sim import (ROBOT_ROBOT, CollisionEvent, FleetSim, Lockstep,
-                                     PeriodicSchedule)
+from orca_nav.core.fleet.sim import (NO_ROBOT, ROBOT_ROBOT, CollisionEvent, Faults, FleetSim,
+                                     Lockstep, OdometryLink, PeriodicSchedule)
 from orca_nav.ros.convert import (latched_qos, msg_to_grid, node_now, robot_topic,
                                   seconds_to_time, state_to_odom)
 from orca_nav.ros.node_main import run_node
@@ -96,6 +96,54 @@ NODE_SPECS = [
               'nobody misses the start', min=1, max=10000, read_only=True),
 ]
 
+# ---- Fault injection (all off by default; `fault.<name>`, read only; see core.fleet.sim.Faults).
+# Times are seconds of simulation since the simulator started; robots by name ('' = none).
+FAULT_SPECS = [
+    ParamSpec('seed', 0, 'Seed of the fault generator (loss, jitter, jump direction), separate '
+              'from the noise seed', min=0, max=2**31 - 1, read_only=True),
+    ParamSpec('odom_drop_rate', 0.0, 'Probability that one odometry message is lost',
+              min=0.0, max=1.0, read_only=True),
+    ParamSpec('odom_delay', 0.0, 'Delay added to every odometry message (s); the stamp stays the '
+              'measurement time', min=0.0, max=10.0, read_only=True),
+    ParamSpec('odom_jitter', 0.0, 'Further uniform 0..jitter delay per odometry message (s)',
+              min=0.0, max=10.0, read_only=True),
+    ParamSpec('dead_robot', '', 'Robot that stops obeying cmd_vel at dead_time (its drive is '
+              'commanded to stop)', read_only=True),
+    ParamSpec('dead_time', 0.0, 'When dead_robot dies (s)', min=0.0, max=1e6, read_only=True),
+    ParamSpec('faulty_robot', '', 'Robot that drives a wrong velocity from faulty_time: its '
+              'commanded linear velocity scaled by faulty_scale and turned by faulty_rotation',
+              read_only=True),
+    ParamSpec('faulty_time', 0.0, 'When faulty_robot goes wrong (s)', min=0.0, max=1e6,
+              read_only=True),
+    ParamSpec('faulty_scale', 1.0, 'Executed / commanded linear speed of faulty_robot',
+              min=0.0, max=10.0, read_only=True),
+    ParamSpec('faulty_rotation', 0.0, 'Turn of faulty_robot\'s executed linear velocity (rad, '
+              'counter-clockwise)', min=-math.pi, max=math.pi, read_only=True),
+    ParamSpec('jump_robot', '', 'Robot whose reported map-frame position jumps at jump_time',
+              read_only=True),
+    ParamSpec('jump_time', 0.0, 'When the localization jump happens (s)', min=0.0, max=1e6,
+              read_only=True),
+    ParamSpec('jump_size', 0.0, 'Size of the localization jump (m), in a seeded direction',
+              min=0.0, max=100.0, read_only=True),
+    ParamSpec('jump_duration', 0.0, 'How long the jumped position is reported (s); 0: for good',
+              min=0.0, max=1e6, read_only=True),
+]
+_ROBOT_FAULTS = ('dead_robot', 'faulty_robot', 'jump_robot')
+
+
+def faults_from_parameters(values: Dict[str, object], robots: List[str]) -> Faults:
+    """The `fault.*` parameter values as core Faults (robot names to indices)."""
+    fields = dict(values)
+    for name in _ROBOT_FAULTS:
+        robot = fields[name]
+        if robot and robot not in robots:
+            raise ValueError(f'fault.{name}: {robot!r} is not one of the robots '
+                             f'({", ".join(robots)})')
+        fields[name] = robots.index(robot) if robot else NO_ROBOT
+    return Faults(**fields)
+# ---- end of fault injection parameters
+
+
 COLLISION_HISTORY = 1000   # collision reports a late subscriber still receives
 _WARN_PERIOD_S = 2.0
 _MAX_CATCH_UP_STEPS = 5     # following a clock: a stalled process integrates at most 5 steps
@@ -109,6 +157,13 @@ def _check_parameter_combinations(params: Dict[str, object]) -> None:
     if params['lockstep'] and not params['publish_clock']:
         raise ValueError('lockstep: requires publish_clock (only a simulator that owns the time '
                          'can hold it until the robots answer)')
+
+
+def _check_fault_combinations(params: Dict[str, object], faults: Faults) -> None:
+    if params['lockstep'] and faults.odometry_faulty:
+        raise ValueError('fault.odom_drop_rate / odom_delay / odom_jitter: need a simulator '
+                         'that is not in lockstep (an exchange whose odometry is lost or late '
+                         'would wait for lockstep_timeout every time)')
 
 
 class FleetSimNode(Node):
@@ -126,11 +181,16 @@ class FleetSimNode(Node):
         self.robot_params = declare_robot_parameters(self, self.robots)
         self.global_frame = self.params['global_frame']
         starts = np.array([self.robot_params[r]['start'] for r in self.robots], dtype=float)
+        faults = faults_from_parameters(declare_parameters(self, FAULT_SPECS, prefix='fault.'),
+                                        self.robots)
+        _check_fault_combinations(self.params, faults)
         self.sim = FleetSim(self._limits(), self._radii(), starts,
                             noise_pos_std=self.params['noise_pos_std'],
                             noise_vel_std=self.params['noise_vel_std'],
                             cmd_latency=self.params['cmd_latency'], seed=self.params['seed'],
-                            cmd_timeout=self.params['cmd_timeout'])
+                            cmd_timeout=self.params['cmd_timeout'], faults=faults)
+        # Lost or late odometry passes through a link; without those faults it goes out directly.
+        self.odometry_link = OdometryLink(faults) if faults.odometry_faulty else None
         on_parameters_changed(self, self._apply_changes)
 
         self._last_warn_s: Dict[str, float] = {}
@@ -373,6 +433,8 @@ class FleetSimNode(Node):
         self._report(now, events)
         if self._odometry_due.due(now):
             self._publish_odometry(now)
+        elif self.odometry_link is not None:
+            self._deliver_late_odometry(now)
 
     def _report(self, now: float, events: List[CollisionEvent]) -> None:
         """Collision reports, and diagnostics when due or something collided."""
@@ -401,6 +463,10 @@ class FleetSimNode(Node):
 
     def _publish_odometry(self, now: float) -> None:
         poses, twists = self.sim.odometry()
+        if self.odometry_link is not None:
+            self.odometry_link.send(now, np.hstack([poses, twists]))
+            self._deliver_late_odometry(now)
+            return
         stamp = seconds_to_time(now)
         pos_var = float(self.params['noise_pos_std']) ** 2
         half_yaw = 0.5 * poses[:, 2]
@@ -415,6 +481,20 @@ class FleetSimNode(Node):
             pose.orientation.z, pose.orientation.w = qz[index], qw[index]
             twist.linear.x, twist.linear.y = twists[index][0], twists[index][1]
             twist.angular.z = twists[index][2]
+            msg.pose.covariance[0] = msg.pose.covariance[7] = pos_var
+            self._odom_pubs[index].publish(msg)
+
+    def _deliver_late_odometry(self, now: float) -> None:
+        """Odometry the link delivers by `now`, stamped with its measurement time."""
+        pos_var = float(self.params['noise_pos_std']) ** 2
+        for index, stamp, row in self.odometry_link.deliver(now):
+            msg = self._odom_msgs[index]
+            msg.header.stamp = seconds_to_time(stamp)
+            pose, twist = msg.pose.pose, msg.twist.twist
+            pose.position.x, pose.position.y = float(row[0]), float(row[1])
+            pose.orientation.z, pose.orientation.w = math.sin(0.5 * row[2]), math.cos(0.5 * row[2])
+            twist.linear.x, twist.linear.y, twist.angular.z = (float(row[3]), float(row[4]),
+                                                               float(row[5]))
             msg.pose.covariance[0] = msg.pose.covariance[7] = pos_var
             self._odom_pubs[index].publish(msg)
 

@@ -97,7 +97,7 @@ NODE_SPECS = [
 ]
 
 # ---- Fault injection (all off by default; `fault.<name>`, read only; see core.fleet.sim.Faults).
-# Times are seconds of simulation since the simulator started; robots by name ('' = none).
+# Times are simulated seconds since the robot's first cmd_vel took effect; robots by name.
 FAULT_SPECS = [
     ParamSpec('seed', 0, 'Seed of the fault generator (loss, jitter, jump direction), separate '
               'from the noise seed', min=0, max=2**31 - 1, read_only=True),
@@ -109,11 +109,11 @@ FAULT_SPECS = [
               min=0.0, max=10.0, read_only=True),
     ParamSpec('dead_robot', '', 'Robot that stops obeying cmd_vel at dead_time (its drive is '
               'commanded to stop)', read_only=True),
-    ParamSpec('dead_time', 0.0, 'When dead_robot dies (s)', min=0.0, max=1e6, read_only=True),
+    ParamSpec('dead_time', 0.0, 'When dead_robot dies (s after its first cmd_vel)', min=0.0, max=1e6, read_only=True),
     ParamSpec('faulty_robot', '', 'Robot that drives a wrong velocity from faulty_time: its '
               'commanded linear velocity scaled by faulty_scale and turned by faulty_rotation',
               read_only=True),
-    ParamSpec('faulty_time', 0.0, 'When faulty_robot goes wrong (s)', min=0.0, max=1e6,
+    ParamSpec('faulty_time', 0.0, 'When faulty_robot goes wrong (s after its first cmd_vel)', min=0.0, max=1e6,
               read_only=True),
     ParamSpec('faulty_scale', 1.0, 'Executed / commanded linear speed of faulty_robot',
               min=0.0, max=10.0, read_only=True),
@@ -121,7 +121,8 @@ FAULT_SPECS = [
               'counter-clockwise)', min=-math.pi, max=math.pi, read_only=True),
     ParamSpec('jump_robot', '', 'Robot whose reported map-frame position jumps at jump_time',
               read_only=True),
-    ParamSpec('jump_time', 0.0, 'When the localization jump happens (s)', min=0.0, max=1e6,
+    ParamSpec('jump_time', 0.0, 'When the localization jump happens (s after the robot\'s first '
+              'cmd_vel)', min=0.0, max=1e6,
               read_only=True),
     ParamSpec('jump_size', 0.0, 'Size of the localization jump (m), in a seeded direction',
               min=0.0, max=100.0, read_only=True),

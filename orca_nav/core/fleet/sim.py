@@ -30,6 +30,7 @@ does not change the noise sequence; times are `FleetSim.time`):
     reported position is off by a given distance in a seeded direction
     (`FleetSim.localization_error`, also for whatever else reports the robot's pose);
   - odometry loss, delay and jitter: `OdometryLink`, between the simulator and its publisher.
+A robot's fault times count from its first command (`FleetSim.commanded_since`).
 
 Time is the simulation's own (`FleetSim.time`, advanced by `step`). Two helpers decide, from times
 passed in, what a simulator driver does around the steps: `PeriodicSchedule` (when odometry and
@@ -79,8 +80,9 @@ NO_ROBOT = -1
 
 @dataclass(frozen=True)
 class Faults:
-    """Faults to inject (see the module docstring); robots by index (NO_ROBOT: none), times in
-    seconds of `FleetSim.time`, angles in radians."""
+    """Faults to inject (see the module docstring); robots by index (NO_ROBOT: none), angles in
+    radians, times in seconds since the faulty robot's first command took effect (its mission
+    start, however long the fleet took to come up)."""
 
     odom_drop_rate: float = 0.0     # probability that one odometry message is lost
     odom_delay: float = 0.0         # s added to every odometry message's delivery
@@ -177,6 +179,7 @@ class FleetSim:
         self._twist = np.zeros((n, 3))         # executed during the last step
         self._command = np.zeros((n, 3))       # in effect (after latency)
         self._command_time = np.full(n, -np.inf)   # when each robot's command took effect
+        self.commanded_since = np.full(n, np.inf)  # when each robot's first command took effect
         self._pending = deque()                # (due_time, robot indices, twists), FIFO
         self.time = 0.0
         self.grid = grid
@@ -241,12 +244,17 @@ class FleetSim:
         (default: now): the injected jump while it lasts, else zero. Whatever reports a robot's
         map pose (odometry here, a map -> odom transform) adds this."""
         f = self.faults
-        t = self.time if time is None else time
         error = np.zeros((len(self), 2))
-        if f.jump_robot != NO_ROBOT and t >= f.jump_time - _TIME_TOL and (
+        if f.jump_robot == NO_ROBOT:
+            return error
+        t = (self.time if time is None else time) - self.commanded_since[f.jump_robot]
+        if t >= f.jump_time - _TIME_TOL and (
                 f.jump_duration == 0.0 or t < f.jump_time + f.jump_duration - _TIME_TOL):
             error[f.jump_robot] = self._jump_offset
         return error
+
+    def _fault_started(self, robot: int, at: float) -> bool:
+        return robot != NO_ROBOT and self.time - self.commanded_since[robot] >= at - _TIME_TOL
 
     def _obeyed_commands(self) -> np.ndarray:
         """The commands the drives execute: a dead robot's is zero, a faulty robot's linear
@@ -256,12 +264,12 @@ class FleetSim:
         if f.dead_robot == NO_ROBOT and f.faulty_robot == NO_ROBOT:
             return command
         command = command.copy()
-        if f.faulty_robot != NO_ROBOT and self.time >= f.faulty_time - _TIME_TOL:
+        if self._fault_started(f.faulty_robot, f.faulty_time):
             c, s = np.cos(f.faulty_rotation), np.sin(f.faulty_rotation)
             vx, vy = command[f.faulty_robot, :2]
             command[f.faulty_robot, :2] = f.faulty_scale * np.array([c * vx - s * vy,
                                                                      s * vx + c * vy])
-        if f.dead_robot != NO_ROBOT and self.time >= f.dead_time - _TIME_TOL:
+        if self._fault_started(f.dead_robot, f.dead_time):
             command[f.dead_robot] = 0.0
         return command
 
@@ -283,6 +291,7 @@ class FleetSim:
             due, idx, twists = self._pending.popleft()
             self._command[idx] = twists
             self._command_time[idx] = due
+            self.commanded_since[idx] = np.minimum(self.commanded_since[idx], due)
         if self.cmd_timeout > 0.0:
             self._command[self.command_age > self.cmd_timeout + _TIME_TOL] = 0.0
         twist = limit_twist(self._obeyed_commands(), self._twist, self.limits, dt)

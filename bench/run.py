@@ -8,7 +8,8 @@ import importlib
 import sys
 import time
 
-AREAS = ('orca', 'orca3d', 'kinodynamic', 'hybrid', 'fleet', 'pipeline', 'transforms')
+AREAS = ('orca', 'orca3d', 'kinodynamic', 'hybrid', 'fleet', 'pipeline', 'transforms',
+         'noisy_map')
 
 
 def main(argv=None):

@@ -16,7 +16,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from orca_nav.bringup.graph import MODES, describe_graph, share_dir
-from orca_nav.bringup.fleet_file import load_fleet_config
+from orca_nav.bringup.fleet_file import load_fleet_config_or_exit
 
 TRUE_WORDS = ('true', '1', 'yes', 'on')
 
@@ -27,7 +27,10 @@ def _optional_bool(text):
 
 
 def _nodes(context):
-    cfg = load_fleet_config(LaunchConfiguration('fleet_config').perform(context))
+    # A fleet file with problems stops the launch before any node starts: one line per problem
+    # on stderr and exit status 2 (SystemExit leaves the launch service's event loop).
+    cfg = load_fleet_config_or_exit(LaunchConfiguration('fleet_config').perform(context),
+                                    'multi_robot.launch.py')
     specs = describe_graph(
         cfg,
         use_sim=LaunchConfiguration('use_sim').perform(context).lower() in TRUE_WORDS,

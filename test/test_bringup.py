@@ -13,8 +13,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def fleet_with_map(tmp_path):
-    (tmp_path / 'room.pgm').write_bytes(b'P5\n2 2\n255\n' + bytes([254] * 4))
-    (tmp_path / 'room.yaml').write_text('image: room.pgm\nresolution: 0.5\norigin: [0, 0, 0]\n'
+    # 3 m x 3 m of free space from (-1, -1): the robots stand clear of its border.
+    (tmp_path / 'room.pgm').write_bytes(b'P5\n6 6\n255\n' + bytes([254] * 36))
+    (tmp_path / 'room.yaml').write_text('image: room.pgm\nresolution: 0.5\norigin: [-1, -1, 0]\n'
                                         'negate: 0\noccupied_thresh: 0.65\nfree_thresh: 0.196\n')
     return load_fleet_config({
         'global_frame': 'world', 'map': 'room.yaml',

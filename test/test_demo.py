@@ -127,3 +127,37 @@ def test_the_demo_on_simulated_time_in_lockstep_gives_the_same_report_twice(tmp_
         reports.append((tmp_path / run / 'report.json').read_text())
     assert reports[0] == reports[1]
     assert json.loads(reports[0])['clock'] == 'simulated, lockstep'
+
+
+def test_exit_status_is_1_on_any_contact_or_negative_separation():
+    from orca_nav.bringup.cli import demo_exit_status
+
+    def report(collisions=0, separation=0.1, all_reached=True):
+        return {'fleet': {'collisions': collisions, 'min_separation': separation,
+                          'all_reached': all_reached}}
+    assert demo_exit_status(report()) == 0
+    assert demo_exit_status(report(separation=None)) == 0      # a single robot
+    assert demo_exit_status(report(collisions=1)) == 1
+    assert demo_exit_status(report(separation=-0.01)) == 1     # even with no report received
+    assert demo_exit_status(report(all_reached=False)) == 1
+
+
+@pytest.mark.ros
+def test_contact_at_start_is_counted_and_fails_the_demo(tmp_path):
+    """Two robots overlapping at start (the fleet file check refuses that, so the config is
+    built past it): the simulator's contact at t = 0 happens before the demo's recorder may
+    have connected, and must still be counted, and the run must not pass."""
+    import dataclasses
+
+    from orca_nav.bringup.cli import demo_exit_status, run_demo
+    from orca_nav.bringup.fleet_file import load_fleet_config
+    cfg = load_fleet_config({'robots': [{'name': 'a', 'start': [0.0, 0.0], 'goal': [3.0, 0.0]},
+                                        {'name': 'b', 'start': [2.0, 0.0], 'goal': [-3.0, 0.0]}],
+                             'defaults': {'radius': 0.25}, 'demo': {'duration': 10.0}})
+    b = dataclasses.replace(cfg.robots[1], start=(0.4, 0.0, 0.0))
+    overlapping = dataclasses.replace(cfg, robots=(cfg.robots[0], b))
+    report = run_demo(overlapping, tmp_path / 'out')
+    assert report['fleet']['collisions'] >= 1
+    assert report['robots']['a']['collisions'] >= 1 and report['robots']['b']['collisions'] >= 1
+    assert report['fleet']['min_separation'] < 0.0
+    assert demo_exit_status(report) == 1

@@ -20,10 +20,14 @@ def fleet(*robots, **top):
 
 
 def write_map(folder: Path, stem='room') -> Path:
-    (folder / f'{stem}.pgm').write_bytes(b'P5\n2 2\n255\n' + bytes([254, 254, 0, 254]))
+    """A free 6 m x 6 m map from (-1, -1) with one occupied cell in its top-left corner (the
+    robots of these tests start and end inside it, clear of that cell)."""
+    pixels = bytearray([254] * 60 * 60)
+    pixels[0] = 0
+    (folder / f'{stem}.pgm').write_bytes(b'P5\n60 60\n255\n' + bytes(pixels))
     path = folder / f'{stem}.yaml'
     path.write_text(yaml.safe_dump({'image': f'{stem}.pgm', 'resolution': 0.1,
-                                    'origin': [0.0, 0.0, 0.0], 'negate': 0,
+                                    'origin': [-1.0, -1.0, 0.0], 'negate': 0,
                                     'occupied_thresh': 0.65, 'free_thresh': 0.196}))
     return path
 
@@ -71,7 +75,8 @@ demo: {duration: 20, goal_tolerance: 0.1}
 
 def test_round_trip_through_yaml(tmp_path):
     write_map(tmp_path)
-    cfg = load_fleet_config(fleet(robot('a', goals=[[1, 1], [2, 2]]), robot('b', radius=0.5),
+    cfg = load_fleet_config(fleet(robot('a', goals=[[1, 1], [2, 2]]),
+                                  robot('b', radius=0.5, start=[2.0, 0.0, 0.0]),
                                   map='room.yaml', fleet_sim_node={'rate': 50.0}),
                             base_dir=tmp_path)
     path = tmp_path / 'out.yaml'

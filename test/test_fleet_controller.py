@@ -299,3 +299,32 @@ def test_cycles_come_at_the_control_rate_whatever_the_odometry_rate(odom_rate):
             fleet.step(now)
             cycles += 1
     assert cycles / 20.0 == pytest.approx(20.0, rel=0.01)
+
+
+def test_a_localization_jump_widens_the_robot_for_a_while(monkeypatch):
+    """A position far from where the last velocity leads is a localization jump: the robot's
+    ORCA radius grows by the jump (everyone keeps that room) for JUMP_MARGIN_HOLD_S."""
+    from orca_nav.core.fleet import controller as controller_module
+    seen = []
+    real_solve = controller_module.solve
+
+    def spy(positions, velocities, pref, params, obstacles):
+        seen.append(np.array(params.radius, dtype=float))
+        return real_solve(positions, velocities, pref, params, obstacles)
+    monkeypatch.setattr(controller_module, 'solve', spy)
+    ctl = FleetController([RobotSpec('a', radius=0.3), RobotSpec('b', radius=0.3)],
+                          ControllerParams())
+
+    def cycle(t, a_x):
+        ctl.set_state(0, t, np.array([a_x, 0.0]), np.array([1.0, 0.0]), 0.0)
+        ctl.set_state(1, t, np.array([5.0, 0.0]), np.zeros(2), 0.0)
+        ctl.step(t)
+    cycle(0.0, 0.0)
+    cycle(0.05, 0.05)                       # where the velocity leads: no jump
+    base = seen[-1].copy()
+    cycle(0.10, 0.10 + 0.6)                 # 0.6 m off: a jump
+    assert seen[-1][0] == pytest.approx(base[0] + 0.6) and seen[-1][1] == base[1]
+    t = 0.10 + controller_module.JUMP_MARGIN_HOLD_S + 0.05
+    cycle(t, 0.7 + (t - 0.10))              # consistent again, after the hold
+    assert seen[-1][0] == pytest.approx(base[0])
+    assert controller_module.LOCALIZATION_JUMP_M < 0.6

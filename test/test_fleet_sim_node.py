@@ -25,7 +25,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
 from orca_nav.core.fleet.kinematics import RobotLimits  # noqa: E402
-from orca_nav.core.fleet.sim import FleetSim  # noqa: E402
+from orca_nav.core.fleet.sim import Faults, FleetSim  # noqa: E402
 from orca_nav.core.grid import OccupancyGrid  # noqa: E402
 from orca_nav.ros.convert import latched_qos, odom_to_state, stamp_to_seconds  # noqa: E402
 from orca_nav.ros.fleet_sim_node import FleetSimNode  # noqa: E402
@@ -315,6 +315,21 @@ def test_collision_reported_once_on_topic_and_in_diagnostics(ros):
     assert stamp == pytest.approx(rec['time'], abs=1e-9)
 
 
+def test_a_late_subscriber_still_gets_every_collision(ros):
+    """Robots overlapping at start collide at the first step; a listener that connects only
+    after that (and after more contacts) still receives every report, with the running count."""
+    node = ros.sim(['a', 'b', 'c', 'd'], start=[[0.0, 0.0, 0.0], [0.2, 0.0, 0.0],
+                                                [5.0, 0.0, 0.0], [5.1, 0.0, 0.0]],
+                   radius=[0.3] * 4, extra=lockstep())
+    Controller(ros, ['a', 'b', 'c', 'd'], lambda robot, k: forward(0.0))
+    assert ros.wait_for(lambda: node._collisions_reported == 2)
+    events = ros.collect(String, '/fleet_sim/collisions', qos=latched_qos(1000))
+    assert ros.wait_for(lambda: len(events) == 2)
+    records = [json.loads(m.data) for m in events]
+    assert [(r['robots'], r['count']) for r in records] == [(['a', 'b'], 1), (['c', 'd'], 2)]
+    assert records[0]['time'] == pytest.approx(PERIOD)      # the first step
+
+
 def test_robot_map_collision_with_a_latched_map(ros, tmp_path):
     occ = np.zeros((40, 40), dtype=bool)
     occ[:, 30:] = True                     # wall from x = 3 m
@@ -446,3 +461,47 @@ def test_params_file_start_loads_the_parameters():
         ros.shutdown()
     # Normal start-up logs nothing above INFO.
     assert '[WARN]' not in out and '[ERROR]' not in out, out
+
+
+# ---- fault injection (parameters `fault.*`, logic in core.fleet.sim) ----------------------------
+
+def test_faults_are_off_by_default_and_named_when_wrong(ros):
+    node = ros.sim(['a', 'b'])
+    assert node.sim.faults == Faults() and node.odometry_link is None
+    with pytest.raises(ValueError, match=r"fault\.dead_robot: 'c' is not one of the robots "
+                                         r'\(a, b\)'):
+        ros.sim(['a', 'b'], extra=[Parameter('fault.dead_robot', value='c')])
+    with pytest.raises(ValueError, match=r'fault\.odom_drop_rate / odom_delay / odom_jitter: '
+                                         'need a simulator that is not in lockstep'):
+        ros.sim(['a'], extra=lockstep() + [Parameter('fault.odom_drop_rate', value=0.1)])
+    with pytest.raises(ValueError, match=r'fault\.odom_drop_rate'):
+        ros.sim(['a'], extra=[Parameter('fault.odom_drop_rate', value=1.5)])
+
+
+def test_a_dead_robot_in_lockstep_stops_at_its_time(ros):
+    ros.sim(['a', 'b'], start=[[0.0, 0.0, 0.0], [0.0, 3.0, 0.0]], max_accel=[100.0, 100.0],
+            extra=lockstep() + [Parameter('fault.dead_robot', value='b'),
+                                Parameter('fault.dead_time', value=0.1)])
+    ctl = Controller(ros, ['a', 'b'], lambda robot, k: forward(1.0))
+    assert ros.wait_for(lambda: len(ctl.odom['a']) >= 16 and len(ctl.odom['b']) >= 16)
+    a = [m.pose.pose.position.x for m in ctl.odom['a'][:16]]
+    b = [m.pose.pose.position.x for m in ctl.odom['b'][:16]]
+    assert a[15] == pytest.approx(15 * PERIOD)           # drives on
+    assert b[15] == pytest.approx(b[5]) and b[5] == pytest.approx(0.1)   # died at 0.1 s
+
+
+def test_odometry_loss_and_delay_from_parameters(ros):
+    odom = ros.collect(Odometry, '/a/odom', qos=200)
+    node = ros.sim(['a', 'b'], extra=[sim_time(), Parameter('fault.odom_drop_rate', value=0.5),
+                                      Parameter('fault.odom_delay', value=0.1),
+                                      Parameter('fault.seed', value=3)])
+    clock = SimClock(ros, start_s=100.0)
+    for k in range(1, 101):
+        clock.advance(PERIOD)
+        assert ros.wait_for(lambda: node.odometry_link.sent >= 2 * k)
+    link = node.odometry_link
+    assert 0.3 < link.dropped / link.sent < 0.7
+    assert ros.wait_for(lambda: len(odom) >= 20)
+    stamps = [stamp_s(m) for m in odom]
+    assert len(stamps) < 100                      # lost messages never arrive
+    assert max(stamps) <= clock.now_s - 0.1 + 1e-6      # each arrives 0.1 s after its stamp

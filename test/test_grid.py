@@ -247,3 +247,22 @@ def test_coarse_geodesic_connected_components():
     assert geo.connected([1.0, 1.0], [2.0, 5.0])
     assert not geo.connected([1.0, 1.0], [5.0, 1.0])
     assert not geo.connected([1.0, 1.0], [3.0, 3.0])   # inside the wall
+
+
+@pytest.mark.parametrize('shape', [(37, 53), (9, 11, 13)])
+def test_clearance_near_agrees_with_the_field_within_reach(shape):
+    """A local read of the clearance gives the field's value wherever that is within reach,
+    and more than reach elsewhere, without building the field."""
+    rng = np.random.default_rng(4)
+    occupied = rng.random(shape) < 0.02
+    grid = OccupancyGrid(occupied, 0.1, np.zeros(len(shape)))
+    lower, upper = grid.extent
+    points = rng.uniform(lower - 0.2, upper + 0.2, size=(400, len(shape)))
+    for reach in (0.0, 0.15, 0.35, 0.8):
+        near = grid.clearance_near(points, reach)
+        assert grid._clearance is None             # no field was built
+        full = OccupancyGrid(occupied, 0.1, np.zeros(len(shape))).clearance_at(points)
+        within = full <= reach
+        assert np.array_equal(near[within], full[within])
+        assert np.all(near[~within] > reach)
+        assert near.dtype == np.float32

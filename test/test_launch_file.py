@@ -131,8 +131,15 @@ def test_launch_with_another_fleet_file(launch_module, tmp_path):
         ('planner_node', None)]
 
 
-def test_bad_fleet_file_stops_the_launch(launch_module, tmp_path):
+def test_bad_fleet_file_stops_the_launch(launch_module, tmp_path, capsys):
     path = tmp_path / 'bad.yaml'
-    path.write_text('robots:\n  - {name: a, start: [0, 0], radius: -1}\n')
-    with pytest.raises(ValueError, match=r'robots\[0\]\.radius'):
+    path.write_text('robots:\n  - {name: a, start: [0, 0], radius: -1}\n'
+                    '  - {name: b, start: [0.1, 0]}\n  - {name: c, start: [0.2, 0]}\n')
+    with pytest.raises(SystemExit) as info:
         launched_nodes(launch_module, fleet_config=str(path))
+    assert info.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f'multi_robot.launch.py: fleet config {path}: robots[0].radius: -1 is below the '
+        'minimum 0.01',
+        f'multi_robot.launch.py: fleet config {path}: robots[2].start: [0.2, 0, 0] overlaps '
+        'robots[1] (b at [0.1, 0, 0]): centres 0.1 m apart, radii 0.3 + 0.3 m']

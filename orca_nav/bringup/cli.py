@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 from types import MappingProxyType
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 from orca_nav.bringup.graph import describe_graph, share_dir
 from orca_nav.bringup.fleet_file import FleetConfig, load_fleet_config
@@ -82,15 +82,20 @@ class Progress:
             self._stream.flush()
 
 
-def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
+def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized',
              progress: Optional[Progress] = None, executor: Optional[str] = None,
-             real_time_factor: Optional[float] = 0.0) -> dict:
+             real_time_factor: Optional[float] = 0.0, lockstep: bool = True,
+             sim_overrides: Optional[dict] = None,
+             during: Optional[Callable[..., None]] = None) -> dict:
     """Runs the fleet to completion (or its demo duration); writes report.json and
-    trajectories.png into out_dir and returns the report.
+    trajectories.png into out_dir (unless None) and returns the report.
 
     real_time_factor: simulated seconds per wall second, the simulator in lockstep with the
     controller (0: as fast as the machine allows; the same run whatever the machine's load);
-    None: no simulated time, the nodes run on the wall clock."""
+    None: no simulated time, the nodes run on the wall clock. lockstep False: simulated time
+    paced by real_time_factor (> 0) alone. sim_overrides: more simulator parameters (faults).
+    during(graph, mission): called about every 0.1 s of the run (e.g. to stop and restart a
+    node); the report's `tracks` entry is not written to the file."""
     from orca_nav.core.grid import OccupancyGrid
     from orca_nav.bringup.report import fleet_report
     from orca_nav.bringup.report_plot import plot_trajectories
@@ -100,9 +105,13 @@ def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
 
     progress = progress or Progress()
     simulated = real_time_factor is not None
+    if simulated and not lockstep and not real_time_factor:
+        raise ValueError('real_time_factor: without lockstep simulated time needs a pace > 0')
+    overrides = dict(sim_overrides or {})
+    if simulated:
+        overrides.update({'lockstep': lockstep, 'real_time_factor': real_time_factor})
     specs = describe_graph(cfg, use_sim=True, mode=mode, use_sim_time=simulated, observers=1,
-                           sim_overrides={'lockstep': True, 'real_time_factor': real_time_factor}
-                           if simulated else None)
+                           sim_overrides=overrides or None)
     wall_start = time.monotonic()
     with run_graph(specs, executor=executor) as graph:
         mission = graph.add_node(DemoMission(cfg, context=graph.context,
@@ -123,6 +132,8 @@ def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
                     raise RuntimeError(mission.error())
                 if graph.error:
                     raise RuntimeError('a node failed: ' + graph.error.strip().splitlines()[-1])
+                if during is not None:
+                    during(graph, mission)
                 state = mission.progress()
                 progress.update(mission.elapsed(), state['at_goal'], state['robots'],
                                 state['collisions'], (state['goals_reached'], state['goals']))
@@ -143,6 +154,8 @@ def run_demo(cfg: FleetConfig, out_dir: Path, mode: str = 'centralized',
         'clock': 'simulated, lockstep' if simulated else 'wall'})
     print(f'orca-nav demo: {mission.elapsed():.1f} s of {"simulated " if simulated else ""}time '
           f'in {time.monotonic() - wall_start:.1f} s of wall time', file=sys.stderr)
+    if out_dir is None:
+        return {**report, 'tracks': tracks}
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / 'report.json').write_text(json.dumps(report, indent=2) + '\n')
     fleet = report['fleet']
@@ -158,8 +171,9 @@ def demo_command(args) -> int:
     from orca_nav.bringup.report import format_table
     try:
         cfg = with_overrides(load_scenario(args.scenario, args.robots), args.duration, args.seed)
-    except ValueError as err:
-        print(f'orca-nav demo: {err}', file=sys.stderr)
+    except ValueError as err:     # one line per problem of a fleet file
+        for line in str(err).splitlines():
+            print(f'orca-nav demo: {line}', file=sys.stderr)
         return 2
     out_dir = Path(args.out) if args.out else Path('orca_nav_demo') / cfg.name
     rtf = None if args.wall_clock else args.real_time_factor
@@ -176,8 +190,16 @@ def demo_command(args) -> int:
         return 2
     print(format_table(report))
     print(f'wrote {out_dir / "report.json"} and {out_dir / "trajectories.png"}')
+    return demo_exit_status(report)
+
+
+def demo_exit_status(report: dict) -> int:
+    """0 only when every robot reached every goal with no contact: no collision reported and
+    no negative separation between two robots in the record; else 1."""
     fleet = report['fleet']
-    return 0 if fleet['all_reached'] and fleet['collisions'] == 0 else 1
+    separation = fleet['min_separation']
+    touched = fleet['collisions'] > 0 or (separation is not None and separation < 0.0)
+    return 0 if fleet['all_reached'] and not touched else 1
 
 
 def bench_command(args) -> int:
@@ -205,8 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
         description='Runs a fleet over real ROS 2 topics on the embedded simulator, sends every '
         'robot its goals, writes OUT/report.json and OUT/trajectories.png and prints a summary. '
         f'Built-in scenarios: {scenarios}.',
-        epilog='Exit status: 0 when every robot reached every goal without a collision, 1 when '
-        'the run ended otherwise, 2 for a start-up error. Ctrl-C ends the run early and still '
+        epilog='Exit status: 0 when every robot reached every goal without a collision or a '
+        'negative separation, 1 when the run ended otherwise, 2 for a fleet file with problems '
+        'or another start-up error. Ctrl-C ends the run early and still '
         'writes the report.')
     demo.add_argument('--scenario', default='circle',
                       help='a built-in scenario (listed above) or the path of a fleet config '
@@ -226,6 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument('--executor', help='events (default where rclpy has it: fastest, but its '
                       'nodes answer no services, so no `ros2 param set`) or multi_threaded')
     demo.set_defaults(run=demo_command)
+    from orca_nav.bringup.faults import add_parser as add_faults_parser
+    add_faults_parser(commands)
     bench = commands.add_parser('bench', help='run benchmarks (bench/run.py)')
     bench.add_argument('areas', nargs='*', help='benchmark areas (default: all); options such '
                        'as --quick are passed on to bench/run.py too')

@@ -27,24 +27,32 @@ A fleet config is a YAML file (or the equivalent dict)::
     demo: {duration: 60.0, goal_tolerance: 0.25}
 
 Robot fields, their defaults and ranges come from the one robot schema
-(`orca_nav.core.fleet.robots`), as do the per-robot ROS parameters. Every error is a ValueError
-whose message starts with the field path (``robots[3].radius``) or names the file.
+(`orca_nav.core.fleet.robots`), as do the per-robot ROS parameters. A config that passes the
+schema is then checked for where its robots are (`placement_problems`): no start or goal outside
+the map or with the robot's disc on an occupied cell (the simulator's own contact test), no two
+robots overlapping at their starts. Every problem found is reported at once, one line each,
+starting with the field path (``robots[3].start``) and giving the value and the reason:
+`FleetFileError`, a ValueError whose `problems` lists the lines.
 """
 from __future__ import annotations
 
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+import numpy as np
 import yaml
 
 from orca_nav.core.fleet.names import TF_LAYOUTS
 from orca_nav.core.fleet.robots import (FIELDS_BY_NAME, NUMERIC_FIELDS, ROBOT_FIELDS, Pose,
                                         RobotSpec, check_robot_name, field_problem)
+from orca_nav.core.fleet.sim import map_overlap
+from orca_nav.core.grid import OccupancyGrid
 
 NODE_SECTIONS = ('orca_node', 'fleet_sim_node', 'planner_node', 'map_publisher')
 
@@ -56,6 +64,15 @@ DEMO_DEFAULTS = {'duration': 60.0, 'goal_tolerance': 0.25}
 
 _PARAM_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z')
 _FRAME_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_/]*\Z')
+
+
+class FleetFileError(ValueError):
+    """A fleet config with problems: `problems` holds one line per problem (field path, value,
+    reason); the message is those lines, each prefixed with where the config came from."""
+
+    def __init__(self, problems: Sequence[str], where: str = ''):
+        self.problems = list(problems)
+        super().__init__('\n'.join(where + problem for problem in self.problems))
 
 
 @dataclass(frozen=True)
@@ -169,17 +186,119 @@ def load_fleet_config(source: Union[str, os.PathLike, Mapping[str, Any]],
         folder = Path(base_dir) if base_dir is not None else path.parent
         default_name = path.name.split('.')[0]
     where = f'fleet config {path}: ' if path is not None else 'fleet config: '
+    problems: List[str] = []
+    cfg = _parse(raw, folder, default_name, path, problems)
+    if problems:
+        raise FleetFileError(problems, where)
+    return cfg
+
+
+def load_fleet_config_or_exit(source: Union[str, os.PathLike, Mapping[str, Any]],
+                              program: str, stream=None) -> FleetConfig:
+    """`load_fleet_config`, or every problem printed as `program: <line>` and SystemExit(2):
+    how `orca-nav demo` and the launch file refuse a fleet file before anything starts."""
     try:
-        return _parse(raw, folder, default_name, path)
+        return load_fleet_config(source)
     except ValueError as err:
-        raise ValueError(where + str(err)) from None
+        for line in str(err).splitlines():
+            print(f'{program}: {line}', file=stream if stream is not None else sys.stderr)
+        raise SystemExit(2) from None
 
 
-def _parse(raw, folder: Path, default_name: str, path: Optional[Path]) -> FleetConfig:
+def _load_grid(map_path: Optional[Path], problems: List[str]) -> Optional[OccupancyGrid]:
+    if map_path is None:
+        return None
+    try:
+        return OccupancyGrid.from_map_yaml(map_path)
+    except (ValueError, OSError) as err:
+        problems.append(f'map: {map_path} cannot be read: {err}')
+        return None
+
+
+def _pose_text(pose: Sequence[float]) -> str:
+    return '[' + ', '.join(f'{v:g}' for v in pose) + ']'
+
+
+def placement_problems(robots: Sequence[RobotConfig], grid: Optional[OccupancyGrid] = None,
+                       indices: Optional[Sequence[int]] = None) -> List[str]:
+    """Where the robots are cannot work: a start or goal outside the map or with the robot's
+    disc on an occupied cell (the simulator's contact test, `map_overlap`), or two robots whose
+    discs overlap at their starts. One line per problem: field path (`robots[<index>]`, the
+    index from `indices`, default the position in `robots`), value, reason."""
+    problems: List[str] = []
+    indices = list(range(len(robots))) if indices is None else list(indices)
+    if grid is not None and grid.ndim == 2:
+        lower, upper = grid.extent
+        bounds = (f'the map spans x {lower[0]:g}..{upper[0]:g}, y {lower[1]:g}..{upper[1]:g}')
+        fields, poses, radii = [], [], []
+        for index, robot in zip(indices, robots):
+            fields.append(f'robots[{index}].start')
+            poses.append(robot.start)
+            radii.append(robot.radius)
+            key = 'goal' if len(robot.goals) == 1 else 'goals'
+            for g, goal in enumerate(robot.goals):
+                fields.append(f'robots[{index}].{key}' + (f'[{g}]' if key == 'goals' else ''))
+                poses.append(goal)
+                radii.append(robot.radius)
+        if poses:
+            xy = np.array(poses, dtype=float)[:, :2]
+            radius = np.array(radii, dtype=float)
+            inside = grid.in_bounds(xy)
+            touching = map_overlap(grid, xy, radius)
+            for name, pose, r, is_inside, touches in zip(fields, poses, radius, inside, touching):
+                if not is_inside:
+                    problems.append(f'{name}: {_pose_text(pose)} is outside the map ({bounds})')
+                elif touches:
+                    problems.append(f'{name}: {_pose_text(pose)} is inside an obstacle: the '
+                                    f'robot\'s disc (radius {r:g} m) overlaps an occupied cell '
+                                    'or the map border')
+    if len(robots) > 1:
+        starts = np.array([robot.start[:2] for robot in robots], dtype=float)
+        radius = np.array([robot.radius for robot in robots], dtype=float)
+        distance = np.linalg.norm(starts[:, None] - starts[None], axis=2)
+        overlap = np.triu(distance < radius[:, None] + radius[None], k=1)
+        for i, j in zip(*np.nonzero(overlap)):
+            problems.append(
+                f'robots[{indices[j]}].start: {_pose_text(robots[j].start)} overlaps '
+                f'robots[{indices[i]}] ({robots[i].name} at {_pose_text(robots[i].start)}): '
+                f'centres {distance[i, j]:.3g} m apart, radii {radius[i]:g} + {radius[j]:g} m')
+    return problems
+
+
+def _parse(raw, folder: Path, default_name: str, path: Optional[Path],
+           problems: List[str]) -> Optional[FleetConfig]:
+    """The config, or None with `problems` extended: the robots are checked one by one (every
+    robot's first problem is listed), the rest stops at the first problem."""
     if raw is None:
-        raise ValueError('empty config (expected a mapping with a `robots` list)')
+        problems.append('empty config (expected a mapping with a `robots` list)')
+        return None
     if not isinstance(raw, Mapping):
-        raise ValueError(f'expected a mapping at the top level, got {type(raw).__name__}')
+        problems.append(f'expected a mapping at the top level, got {type(raw).__name__}')
+        return None
+    try:
+        defaults = _parse_defaults(raw.get('defaults', {}))
+    except ValueError as err:
+        problems.append(str(err))
+        return None
+    parsed = _parse_robots(raw.get('robots'), defaults, problems)
+    robots = tuple(parsed.values())
+    try:
+        map_path = _parse_map(raw.get('map'), folder)
+    except ValueError as err:
+        problems.append(str(err))
+        map_path = None
+    # Where the robots are is checked for every robot that parsed, whatever else failed.
+    problems += placement_problems(robots, _load_grid(map_path, problems), indices=list(parsed))
+    try:
+        cfg = _parse_rest(raw, default_name, path, robots, map_path)
+    except ValueError as err:
+        problems.append(str(err))
+        return None
+    return cfg if not problems else None
+
+
+def _parse_rest(raw: Mapping, default_name: str, path: Optional[Path],
+                robots: Tuple[RobotConfig, ...], map_path: Optional[Path]) -> FleetConfig:
     _reject_unknown(raw, TOP_LEVEL_KEYS, '')
     name = _string(raw.get('name', default_name), 'name')
     global_frame = _string(raw.get('global_frame', 'map'), 'global_frame')
@@ -191,10 +310,6 @@ def _parse(raw, folder: Path, default_name: str, path: Optional[Path]) -> FleetC
     use_sim_time = raw.get('use_sim_time')
     if use_sim_time is not None and not isinstance(use_sim_time, bool):
         raise ValueError(f'use_sim_time: expected true or false, got {use_sim_time!r}')
-    defaults = _parse_defaults(raw.get('defaults', {}))
-    robots = _parse_robots(raw.get('robots'), defaults)
-    map_path = _parse_map(raw.get('map'), folder)
-
     planner_raw = raw.get('planner', {}) or {}
     if not isinstance(planner_raw, Mapping):
         raise ValueError(f'planner: expected a mapping, got {planner_raw!r}')
@@ -284,47 +399,60 @@ def _parse_defaults(raw) -> Dict[str, Any]:
     return {key: _robot_field(key, value, f'defaults.{key}') for key, value in raw.items()}
 
 
-def _parse_robots(raw, defaults: Mapping[str, Any]) -> Tuple[RobotConfig, ...]:
+def _parse_robots(raw, defaults: Mapping[str, Any],
+                  problems: List[str]) -> Dict[int, RobotConfig]:
+    """{index in the list: robot} of the robots that pass the schema; the first problem of each
+    other one goes to `problems`."""
     if raw is None:
-        raise ValueError('robots: missing (a list with at least one robot is required)')
+        problems.append('robots: missing (a list with at least one robot is required)')
+        return {}
     if not isinstance(raw, list) or not raw:
-        raise ValueError(f'robots: expected a non-empty list, got {raw!r}')
-    robots, seen = [], {}
+        problems.append(f'robots: expected a non-empty list, got {raw!r}')
+        return {}
+    robots, seen = {}, {}
     for index, entry in enumerate(raw):
-        where = f'robots[{index}]'
-        if not isinstance(entry, Mapping):
-            raise ValueError(f'{where}: expected a mapping, got {entry!r}')
-        _reject_unknown(entry, ROBOT_KEYS, where + '.')
-        name = entry.get('name')
         try:
-            check_robot_name(name)
+            robots[index] = _parse_robot(index, entry, defaults, seen)
         except ValueError as err:
-            raise ValueError(f'{where}.name: {err}') from None
-        if name in seen:
-            raise ValueError(f'{where}.name: duplicate robot name {name!r} '
-                             f'(also robots[{seen[name]}])')
-        seen[name] = index
-        values = {f.name: f.default for f in ROBOT_FIELDS}
-        values.update(defaults)
-        for key in DEFAULTABLE_FIELDS:
-            if key in entry:
-                values[key] = _robot_field(key, entry[key], f'{where}.{key}')
-        if 'start' not in entry:
-            raise ValueError(f'{where}.start: missing (give [x, y, yaw])')
-        start = _pose(entry['start'], f'{where}.start')
-        if 'goal' in entry and 'goals' in entry:
-            raise ValueError(f'{where}.goals: give either goal or goals, not both')
-        if 'goals' in entry:
-            goals_raw = entry['goals']
-            if not isinstance(goals_raw, list):
-                raise ValueError(f'{where}.goals: expected a list of poses, got {goals_raw!r}')
-            goals = tuple(_pose(g, f'{where}.goals[{i}]') for i, g in enumerate(goals_raw))
-        elif entry.get('goal') is not None:
-            goals = (_pose(entry['goal'], f'{where}.goal'),)
-        else:
-            goals = ()
-        robots.append(RobotConfig(name=name, start=start, goals=goals, **values))
-    return tuple(robots)
+            problems.append(str(err))
+    return robots
+
+
+def _parse_robot(index: int, entry, defaults: Mapping[str, Any],
+                 seen: Dict[str, int]) -> RobotConfig:
+    where = f'robots[{index}]'
+    if not isinstance(entry, Mapping):
+        raise ValueError(f'{where}: expected a mapping, got {entry!r}')
+    _reject_unknown(entry, ROBOT_KEYS, where + '.')
+    name = entry.get('name')
+    try:
+        check_robot_name(name)
+    except ValueError as err:
+        raise ValueError(f'{where}.name: {err}') from None
+    if name in seen:
+        raise ValueError(f'{where}.name: duplicate robot name {name!r} '
+                         f'(also robots[{seen[name]}])')
+    seen[name] = index
+    values = {f.name: f.default for f in ROBOT_FIELDS}
+    values.update(defaults)
+    for key in DEFAULTABLE_FIELDS:
+        if key in entry:
+            values[key] = _robot_field(key, entry[key], f'{where}.{key}')
+    if 'start' not in entry:
+        raise ValueError(f'{where}.start: missing (give [x, y, yaw])')
+    start = _pose(entry['start'], f'{where}.start')
+    if 'goal' in entry and 'goals' in entry:
+        raise ValueError(f'{where}.goals: give either goal or goals, not both')
+    if 'goals' in entry:
+        goals_raw = entry['goals']
+        if not isinstance(goals_raw, list):
+            raise ValueError(f'{where}.goals: expected a list of poses, got {goals_raw!r}')
+        goals = tuple(_pose(g, f'{where}.goals[{i}]') for i, g in enumerate(goals_raw))
+    elif entry.get('goal') is not None:
+        goals = (_pose(entry['goal'], f'{where}.goal'),)
+    else:
+        goals = ()
+    return RobotConfig(name=name, start=start, goals=goals, **values)
 
 
 def _parse_map(raw, folder: Path) -> Optional[Path]:

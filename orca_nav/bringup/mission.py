@@ -25,7 +25,7 @@ from typing import Dict, List, Optional
 import numpy as np
 from nav_msgs.msg import Odometry, Path
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data
 from std_msgs.msg import String
 
 from orca_nav.bringup.fleet_file import FleetConfig, RobotConfig
@@ -33,6 +33,7 @@ from orca_nav.bringup.report import RobotTrack
 from orca_nav.core.fleet.goal_sequence import GoalSequences
 from orca_nav.core.fleet.names import robot_names
 from orca_nav.ros.convert import latched_qos, stamp_to_seconds
+from orca_nav.ros.fleet_sim_node import COLLISION_HISTORY
 
 COLLISIONS_TOPIC = '/fleet_sim/collisions'
 _CLASH_CHECK_EVERY = 100    # odometry messages between two looks for a second odometry publisher
@@ -71,8 +72,10 @@ class DemoMission(Node):
                                      qos_profile_sensor_data)
             self.create_subscription(Path, robot_names(name).plan_topic,
                                      lambda msg, n=name: self._on_plan(n, msg), latched_qos())
+        # Transient local like the simulator's publisher: contacts from before this node
+        # connected (robots overlapping at start) arrive too.
         self.create_subscription(String, COLLISIONS_TOPIC, self._on_collision,
-                                 QoSProfile(depth=100))
+                                 latched_qos(COLLISION_HISTORY))
 
     # ---- state for the CLI (plain Python state only: no rclpy calls off the executor) --------
 
@@ -173,14 +176,16 @@ class DemoMission(Node):
         try:
             report = json.loads(msg.data)
             names, stamp = report['robots'], float(report['time'])
+            count = int(report.get('count', 0))
         except (ValueError, KeyError, TypeError):
             self.get_logger().warning(f'{COLLISIONS_TOPIC}: unreadable report {msg.data!r}')
-            names, stamp = [], None
+            names, stamp, count = [], None, 0
         with self._lock:
             if stamp is not None and self._origin is not None and \
                     stamp - self._origin > self._end:
                 return      # after the record ended
-            self._collision_events += 1
+            # The simulator's running count covers reports that fell out of its history.
+            self._collision_events = max(self._collision_events + 1, count)
             for name in names if isinstance(names, list) else []:
                 if name in self._logs:
                     self._logs[name].collisions += 1

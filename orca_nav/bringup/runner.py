@@ -19,7 +19,7 @@ import sys
 import threading
 import traceback
 from contextlib import contextmanager
-from typing import Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
@@ -28,6 +28,8 @@ from rclpy.parameter import Parameter
 
 from orca_nav.bringup.graph import PACKAGE, NodeSpec
 from orca_nav.ros.params import warn_undeclared_overrides
+
+_ACTION_TIMEOUT_S = 30.0    # wall s the spin thread may take to run a node change
 
 NODE_CLASSES = {
     'orca_node': 'orca_nav.ros.orca_node:OrcaNode',
@@ -84,6 +86,10 @@ class RunningGraph:
         self.context = context
         self.executor = executor
         self.nodes: Dict[str, Node] = {}
+        self.specs: Dict[str, NodeSpec] = {}
+        self._spinning = False
+        self._stopped: List[Node] = []
+        self._actions: List[Callable[[], None]] = []
         self._extra: List[Node] = []
         # The traceback of a callback exception; the executor thread has stopped when set.
         self.error: Optional[str] = None
@@ -100,6 +106,53 @@ class RunningGraph:
     def _callback_ran(self) -> None:
         with self._changed:
             self._changed.notify_all()
+
+    def _on_spin_thread(self, action: Callable[[], Any]) -> Any:
+        """Runs `action` on the spin thread between two spins (an executor must not change its
+        nodes while another thread waits in it); directly while the graph is not spinning."""
+        if not self._spinning:
+            return action()
+        done, result = threading.Event(), []
+        with self._changed:
+            self._actions.append(lambda: result.append(action()))
+            self._actions.append(done.set)
+        if not done.wait(_ACTION_TIMEOUT_S):
+            raise RuntimeError(f'the graph did not run an action within {_ACTION_TIMEOUT_S} s')
+        return result[0]
+
+    def _run_actions(self) -> None:
+        # Nodes stopped a spin ago are destroyed now: a callback of theirs that a worker thread
+        # was still running then has finished.
+        stopped, self._stopped = self._stopped, []
+        for node in stopped:
+            node.destroy_node()
+        with self._changed:
+            actions, self._actions = self._actions, []
+        for action in actions:
+            action()
+
+    def stop_node(self, full_name: str) -> NodeSpec:
+        """Takes a node out of the graph, as if its process had died (it runs no callback from
+        the next spin on; destroyed a spin later); returns its spec (for `start_node`). Use the
+        multi_threaded executor: the EventsExecutor may still deliver events it queued for the
+        node before it was taken out."""
+        def stop():
+            node = self.nodes.pop(full_name)
+            self.executor.remove_node(node)
+            self._stopped.append(node)
+            return self.specs[full_name]
+        return self._on_spin_thread(stop)
+
+    def start_node(self, spec: NodeSpec) -> Node:
+        """Starts (again) the node of `spec` in the graph, fresh: a restarted process."""
+        def start():
+            node = node_class(spec.executable)(**_node_kwargs(spec, self.context))
+            warn_undeclared_overrides(node)
+            self.nodes[spec.full_name] = node
+            self.specs[spec.full_name] = spec
+            self.executor.add_node(node)
+            return node
+        return self._on_spin_thread(start)
 
     def add_node(self, node: Node) -> Node:
         """Spins a node of the caller's (created with `context=graph.context`) with the graph;
@@ -147,10 +200,7 @@ def run_graph(specs: Sequence[NodeSpec], executor: Optional[str] = None,
     spinner = None
     try:
         for spec in specs:
-            node = node_class(spec.executable)(**_node_kwargs(spec, context))
-            warn_undeclared_overrides(node)
-            graph.nodes[spec.full_name] = node
-            executor.add_node(node)
+            graph.start_node(spec)
         # The spin loop stops at a flag between callbacks: the EventsExecutor's shutdown (and
         # the context's) blocks forever while another thread is inside its spin().
         stop = threading.Event()
@@ -158,6 +208,7 @@ def run_graph(specs: Sequence[NodeSpec], executor: Optional[str] = None,
         def spin():
             while not stop.is_set():
                 try:
+                    graph._run_actions()
                     executor.spin_once(timeout_sec=0.1)
                 except Exception:       # a node's callback raised: keep it for the caller
                     graph.error = traceback.format_exc()
@@ -168,6 +219,7 @@ def run_graph(specs: Sequence[NodeSpec], executor: Optional[str] = None,
                 graph._callback_ran()
 
         spinner = threading.Thread(target=spin, name='orca_nav_graph', daemon=True)
+        graph._spinning = True
         spinner.start()
         yield graph
     finally:
@@ -180,6 +232,6 @@ def run_graph(specs: Sequence[NodeSpec], executor: Optional[str] = None,
         pool = getattr(executor, '_executor', None) if kind == 'multi_threaded' else None
         if pool is not None:
             pool.shutdown(wait=True)
-        for node in list(graph.nodes.values()) + graph._extra:
+        for node in list(graph.nodes.values()) + graph._extra + graph._stopped:
             node.destroy_node()
         context.try_shutdown()

@@ -50,6 +50,7 @@ OCC_OCCUPIED = 100
 OCC_UNKNOWN = -1
 
 PathLike = Union[str, Path]
+_NEAR_CELLS = 1 << 22   # clearance_near reads at most this many window cells, else the field
 
 
 def _finite_float(name: str, value) -> float:
@@ -356,6 +357,30 @@ class OccupancyGrid:
     def clearance_at(self, points) -> np.ndarray:
         """``(K,)`` float32 clearance of the cell holding each point; 0 outside the map."""
         return self._lookup(self.clearance(), points, 0.0)
+
+    def clearance_near(self, points, reach: float) -> np.ndarray:
+        """``(K,)`` float32: ``clearance_at(points)`` wherever that is ``<= reach``, and a value
+        ``> reach`` elsewhere. Read from the cells within ``reach`` of each point, so a big map
+        needs no clearance field for a few local questions (the cached field is used when there
+        is one)."""
+        reach = _finite_float('reach', reach)
+        pts = self._points(points)
+        half = int(math.ceil(max(reach, 0.0) / self._resolution)) + 1
+        if self._clearance is not None or len(pts) * (2 * half + 1) ** self.ndim > _NEAR_CELLS:
+            return self.clearance_at(pts)       # the field is there, or cheaper than windows
+        cells = self.world_to_cell(pts)
+        axes = np.meshgrid(*[np.arange(-half, half + 1)] * self.ndim, indexing='ij')
+        offsets = np.stack([a.reshape(-1) for a in axes], axis=1)            # (W, ndim)
+        # As the field computes it: float32 centre distance in cells, times the resolution.
+        steps = np.sqrt((offsets ** 2).sum(axis=1)).astype(np.float32)
+        window = (cells[:, None, :] + offsets[None]).reshape(-1, self.ndim)
+        in_map = self._cells_in_bounds(window)
+        flat = np.where(in_map, window @ self._flat_strides, 0)
+        blocked = in_map & self._occupied.reshape(-1)[flat]
+        nearest = np.where(blocked.reshape(len(pts), -1), steps[None], np.float32(np.inf))
+        out = nearest.min(axis=1) * np.float32(self._resolution)
+        border = self.border_distance_at(pts).astype(np.float32)
+        return np.where(self._cells_in_bounds(cells), np.minimum(out, border), np.float32(0.0))
 
     def inflated(self, radius: float) -> 'OccupancyGrid':
         """Grid whose occupied cells are those with ``clearance <= radius`` (radius 0: a copy).

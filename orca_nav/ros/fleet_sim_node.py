@@ -51,8 +51,8 @@ from std_msgs.msg import String
 
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.names import robot_names
-from orca_nav.core.fleet.sim import (ROBOT_ROBOT, CollisionEvent, FleetSim, Lockstep,
-                                     PeriodicSchedule)
+from orca_nav.core.fleet.sim import (NO_ROBOT, ROBOT_ROBOT, CollisionEvent, Faults, FleetSim,
+                                     Lockstep, OdometryLink, PeriodicSchedule)
 from orca_nav.ros.convert import (latched_qos, msg_to_grid, node_now,
                                   seconds_to_time, state_to_odom)
 from orca_nav.ros.node_main import run_node
@@ -103,6 +103,56 @@ NODE_SPECS = [
               'nobody misses the start', min=1, max=10000, read_only=True),
 ]
 
+# ---- Fault injection (all off by default; `fault.<name>`, read only; see core.fleet.sim.Faults).
+# Times are simulated seconds since the robot's first cmd_vel took effect; robots by name.
+FAULT_SPECS = [
+    ParamSpec('seed', 0, 'Seed of the fault generator (loss, jitter, jump direction), separate '
+              'from the noise seed', min=0, max=2**31 - 1, read_only=True),
+    ParamSpec('odom_drop_rate', 0.0, 'Probability that one odometry message is lost',
+              min=0.0, max=1.0, read_only=True),
+    ParamSpec('odom_delay', 0.0, 'Delay added to every odometry message (s); the stamp stays the '
+              'measurement time', min=0.0, max=10.0, read_only=True),
+    ParamSpec('odom_jitter', 0.0, 'Further uniform 0..jitter delay per odometry message (s)',
+              min=0.0, max=10.0, read_only=True),
+    ParamSpec('dead_robot', '', 'Robot that stops obeying cmd_vel at dead_time (its drive is '
+              'commanded to stop)', read_only=True),
+    ParamSpec('dead_time', 0.0, 'When dead_robot dies (s after its first cmd_vel)', min=0.0, max=1e6, read_only=True),
+    ParamSpec('faulty_robot', '', 'Robot that drives a wrong velocity from faulty_time: its '
+              'commanded linear velocity scaled by faulty_scale and turned by faulty_rotation',
+              read_only=True),
+    ParamSpec('faulty_time', 0.0, 'When faulty_robot goes wrong (s after its first cmd_vel)', min=0.0, max=1e6,
+              read_only=True),
+    ParamSpec('faulty_scale', 1.0, 'Executed / commanded linear speed of faulty_robot',
+              min=0.0, max=10.0, read_only=True),
+    ParamSpec('faulty_rotation', 0.0, 'Turn of faulty_robot\'s executed linear velocity (rad, '
+              'counter-clockwise)', min=-math.pi, max=math.pi, read_only=True),
+    ParamSpec('jump_robot', '', 'Robot whose reported map-frame position jumps at jump_time',
+              read_only=True),
+    ParamSpec('jump_time', 0.0, 'When the localization jump happens (s after the robot\'s first '
+              'cmd_vel)', min=0.0, max=1e6,
+              read_only=True),
+    ParamSpec('jump_size', 0.0, 'Size of the localization jump (m), in a seeded direction',
+              min=0.0, max=100.0, read_only=True),
+    ParamSpec('jump_duration', 0.0, 'How long the jumped position is reported (s); 0: for good',
+              min=0.0, max=1e6, read_only=True),
+]
+_ROBOT_FAULTS = ('dead_robot', 'faulty_robot', 'jump_robot')
+
+
+def faults_from_parameters(values: Dict[str, object], robots: List[str]) -> Faults:
+    """The `fault.*` parameter values as core Faults (robot names to indices)."""
+    fields = dict(values)
+    for name in _ROBOT_FAULTS:
+        robot = fields[name]
+        if robot and robot not in robots:
+            raise ValueError(f'fault.{name}: {robot!r} is not one of the robots '
+                             f'({", ".join(robots)})')
+        fields[name] = robots.index(robot) if robot else NO_ROBOT
+    return Faults(**fields)
+# ---- end of fault injection parameters
+
+
+COLLISION_HISTORY = 1000   # collision reports a late subscriber still receives
 _WARN_PERIOD_S = 2.0
 _MAX_CATCH_UP_STEPS = 5     # following a clock: a stalled process integrates at most 5 steps
 _STARTUP_POLL_S = 0.1       # lockstep start-up: wall seconds between checks for the controllers
@@ -115,6 +165,13 @@ def _check_parameter_combinations(params: Dict[str, object]) -> None:
     if params['lockstep'] and not params['publish_clock']:
         raise ValueError('lockstep: requires publish_clock (only a simulator that owns the time '
                          'can hold it until the robots answer)')
+
+
+def _check_fault_combinations(params: Dict[str, object], faults: Faults) -> None:
+    if params['lockstep'] and faults.odometry_faulty:
+        raise ValueError('fault.odom_drop_rate / odom_delay / odom_jitter: need a simulator '
+                         'that is not in lockstep (an exchange whose odometry is lost or late '
+                         'would wait for lockstep_timeout every time)')
 
 
 class FleetSimNode(Node):
@@ -132,11 +189,16 @@ class FleetSimNode(Node):
         self.robot_params = declare_robot_parameters(self, self.robots)
         self.global_frame = self.params['global_frame']
         starts = np.array([self.robot_params[r]['start'] for r in self.robots], dtype=float)
+        faults = faults_from_parameters(declare_parameters(self, FAULT_SPECS, prefix='fault.'),
+                                        self.robots)
+        _check_fault_combinations(self.params, faults)
         self.sim = FleetSim(self._limits(), self._radii(), starts,
                             noise_pos_std=self.params['noise_pos_std'],
                             noise_vel_std=self.params['noise_vel_std'],
                             cmd_latency=self.params['cmd_latency'], seed=self.params['seed'],
-                            cmd_timeout=self.params['cmd_timeout'])
+                            cmd_timeout=self.params['cmd_timeout'], faults=faults)
+        # Lost or late odometry passes through a link; without those faults it goes out directly.
+        self.odometry_link = OdometryLink(faults) if faults.odometry_faulty else None
         on_parameters_changed(self, self._apply_changes)
 
         self._last_warn_s: Dict[str, float] = {}
@@ -169,7 +231,11 @@ class FleetSimNode(Node):
                                                    10, event_callbacks=quiet_sub)
                           for index, robot in enumerate(self.robots)]
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
-        self._collision_pub = self.create_publisher(String, '/fleet_sim/collisions', 100)
+        # Transient local with a deep history: a listener that connects late (the demo's
+        # recorder, a test) still gets every contact, including one at t = 0.
+        self._collision_pub = self.create_publisher(String, '/fleet_sim/collisions',
+                                                    latched_qos(COLLISION_HISTORY))
+        self._collisions_reported = 0
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
 
         # Wall time enters this node only to pace the simulation and bound the lockstep waits
@@ -380,6 +446,8 @@ class FleetSimNode(Node):
         self._report(now, events)
         if self._odometry_due.due(now):
             self._publish_odometry(now)
+        elif self.odometry_link is not None:
+            self._deliver_late_odometry(now)
 
     def _report(self, now: float, events: List[CollisionEvent]) -> None:
         """Collision reports, and diagnostics when due or something collided."""
@@ -396,8 +464,11 @@ class FleetSimNode(Node):
     def _report_collision(self, event: CollisionEvent, now: float) -> None:
         names = [self.robots[i] for i in event.robots]
         self._collision_counts[list(event.robots)] += 1
+        self._collisions_reported += 1
+        # `count`: contacts reported so far, this one included; a listener that got only the
+        # newest reports (beyond the history) still knows how many there were.
         record = {'time': now, 'sim_time': event.time, 'kind': event.kind, 'robots': names,
-                  'position': list(event.position)}
+                  'position': list(event.position), 'count': self._collisions_reported}
         self._collision_pub.publish(String(data=json.dumps(record)))
         what = ' and '.join(names) if event.kind == ROBOT_ROBOT else f'{names[0]} and the map'
         self.get_logger().warn(f'collision between {what} at '
@@ -407,6 +478,10 @@ class FleetSimNode(Node):
         poses, twists = self.sim.odometry()
         if self._tf is not None:
             poses = self._tf.odometry_poses(now, self.sim.poses, poses)
+        if self.odometry_link is not None:
+            self.odometry_link.send(now, np.hstack([poses, twists]))
+            self._deliver_late_odometry(now)
+            return
         stamp = seconds_to_time(now)
         pos_var = float(self.params['noise_pos_std']) ** 2
         half_yaw = 0.5 * poses[:, 2]
@@ -421,6 +496,20 @@ class FleetSimNode(Node):
             pose.orientation.z, pose.orientation.w = qz[index], qw[index]
             twist.linear.x, twist.linear.y = twists[index][0], twists[index][1]
             twist.angular.z = twists[index][2]
+            msg.pose.covariance[0] = msg.pose.covariance[7] = pos_var
+            self._odom_pubs[index].publish(msg)
+
+    def _deliver_late_odometry(self, now: float) -> None:
+        """Odometry the link delivers by `now`, stamped with its measurement time."""
+        pos_var = float(self.params['noise_pos_std']) ** 2
+        for index, stamp, row in self.odometry_link.deliver(now):
+            msg = self._odom_msgs[index]
+            msg.header.stamp = seconds_to_time(stamp)
+            pose, twist = msg.pose.pose, msg.twist.twist
+            pose.position.x, pose.position.y = float(row[0]), float(row[1])
+            pose.orientation.z, pose.orientation.w = math.sin(0.5 * row[2]), math.cos(0.5 * row[2])
+            twist.linear.x, twist.linear.y, twist.angular.z = (float(row[3]), float(row[4]),
+                                                               float(row[5]))
             msg.pose.covariance[0] = msg.pose.covariance[7] = pos_var
             self._odom_pubs[index].publish(msg)
 

@@ -225,6 +225,10 @@ def _callback_registry(node) -> Dict[str, ParamSpec]:
                         and param.type_ == Parameter.Type.INTEGER_ARRAY:
                     param = Parameter(param.name, Parameter.Type.DOUBLE_ARRAY,
                                       [float(v) for v in param.value])
+                if spec is not None and not _has_type(spec.type_name, spec.coerce(param.value)):
+                    # rclpy refuses a wrong type without naming the parameter: name it here.
+                    node.get_logger().warning(
+                        f'refusing parameter change: {spec.validate(param.name, param.value)}')
                 widened.append(param)
             return widened
 
@@ -237,6 +241,8 @@ def _callback_registry(node) -> Dict[str, ParamSpec]:
                     continue
                 reason = entry.validate(param.name, param.value)
                 if reason is not None:
+                    if not node._orca_declaring:
+                        node.get_logger().warning(f'refusing parameter change: {reason}')
                     return SetParametersResult(successful=False, reason=reason)
             return SetParametersResult(successful=True)
 

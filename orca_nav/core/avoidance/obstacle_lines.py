@@ -6,6 +6,8 @@ import numpy as np
 
 from .linear_program import RVO_EPSILON
 
+_COVERED_TEST_CELLS = 1 << 22   # (agent, candidate, earlier line) cells per covered-test block
+
 
 def _normalize(x, y):
     """RVO2's normalize in float32: v * (1 / sqrt(v . v)), zero vectors left as zero."""
@@ -171,39 +173,61 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
     per_agent = np.bincount(agent, minlength=count)
     rank = np.arange(agent.size) - np.repeat(np.cumsum(per_agent) - per_agent, per_agent)
     width = int(per_agent.max())
-    px, py = np.zeros((count, width), dtype=f32), np.zeros((count, width), dtype=f32)
-    dx, dy = np.ones((count, width), dtype=f32), np.zeros((count, width), dtype=f32)
     pos = positions.astype(f32)
     vel = velocities.astype(f32)
     rad = radius.astype(f32)
     inv_time = f32(1.0) / time_horizon_obst.astype(f32)
+    # A line depends only on its agent and edge, so every candidate line is computed in one
+    # batch (element-wise float32: the same values as one rank at a time). Whether it is kept
+    # depends on the lines kept before it (RVO2's already-covered test): the test of every
+    # candidate against every earlier one is computed at once, per agent, and the recurrence
+    # over neighbour rank is solved by a few whole-array passes.
+    cand_x, cand_y, cand_dx, cand_dy, cand_added = (
+        np.zeros((count, width), dtype=f32), np.zeros((count, width), dtype=f32),
+        np.ones((count, width), dtype=f32), np.zeros((count, width), dtype=f32),
+        np.zeros((count, width), dtype=bool))
+    (cand_x[agent, rank], cand_y[agent, rank], cand_dx[agent, rank], cand_dy[agent, rank],
+     cand_added[agent, rank]) = _obstacle_line(
+        obstacles, vertex, pos[agent, 0], pos[agent, 1], vel[agent, 0], vel[agent, 1],
+        rad[agent], inv_time[agent])
     points = obstacles.points32
-    slots = np.arange(width)
+    ends = []
+    for end in (vertex, obstacles.next_vertex[vertex]):
+        rx, ry = np.zeros((count, width), dtype=f32), np.zeros((count, width), dtype=f32)
+        rx[agent, rank] = points[end, 0] - pos[agent, 0]
+        ry[agent, rank] = points[end, 1] - pos[agent, 1]
+        ends.append((rx, ry))
+    kept = np.zeros((count, width), dtype=bool)
     eps = f32(RVO_EPSILON)
-    # Sequential over neighbour rank because of the already-covered test.
-    for r in range(width):
-        pick = np.flatnonzero(rank == r)
-        a, v = agent[pick], vertex[pick]
-        if r > 0:
-            # Covered when both end points are beyond an earlier obstacle line by the radius.
-            it = inv_time[a, None]
-            margin = it * rad[a, None]
-            lpx, lpy, ldx, ldy = px[a, :r], py[a, :r], dx[a, :r], dy[a, :r]
-            covered = slots[None, :r] < num_lines[a, None]
-            for end in (v, obstacles.next_vertex[v]):
-                rx = points[end, 0][:, None] - pos[a, 0][:, None]
-                ry = points[end, 1][:, None] - pos[a, 1][:, None]
-                covered &= _det(it * rx - lpx, it * ry - lpy, ldx, ldy) - margin >= -eps
-            covered = covered.any(axis=1)
-            a, v = a[~covered], v[~covered]
-            if a.size == 0:
-                continue
-        lx, ly, ldx, ldy, added = _obstacle_line(obstacles, v, pos[a, 0], pos[a, 1], vel[a, 0],
-                                                 vel[a, 1], rad[a], inv_time[a])
-        a, slot = a[added], num_lines[a[added]]
-        px[a, slot], py[a, slot] = lx[added], ly[added]
-        dx[a, slot], dy[a, slot] = ldx[added], ldy[added]
-        num_lines[a] += 1
+    block = max(1, _COVERED_TEST_CELLS // (width * width))
+    lower = np.tri(width, k=-1, dtype=bool)     # [k, j]: j comes before k
+    for first in range(0, count, block):
+        rows = slice(first, first + block)
+        it = inv_time[rows, None, None]
+        margin = it * rad[rows, None, None]
+        # beyond[a, k, j]: both end points of candidate k are beyond line j by the radius.
+        beyond = np.ones((kept[rows].shape[0], width, width), dtype=bool)
+        for rx, ry in ends:
+            beyond &= _det(it * rx[rows, :, None] - cand_x[rows, None, :],
+                           it * ry[rows, :, None] - cand_y[rows, None, :],
+                           cand_dx[rows, None, :], cand_dy[rows, None, :]) - margin >= -eps
+        beyond &= lower
+        # kept[k] = added[k] and no kept j < k covers it: a triangular system whose unique
+        # fixed point this iteration reaches (column k is final after k passes at most).
+        kept_rows = cand_added[rows]
+        while True:
+            update = cand_added[rows] & ~(beyond & kept_rows[:, None, :]).any(axis=2)
+            if np.array_equal(update, kept_rows):
+                break
+            kept_rows = update
+        kept[rows] = kept_rows
+    num_lines = kept.sum(axis=1)
+    a, k = np.nonzero(kept)
+    slot = np.cumsum(kept, axis=1)[a, k] - 1
+    px, py = np.zeros((count, width), dtype=f32), np.zeros((count, width), dtype=f32)
+    dx, dy = np.ones((count, width), dtype=f32), np.zeros((count, width), dtype=f32)
+    px[a, slot], py[a, slot] = cand_x[a, k], cand_y[a, k]
+    dx[a, slot], dy[a, slot] = cand_dx[a, k], cand_dy[a, k]
     # Unit length in float64: the linear programs rely on it.
     dx, dy = dx.astype(np.float64), dy.astype(np.float64)
     norm = np.sqrt(dx * dx + dy * dy)

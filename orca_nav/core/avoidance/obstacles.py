@@ -24,27 +24,39 @@ edge and squared distance to the segment strictly below `range_sq`, ordered by d
 ties broken in the order RVO2's tree traversal inserts them.
 
 The tree is built once (Python loop over tree nodes, numpy inside a node); queries are
-vectorised over agents. Keep the ObstacleSet and pass it to `solver.compute_velocities`
+vectorised over agents. RVO2's tree costs O(V^2) per level to build, so above
+`RVO2_TREE_MAX_VERTICES` vertices (a noisy SLAM map: tens of thousands of one-cell specks) it
+is not built: the edges stay whole (no splits) and neighbours come from a kd-tree over points
+sampled along the edges, with the same exact side and distance tests, ordered by distance then
+edge index. Nothing is dropped or moved: every edge within range of an agent is still its
+neighbour, only RVO2's tie order and its tree-induced edge cuts are not reproduced. Keep the ObstacleSet and pass it to `solver.compute_velocities`
 when the obstacles do not change between calls.
 """
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial import cKDTree
 
 RVO_EPSILON = 1e-5  # RVO2's RVO_EPSILON, used by the tree split classification
-_BRUTE_FORCE_PAIRS = 2_000_000  # above this many agent-edge pairs, prefilter with a kd-tree
+# Up to this many vertices the obstacles get RVO2's own tree (its build costs O(V^2) per level:
+# ~0.3 s at 800 vertices, minutes at 80,000); beyond it, a kd-tree over the edges.
+RVO2_TREE_MAX_VERTICES = 1024
+_BRUTE_FORCE_PAIRS = 20_000  # above this many agent-edge pairs, prefilter with a kd-tree
 _ROW_CHUNK = 512
 
 
-def prepare_obstacles(polygons, allow_enclosures=True):
+def prepare_obstacles(polygons, allow_enclosures=True,
+                      rvo2_tree_max_vertices=RVO2_TREE_MAX_VERTICES):
     """Validate polygons and build RVO2's obstacle structure once (an ObstacleSet).
 
     Counter-clockwise polygons are solid inside; clockwise ones are accepted here as RVO2
     enclosures (solid outside, e.g. room walls from `map_polygons`) unless
     allow_enclosures=False. A plain list passed as `obstacles` must be counter-clockwise.
+    Above `rvo2_tree_max_vertices` vertices RVO2's tree is not built (see the module docstring).
     """
-    return ObstacleSet(polygons, allow_enclosures=allow_enclosures)
+    return ObstacleSet(polygons, allow_enclosures=allow_enclosures,
+                       rvo2_tree_max_vertices=rvo2_tree_max_vertices)
 
 
 def signed_area(polygon):
@@ -60,7 +72,8 @@ def validate_polygons(polygons, argument='obstacles', allow_enclosures=False):
     Raises ValueError naming `argument[k]` (and the vertex index) for: not (M, 2), fewer than
     2 vertices, non-finite values, repeated consecutive vertices (zero-length edge), zero
     area, and clockwise winding for 3+ vertices unless `allow_enclosures` (RVO2 then treats
-    the polygon as an enclosure: solid outside).
+    the polygon as an enclosure: solid outside). The value checks run on all polygons at once
+    (maps give tens of thousands); the first polygon with a problem is named.
     """
     if isinstance(polygons, np.ndarray) and polygons.ndim == 2:
         raise ValueError(f'{argument} must be a list of (M, 2) vertex arrays, not one array')
@@ -75,22 +88,50 @@ def validate_polygons(polygons, argument='obstacles', allow_enclosures=False):
             raise ValueError(f'{name}: expected shape (M, 2), got {vertices.shape}')
         if len(vertices) < 2:
             raise ValueError(f'{name}: needs at least 2 vertices, got {len(vertices)}')
-        bad = np.flatnonzero(~np.isfinite(vertices).all(axis=1))
-        if bad.size:
-            raise ValueError(f'{name}: vertex {bad[0]} is not finite: {vertices[bad[0]].tolist()}')
-        edges = np.roll(vertices, -1, axis=0) - vertices
-        zero = np.flatnonzero((edges == 0.0).all(axis=1))
-        if zero.size:
-            raise ValueError(f'{name}: vertex {zero[0]} repeats the next vertex (zero-length edge)')
-        if len(vertices) >= 3:
-            area = signed_area(vertices)
-            if area == 0.0 or (area < 0.0 and not allow_enclosures):
-                raise ValueError(
-                    f'{name}: vertices must be counter-clockwise (signed area '
-                    f'{area:.6g}); reverse the vertex order (clockwise polygons '
-                    'are enclosures only where allow_enclosures=True)')
         checked.append(vertices)
+    if not checked:
+        return checked
+    vertices, first, following, _ = _concatenated(checked)
+    owner = np.repeat(np.arange(len(checked)), np.diff(np.append(first, len(vertices))))
+    not_finite = ~np.isfinite(vertices).all(axis=1)
+    with np.errstate(invalid='ignore'):
+        zero_edge = (vertices[following] - vertices == 0.0).all(axis=1)
+        cross = vertices[:, 0] * vertices[following, 1] - vertices[following, 0] * vertices[:, 1]
+    area = 0.5 * np.add.reduceat(cross, first)
+    bad = np.zeros(len(checked), dtype=bool)
+    bad[owner[not_finite | zero_edge]] = True
+    sizes = np.diff(np.append(first, len(vertices)))
+    bad |= (sizes >= 3) & ((area == 0.0) | ((area < 0.0) & (not allow_enclosures)))
+    if bad.any():
+        k = int(np.argmax(bad))
+        name = f'{argument}[{k}]'
+        own = slice(first[k], first[k] + sizes[k])
+        if not_finite[own].any():
+            v = int(np.argmax(not_finite[own]))
+            raise ValueError(f'{name}: vertex {v} is not finite: {checked[k][v].tolist()}')
+        if zero_edge[own].any():
+            v = int(np.argmax(zero_edge[own]))
+            raise ValueError(f'{name}: vertex {v} repeats the next vertex (zero-length edge)')
+        raise ValueError(
+            f'{name}: vertices must be counter-clockwise (signed area '
+            f'{signed_area(checked[k]):.6g}); reverse the vertex order (clockwise polygons '
+            'are enclosures only where allow_enclosures=True)')
     return checked
+
+
+def _concatenated(polygons):
+    """All vertices (V, 2), each polygon's first index, and each vertex's next and previous
+    vertex within its own polygon."""
+    sizes = np.array([len(p) for p in polygons], dtype=np.intp)
+    first = np.cumsum(sizes) - sizes
+    vertices = np.concatenate(polygons) if polygons else np.zeros((0, 2))
+    index = np.arange(len(vertices), dtype=np.intp)
+    following = index + 1
+    preceding = index - 1
+    last = first + sizes - 1
+    following[last] = first
+    preceding[first] = last
+    return vertices, first, following, preceding
 
 
 def _left_of(ax, ay, bx, by, cx, cy):
@@ -113,36 +154,35 @@ class ObstacleSet:
     points[v] -> points[next_vertex[v]].
     """
 
-    def __init__(self, polygons=(), argument='obstacles', allow_enclosures=False):
+    def __init__(self, polygons=(), argument='obstacles', allow_enclosures=False,
+                 rvo2_tree_max_vertices=RVO2_TREE_MAX_VERTICES):
         self.polygons = validate_polygons(polygons, argument, allow_enclosures)
-        points, unit_dir, convex, next_vertex, prev_vertex = [], [], [], [], []
-        for vertices in self.polygons:
-            first = len(points)
-            count = len(vertices)
-            following = np.roll(vertices, -1, axis=0)
-            preceding = np.roll(vertices, 1, axis=0)
-            direction = following - vertices
-            direction /= np.sqrt((direction ** 2).sum(axis=1))[:, None]
-            if count == 2:
-                is_convex = np.ones(2, dtype=bool)
-            else:
-                is_convex = _left_of(preceding[:, 0], preceding[:, 1], vertices[:, 0],
-                                     vertices[:, 1], following[:, 0], following[:, 1]) >= 0.0
-            points.extend(map(tuple, vertices))
-            unit_dir.extend(map(tuple, direction))
-            convex.extend(is_convex.tolist())
-            next_vertex.extend(first + (np.arange(count) + 1) % count)
-            prev_vertex.extend(first + (np.arange(count) - 1) % count)
-        self._points = points
-        self._unit_dir = unit_dir
-        self._convex = convex
-        self._next = [int(v) for v in next_vertex]
-        self._prev = [int(v) for v in prev_vertex]
-        self._polygon_next = list(self._next)  # before any split
-        self._origin = list(range(len(points)))  # the polygon vertex each vertex comes from
+        vertices, first, following, preceding = _concatenated(self.polygons)
+        direction = vertices[following] - vertices
+        direction /= np.sqrt((direction ** 2).sum(axis=1))[:, None]
+        sizes = np.diff(np.append(first, len(vertices)))
+        is_convex = _left_of(vertices[preceding, 0], vertices[preceding, 1], vertices[:, 0],
+                             vertices[:, 1], vertices[following, 0],
+                             vertices[following, 1]) >= 0.0
+        is_convex[np.repeat(sizes == 2, sizes)] = True      # both ends of a segment
+        # RVO2's tree (edge splits, traversal order) for parity; a big map (tens of thousands
+        # of edges: a noisy SLAM map) keeps its edges whole and is searched with a kd-tree.
+        self.rvo2_tree = 0 < len(vertices) <= rvo2_tree_max_vertices
         self._nodes = []
-        if points:
+        self._polygon_next = following.tolist()  # before any split
+        if self.rvo2_tree:
+            # Python lists while the tree is built: splitting appends one vertex at a time.
+            self._points = list(map(tuple, vertices))
+            self._unit_dir = list(map(tuple, direction))
+            self._convex = is_convex.tolist()
+            self._next = following.tolist()
+            self._prev = preceding.tolist()
+            self._origin = list(range(len(vertices)))  # the polygon vertex each one comes from
             self._build_tree()
+        else:
+            self._points, self._unit_dir, self._convex = vertices, direction, is_convex
+            self._next, self._prev = following, preceding
+            self._origin = np.arange(len(vertices))
         self.points = np.array(self._points, dtype=np.float64).reshape(-1, 2)
         self.unit_dir = np.array(self._unit_dir, dtype=np.float64).reshape(-1, 2)
         self.convex = np.array(self._convex, dtype=bool)
@@ -255,7 +295,7 @@ class ObstacleSet:
         for index, node in enumerate(self._nodes):
             node_of_edge[node.edge] = index
         chains = []
-        for edge in range(count):
+        for edge in range(count if self._nodes else 0):
             chain = []
             index = node_of_edge[edge]
             while self._nodes[index].parent >= 0:
@@ -266,7 +306,8 @@ class ObstacleSet:
         depth = max((len(c) for c in chains), default=0)
         self._ancestor_edge = np.zeros((count, depth), dtype=np.intp)
         self._ancestor_side = np.full((count, depth), -1, dtype=np.int8)
-        self._depth = np.array([len(c) for c in chains], dtype=np.intp)
+        self._depth = np.array([len(c) for c in chains] if chains else np.zeros(count),
+                               dtype=np.intp)
         for edge, chain in enumerate(chains):
             for level, (ancestor, side) in enumerate(chain):
                 self._ancestor_edge[edge, level] = ancestor
@@ -283,6 +324,8 @@ class ObstacleSet:
             self._sample_points = (self.points[self._sample_edge]
                                    + fraction[:, None] * vector[self._sample_edge])
             self._sample_half = 0.5 * float(np.max(lengths / pieces))
+            if not self.rvo2_tree:      # every query of a big map goes through it
+                self._sample_tree = cKDTree(self._sample_points)
 
     # ---- per-step query -------------------------------------------------------------
     def neighbors(self, positions, range_sq):
@@ -296,7 +339,7 @@ class ObstacleSet:
         if count == 0 or n_agents == 0:
             empty = np.zeros(0, dtype=np.intp)
             return empty, empty
-        if n_agents * count <= _BRUTE_FORCE_PAIRS:
+        if self.rvo2_tree and n_agents * count <= _BRUTE_FORCE_PAIRS:
             agent = np.repeat(np.arange(n_agents), count)
             edge = np.tile(np.arange(count), n_agents)
         else:
@@ -320,12 +363,17 @@ class ObstacleSet:
         return agent[order], edge[order]
 
     def _candidate_pairs(self, positions, range_sq):
+        """(agent, edge) pairs with a sample point of the edge within reach of the agent: a
+        superset of the neighbours (samples are at most _sample_half from every edge point)."""
         if self._sample_tree is None:
             self._sample_tree = cKDTree(self._sample_points)
-        reach = float(np.sqrt(range_sq.max())) + self._sample_half + 1e-9
-        agent_tree = cKDTree(positions)
-        pairs = agent_tree.sparse_distance_matrix(self._sample_tree, reach, output_type='ndarray')
-        key = np.unique(pairs['i'].astype(np.int64) * len(self.points) + self._sample_edge[pairs['j']])
+        reach = np.sqrt(range_sq) + self._sample_half + 1e-9
+        found = self._sample_tree.query_ball_point(positions, reach)
+        counts = np.fromiter(map(len, found), dtype=np.intp, count=len(found))
+        samples = np.fromiter(itertools.chain.from_iterable(found), dtype=np.intp,
+                              count=int(counts.sum()))
+        agents = np.repeat(np.arange(len(positions), dtype=np.int64), counts)
+        key = np.unique(agents * len(self.points) + self._sample_edge[samples])
         return (key // len(self.points)).astype(np.intp), (key % len(self.points)).astype(np.intp)
 
     def _traversal_keys(self, agent_positions, edge):

@@ -48,6 +48,10 @@ from orca_nav.core.planning.reference import Reference
 MODES = ('centralized', 'per_robot')
 _EARLY = 0.1        # control periods: how early before its grid slot a cycle may run
 _MIN_GAP = 0.5      # control periods: the least time between two cycles
+# A state more than this far from where the previous one's velocity leads is a localization
+# jump (odometry noise and one cycle's acceleration stay far below it).
+LOCALIZATION_JUMP_M = 0.25
+JUMP_MARGIN_HOLD_S = 3.0     # s the extra ORCA radius of a jump lasts
 OK, WARN, ERROR = 0, 1, 2     # status levels, as diagnostic_msgs/DiagnosticStatus orders them
 
 
@@ -109,7 +113,11 @@ def prepare_map(grid: OccupancyGrid, inflation: float, guided: bool,
     obstacles = prepare_obstacles(polygons)
     guidance = None
     if guided:
-        guidance = GeodesicGuidance(grid.inflated(inflation) if inflation > 0.0 else grid)
+        guided_grid = grid.inflated(inflation) if inflation > 0.0 else grid
+        # Its visibility checks read the clearance field every cycle: built here, off the
+        # control thread (seconds on a 4,000 x 4,000 map).
+        guided_grid.clearance()
+        guidance = GeodesicGuidance(guided_grid)
         guidance.prepare(goals, radii)
     return MapModel(grid, obstacles, guidance, len(polygons), sum(len(p) for p in polygons))
 
@@ -189,6 +197,8 @@ class FleetController:
         self._infeasible_cycles = np.zeros(n, dtype=np.int64)
         self._map: Optional[MapModel] = None
         self._obstacles = prepare_obstacles([])
+        self._jump_margin = np.zeros(n)             # m added to the ORCA radius after a jump
+        self._jump_until = np.full(n, -np.inf)      # until then
         self._configure_robots()
         self._breaker = self._new_breaker()
         self._tracker, self._tracked = self._new_tracker()
@@ -260,10 +270,21 @@ class FleetController:
     # ------------------------------------------------------------------ inputs
     def set_state(self, i: int, stamp: float, position, velocity, yaw: float) -> None:
         """Robot i's measured state at time `stamp`: position and velocity in the global frame
-        (x, y), heading yaw. Older than the state already held: ignored (late delivery)."""
+        (x, y), heading yaw. Older than the state already held: ignored (late delivery).
+
+        A position that jumped (further from where the last state's velocity leads than
+        LOCALIZATION_JUMP_M) means the robot's localization is in doubt by that much: its ORCA
+        radius grows by the jump for JUMP_MARGIN_HOLD_S, so everyone keeps that extra room."""
         if stamp < self._stamp[i]:
             return
         self._input_problem.pop(i, None)
+        if np.isfinite(self._position[i, 0]):
+            expected = self._position[i] + self._velocity[i] * (stamp - self._stamp[i])
+            jump = float(np.hypot(*(np.asarray(position[:2], dtype=float) - expected)))
+            if jump > LOCALIZATION_JUMP_M:
+                self._jump_margin[i] = max(jump, self._jump_margin[i]
+                                           if stamp < self._jump_until[i] else 0.0)
+                self._jump_until[i] = stamp + JUMP_MARGIN_HOLD_S
         self._position[i] = position[:2]
         self._velocity[i] = velocity[:2]
         self._yaw[i] = yaw
@@ -296,7 +317,7 @@ class FleetController:
     def _goal_problem(self, i: int, xy: np.ndarray) -> Optional[str]:
         if self._map is None:
             return None
-        clearance = float(self._map.grid.clearance_at(xy[None, :])[0])
+        clearance = float(self._map.grid.clearance_near(xy[None, :], self._radius[i])[0])
         if clearance <= self._radius[i]:
             return (f'({xy[0]:.3f}, {xy[1]:.3f}) is inside an obstacle (clearance '
                     f'{clearance:.3f} m <= radius {self._radius[i]:.3f} m)')
@@ -442,7 +463,9 @@ class FleetController:
         orca = OrcaParams(time_step=p.period, neighbor_dist=p.neighbor_dist,
                           max_neighbors=p.max_neighbors, time_horizon=p.time_horizon,
                           time_horizon_obst=p.time_horizon_obst,
-                          radius=self._orca_radius[rows], max_speed=limits.max_speed)
+                          radius=self._orca_radius[rows] + np.where(
+                              now < self._jump_until[rows], self._jump_margin[rows], 0.0),
+                          max_speed=limits.max_speed)
         solution = solve(positions, velocities, pref, orca, self._obstacles)
         self._orca_velocity[rows] = solution.velocities
         self._orca_cycles[rows] += run

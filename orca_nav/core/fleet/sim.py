@@ -22,6 +22,16 @@
   An event is returned once when a contact starts; the contact must end before the same pair
   (or robot and map) is reported again.
 
+Injected faults (`Faults`, all off by default; seeded by their own generator, so turning one on
+does not change the noise sequence; times are `FleetSim.time`):
+  - a dead robot stops obeying cmd_vel from a given time (its drive is commanded to stop);
+  - a faulty robot executes a wrong velocity: its commanded linear velocity scaled and rotated;
+  - a localization jump: from a given time (for a given duration, or for good) one robot's
+    reported position is off by a given distance in a seeded direction
+    (`FleetSim.localization_error`, also for whatever else reports the robot's pose);
+  - odometry loss, delay and jitter: `OdometryLink`, between the simulator and its publisher.
+A robot's fault times count from its first command (`FleetSim.commanded_since`).
+
 Time is the simulation's own (`FleetSim.time`, advanced by `step`). Two helpers decide, from times
 passed in, what a simulator driver does around the steps: `PeriodicSchedule` (when odometry and
 diagnostics are due) and `Lockstep` (when the next exchange of odometry and commands may start).
@@ -65,13 +75,95 @@ class CollisionEvent:
     position: Tuple[float, float]
 
 
+NO_ROBOT = -1
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Faults to inject (see the module docstring); robots by index (NO_ROBOT: none), angles in
+    radians, times in seconds since the faulty robot's first command took effect (its mission
+    start, however long the fleet took to come up)."""
+
+    odom_drop_rate: float = 0.0     # probability that one odometry message is lost
+    odom_delay: float = 0.0         # s added to every odometry message's delivery
+    odom_jitter: float = 0.0        # s: a further uniform 0..jitter delay per message
+    dead_robot: int = NO_ROBOT
+    dead_time: float = 0.0
+    faulty_robot: int = NO_ROBOT
+    faulty_time: float = 0.0
+    faulty_scale: float = 1.0       # executed linear speed / commanded
+    faulty_rotation: float = 0.0    # executed linear velocity turned by this (counter-clockwise)
+    jump_robot: int = NO_ROBOT
+    jump_time: float = 0.0
+    jump_size: float = 0.0          # m
+    jump_duration: float = 0.0      # s; 0: the error stays
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ('odom_delay', 'odom_jitter', 'dead_time', 'faulty_time', 'faulty_scale',
+                     'jump_time', 'jump_size', 'jump_duration'):
+            _finite_at_least_zero(name, getattr(self, name))
+        if not 0.0 <= self.odom_drop_rate <= 1.0:
+            raise ValueError(f'odom_drop_rate must be in [0, 1], got {self.odom_drop_rate}')
+        if not np.isfinite(self.faulty_rotation):
+            raise ValueError(f'faulty_rotation must be finite, got {self.faulty_rotation}')
+
+    @property
+    def odometry_faulty(self) -> bool:
+        """Odometry messages are lost or late (an `OdometryLink` is needed)."""
+        return self.odom_drop_rate > 0.0 or self.odom_delay > 0.0 or self.odom_jitter > 0.0
+
+    def check_robots(self, count: int) -> None:
+        for name in ('dead_robot', 'faulty_robot', 'jump_robot'):
+            index = getattr(self, name)
+            if index != NO_ROBOT and not 0 <= index < count:
+                raise ValueError(f'{name}: robot index {index} is not in 0..{count - 1}')
+
+
+class OdometryLink:
+    """Odometry between the simulator and its publisher under `Faults`: each robot's message is
+    lost with `odom_drop_rate`, else delivered `odom_delay` plus a uniform 0..`odom_jitter`
+    later (messages may then overtake each other, as on a real network). Seeded."""
+
+    def __init__(self, faults: Faults, seed_stream: int = 1):
+        self.faults = faults
+        self._rng = np.random.default_rng([faults.seed, seed_stream])
+        self._queue: List[Tuple[float, int, float, np.ndarray]] = []   # (due, robot, stamp, row)
+        self.sent = 0
+        self.dropped = 0
+
+    def send(self, now: float, rows: np.ndarray) -> None:
+        """One message per robot (row i of `rows`: whatever the message carries) stamped `now`."""
+        f = self.faults
+        count = len(rows)
+        self.sent += count
+        lost = self._rng.random(count) < f.odom_drop_rate
+        self.dropped += int(lost.sum())
+        late = f.odom_delay + f.odom_jitter * self._rng.random(count)
+        for robot in np.flatnonzero(~lost):
+            self._queue.append((now + float(late[robot]), int(robot), now, rows[robot].copy()))
+
+    def deliver(self, now: float) -> List[Tuple[int, float, np.ndarray]]:
+        """(robot, stamp, row) of the messages due by `now`, in order of delivery."""
+        due = sorted((m for m in self._queue if m[0] <= now + _TIME_TOL), key=lambda m: m[0])
+        if due:
+            self._queue = [m for m in self._queue if m[0] > now + _TIME_TOL]
+        return [(robot, stamp, row) for _, robot, stamp, row in due]
+
+
 class FleetSim:
     """N robots integrated together; see the module docstring for the model."""
 
     def __init__(self, limits: RobotLimits, radius, start_poses, grid: Optional[OccupancyGrid] = None,
                  noise_pos_std: float = 0.0, noise_vel_std: float = 0.0, cmd_latency: float = 0.0,
-                 seed: Optional[int] = None, cmd_timeout: float = 0.0):
+                 seed: Optional[int] = None, cmd_timeout: float = 0.0,
+                 faults: Faults = Faults()):
         n = len(limits)
+        faults.check_robots(n)
+        self.faults = faults
+        # The jump's direction, drawn once from the faults' own seeded generator.
+        angle = np.random.default_rng([faults.seed, 0]).uniform(0.0, 2.0 * np.pi)
+        self._jump_offset = faults.jump_size * np.array([np.cos(angle), np.sin(angle)])
         self.limits = limits
         self.radius = np.broadcast_to(np.asarray(radius, dtype=float), (n,)).copy()
         bad = np.flatnonzero(~np.isfinite(self.radius) | (self.radius <= 0.0))
@@ -87,6 +179,7 @@ class FleetSim:
         self._twist = np.zeros((n, 3))         # executed during the last step
         self._command = np.zeros((n, 3))       # in effect (after latency)
         self._command_time = np.full(n, -np.inf)   # when each robot's command took effect
+        self.commanded_since = np.full(n, np.inf)  # when each robot's first command took effect
         self._pending = deque()                # (due_time, robot indices, twists), FIFO
         self.time = 0.0
         self.grid = grid
@@ -138,11 +231,47 @@ class FleetSim:
         self._map_contacts[:] = False
 
     def odometry(self) -> Tuple[np.ndarray, np.ndarray]:
-        """(poses (N,3), body twists (N,3)) as odometry reports them: position noise added."""
+        """(poses (N,3), body twists (N,3)) as odometry reports them: position noise and the
+        localization error added."""
         poses = self._pose.copy()
         if self.noise_pos_std > 0.0:
             poses[:, :2] += self._rng.normal(0.0, self.noise_pos_std, size=(len(self), 2))
+        poses[:, :2] += self.localization_error()
         return poses, self._twist.copy()
+
+    def localization_error(self, time: Optional[float] = None) -> np.ndarray:
+        """(N, 2) error of the map-frame position each robot's localization reports at `time`
+        (default: now): the injected jump while it lasts, else zero. Whatever reports a robot's
+        map pose (odometry here, a map -> odom transform) adds this."""
+        f = self.faults
+        error = np.zeros((len(self), 2))
+        if f.jump_robot == NO_ROBOT:
+            return error
+        t = (self.time if time is None else time) - self.commanded_since[f.jump_robot]
+        if t >= f.jump_time - _TIME_TOL and (
+                f.jump_duration == 0.0 or t < f.jump_time + f.jump_duration - _TIME_TOL):
+            error[f.jump_robot] = self._jump_offset
+        return error
+
+    def _fault_started(self, robot: int, at: float) -> bool:
+        return robot != NO_ROBOT and self.time - self.commanded_since[robot] >= at - _TIME_TOL
+
+    def _obeyed_commands(self) -> np.ndarray:
+        """The commands the drives execute: a dead robot's is zero, a faulty robot's linear
+        velocity scaled and rotated."""
+        f = self.faults
+        command = self._command
+        if f.dead_robot == NO_ROBOT and f.faulty_robot == NO_ROBOT:
+            return command
+        command = command.copy()
+        if self._fault_started(f.faulty_robot, f.faulty_time):
+            c, s = np.cos(f.faulty_rotation), np.sin(f.faulty_rotation)
+            vx, vy = command[f.faulty_robot, :2]
+            command[f.faulty_robot, :2] = f.faulty_scale * np.array([c * vx - s * vy,
+                                                                     s * vx + c * vy])
+        if self._fault_started(f.dead_robot, f.dead_time):
+            command[f.dead_robot] = 0.0
+        return command
 
     # ------------------------------------------------------------------ commands and steps
     def set_commands(self, twists, robots: Optional[Sequence[int]] = None) -> None:
@@ -162,9 +291,10 @@ class FleetSim:
             due, idx, twists = self._pending.popleft()
             self._command[idx] = twists
             self._command_time[idx] = due
+            self.commanded_since[idx] = np.minimum(self.commanded_since[idx], due)
         if self.cmd_timeout > 0.0:
             self._command[self.command_age > self.cmd_timeout + _TIME_TOL] = 0.0
-        twist = limit_twist(self._command, self._twist, self.limits, dt)
+        twist = limit_twist(self._obeyed_commands(), self._twist, self.limits, dt)
         if self.noise_vel_std > 0.0:
             noise = self._rng.normal(0.0, self.noise_vel_std, size=(len(self), 2))
             twist[:, :2] += noise
@@ -226,8 +356,10 @@ def map_overlap(grid: OccupancyGrid, positions: np.ndarray, radius: np.ndarray) 
     The cell-centre clearance screens out robots far from everything; the rest test the exact
     distance from the centre to every cell square in a window around it.
     """
+    if len(positions) == 0:
+        return np.zeros(0, dtype=bool)
     res = grid.resolution
-    near = grid.clearance_at(positions) < radius + 1.5 * res
+    near = grid.clearance_near(positions, float(radius.max()) + 1.5 * res) < radius + 1.5 * res
     out = np.zeros(len(positions), dtype=bool)
     if not near.any():
         return out

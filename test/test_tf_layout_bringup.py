@@ -35,16 +35,16 @@ def params_of(specs, executable):
     return merged
 
 
-def test_the_graph_passes_the_layout_to_the_simulator_and_the_nodes_that_read_tf():
+def test_the_graph_passes_the_layout_to_the_simulator_and_every_odometry_reader():
     cfg = load_fleet_config(fleet_dict(tf_layout='namespaced', planner={'enabled': True}))
     specs = describe_graph(cfg)
     for node in ('fleet_sim_node', 'orca_node', 'planner_node'):
         assert params_of(specs, node)['tf_layout'] == 'namespaced', node
     plain = describe_graph(load_fleet_config(fleet_dict(planner={'enabled': True})))
     assert params_of(plain, 'fleet_sim_node')['tf_layout'] == 'none'
-    # nodes without TF to read get no parameter they would not know
-    assert 'tf_layout' not in params_of(plain, 'orca_node')
-    assert 'tf_layout' not in params_of(plain, 'planner_node')
+    # every odometry reader is told, none included (the nodes' default too)
+    assert params_of(plain, 'orca_node')['tf_layout'] == 'none'
+    assert params_of(plain, 'planner_node')['tf_layout'] == 'none'
 
 
 def displays(config):

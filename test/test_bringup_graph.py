@@ -82,8 +82,7 @@ def test_sim_and_map_nodes_publish_odometry_and_the_map(executor):
 
 
 def test_multi_threaded_graph_answers_parameter_services():
-    """`orca-nav demo --executor multi_threaded` is how to `ros2 param set` demo nodes (rclpy's
-    EventsExecutor answers no services)."""
+    """`orca-nav demo --executor multi_threaded` serves the nodes' parameter services."""
     specs = [s for s in describe_graph(corridor(2)) if s.executable == 'map_publisher']
     with run_graph(specs, executor='multi_threaded') as graph:
         context = rclpy.Context()

@@ -17,7 +17,6 @@ which one lock guards.
 from __future__ import annotations
 
 import json
-import math
 import threading
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
@@ -32,8 +31,10 @@ from orca_nav.bringup.fleet_file import FleetConfig, RobotConfig
 from orca_nav.bringup.report import RobotTrack
 from orca_nav.core.fleet.goal_sequence import GoalSequences
 from orca_nav.core.fleet.names import robot_names
-from orca_nav.ros.convert import latched_qos, stamp_to_seconds
+from orca_nav.ros.convert import latched_qos, odom_to_state
 from orca_nav.ros.fleet_sim_node import COLLISION_HISTORY
+from orca_nav.ros.params import SHARED_SPECS
+from orca_nav.ros.tf_poses import FleetPoses
 
 COLLISIONS_TOPIC = '/fleet_sim/collisions'
 _CLASH_CHECK_EVERY = 100    # odometry messages between two looks for a second odometry publisher
@@ -60,6 +61,8 @@ class DemoMission(Node):
         self._logs: Dict[str, _RobotLog] = {
             r.name: _RobotLog(r) for r in cfg.robots}
         self._goals = GoalSequences({r.name: r.goals for r in cfg.robots}, self._tolerance)
+        self._poses = FleetPoses(self, [r.name for r in cfg.robots], cfg.tf_layout,
+                                 cfg.global_frame, SHARED_SPECS['transform_tolerance'].default)
         self._origin: Optional[float] = None
         self._newest: Optional[float] = None
         self._end = cfg.demo.duration      # s since the origin: the record stops here
@@ -137,10 +140,12 @@ class DemoMission(Node):
     # ---- callbacks ---------------------------------------------------------------------------
 
     def _on_odom(self, name: str, msg: Odometry) -> None:
-        stamp = stamp_to_seconds(msg.header.stamp)
-        position = msg.pose.pose.position
-        if not all(math.isfinite(v) for v in (stamp, position.x, position.y)):
+        try:        # the pose in the global frame, as orca_node sees it (TF layouts included)
+            state = odom_to_state(msg)
+            xy, _, _ = self._poses.to_global(name, state)
+        except ValueError:
             return
+        stamp, x, y = state.stamp_s, float(xy[0]), float(xy[1])
         self._odometry_count += 1
         if self._odometry_count % _CLASH_CHECK_EVERY == 1:
             self._check_for_another_fleet()
@@ -157,9 +162,9 @@ class DemoMission(Node):
             t = stamp - self._origin
             if t > self._end:
                 return
-            log.samples.append((t, position.x, position.y))
+            log.samples.append((t, x, y))
             if not self._goals.done(name):
-                self._goals.update(name, t, position.x, position.y)
+                self._goals.update(name, t, x, y)
                 if self._goals.all_done():
                     self._end = t
 

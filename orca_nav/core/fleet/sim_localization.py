@@ -7,7 +7,8 @@ odometry in an `odom` frame that drifts, and a localization that estimates `map 
   the heading error turning the odom frame about the robot (so it does not move the robot's
   pose at once, as a wheel-slip heading error does not).
 * The localization (AMCL, SLAM) corrects `map -> odom` every 1/`localization_rate`: its estimate
-  is the true `map -> odom` plus Gaussian noise of `localization_jump` (m per axis, and rad),
+  puts the robot off its true map pose by Gaussian noise of `localization_jump` (m per axis, and
+  rad, the heading error turning about the robot),
   so the robot's pose in map jumps a little at each correction. As AMCL does with its
   transform_tolerance, each estimate is stamped one period after it is made, so a lookup at any
   odometry stamp up to the next correction interpolates between two estimates instead of
@@ -73,12 +74,16 @@ class SimLocalization:
             return
         std = self.odom_drift * np.sqrt(travelled)
         shift = self._rng.normal(size=(len(self), 3)) * std[:, None]
-        # Rotate the odom frame about the robot by the heading error, then shift it.
-        about_robot = np.column_stack([poses[:, :2], np.zeros(len(self))])
+        self.map_to_odom = self._moved_about_robots(shift, self.map_to_odom)
+
+    def _moved_about_robots(self, shift: np.ndarray, map_to_odom: np.ndarray) -> np.ndarray:
+        """`map_to_odom` turned about each robot by shift's heading, then moved by its x, y: the
+        robot's pose in map changes by `shift` whatever its distance to its odom origin."""
+        about_robot = np.column_stack([self._last_positions, np.zeros(len(self))])
         turn = np.column_stack([np.zeros((len(self), 2)), shift[:, 2]])
         moved = compose_planar(compose_planar(about_robot, turn), invert_planar(about_robot))
         moved[:, :2] += shift[:, :2]
-        self.map_to_odom = compose_planar(moved, self.map_to_odom)
+        return compose_planar(moved, map_to_odom)
 
     def odom_poses(self, map_poses) -> np.ndarray:
         """Poses in each robot's odom frame of poses given in map."""
@@ -96,7 +101,7 @@ class SimLocalization:
         self._next_correction += self.period
         if now >= self._next_correction:    # periods missed by a stall are dropped
             self._next_correction = now + self.period
+        # The estimate's error is in the robot's pose (AMCL's particles), not about the far-away
+        # odom origin, where a small heading error would move the robot by metres.
         noise = self._rng.normal(size=(len(self), 3)) * self.localization_jump
-        estimate = self.map_to_odom + noise
-        estimate[:, 2] = wrap_angle(estimate[:, 2])
-        return [(now + self.period, estimate)]
+        return [(now + self.period, self._moved_about_robots(noise, self.map_to_odom))]

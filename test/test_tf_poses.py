@@ -156,5 +156,5 @@ def test_a_fleet_launched_in_a_namespace_keeps_its_topics_inside_it(ros):
     assert ros.wait_for(lambda: node.count_publishers('/site1/r0/cmd_vel') == 1)
     topics = dict(node.get_topic_names_and_types())
     assert {'/site1/r0/odom', '/site1/r0/goal_pose', '/site1/r0/trajectory', '/site1/r0/tf',
-            '/site1/r0/tf_static', '/map', '/diagnostics'} <= set(topics)
+            '/site1/r0/tf_static', '/site1/orca_nav/markers', '/map', '/diagnostics'} <= set(topics)
     assert not any(name.startswith('/r0/') for name in topics)

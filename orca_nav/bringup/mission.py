@@ -36,7 +36,7 @@ from orca_nav.ros.fleet_sim_node import COLLISION_HISTORY
 from orca_nav.ros.params import SHARED_SPECS
 from orca_nav.ros.tf_poses import FleetPoses
 
-COLLISIONS_TOPIC = '/fleet_sim/collisions'
+COLLISIONS_TOPIC = 'fleet_sim/collisions'   # relative: the graph's namespace
 _CLASH_CHECK_EVERY = 100    # odometry messages between two looks for a second odometry publisher
 
 

@@ -233,7 +233,7 @@ class FleetSimNode(Node):
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
         # Transient local with a deep history: a listener that connects late (the demo's
         # recorder, a test) still gets every contact, including one at t = 0.
-        self._collision_pub = self.create_publisher(String, '/fleet_sim/collisions',
+        self._collision_pub = self.create_publisher(String, '~/collisions',
                                                     latched_qos(COLLISION_HISTORY))
         self._collisions_reported = 0
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)

@@ -106,7 +106,7 @@ class OrcaNode(ManagedNode):
                 msg.header.frame_id = robot_names(robot).base_frame
             self._cmd_out.append((self.fleet.index[robot], self.create_lifecycle_publisher(
                 twist_type, robot_names(robot).topic(cmd_out), 10), msg))
-        self._marker_pub = self.create_lifecycle_publisher(MarkerArray, '/orca_nav/markers', 10)
+        self._marker_pub = self.create_lifecycle_publisher(MarkerArray, 'orca_nav/markers', 10)
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10)
         for i, robot in enumerate(self.robots):
             # Best effort (REP-2003 sensor data): only the newest odometry matters, and it

@@ -312,11 +312,12 @@ class OrcaNode(ManagedNode):
             self._engage_ready_robots()
 
     def _use_map(self, model: MapModel, seconds: float) -> None:
-        for i, reason in self.fleet.set_map(model):
-            self._goal_warning(i, f'{self.robots[i]}: dropping goal after the new map: {reason}')
+        # Said before the map is in use: whoever sees the map in use also finds the line.
         ny, nx = model.grid.shape
         self.get_logger().info(f'map {nx} x {ny} cells -> {model.polygon_count} obstacle polygons '
                                f'({model.vertex_count} vertices) in {1e3 * seconds:.0f} ms')
+        for i, reason in self.fleet.set_map(model):
+            self._goal_warning(i, f'{self.robots[i]}: dropping goal after the new map: {reason}')
 
     # ------------------------------------------------------------------ control cycle
     def _on_timer(self) -> None:

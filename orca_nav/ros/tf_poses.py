@@ -25,6 +25,7 @@ from typing import Dict, Tuple
 import numpy as np
 
 from orca_nav.core.fleet.names import RobotNames, robot_names
+from orca_nav.core.geometry import wrap_angle
 from orca_nav.core.transforms import (ExtrapolationError, TransformBuffer, TransformError,
                                       quaternion_rotate, yaw_of)
 from orca_nav.ros.convert import OdomState
@@ -62,8 +63,7 @@ class FleetPoses:
                              f'{state.stamp_s:.3f} s: {err}') from None
         position = quaternion_rotate(tf.rotation, state.position) + tf.translation
         velocity = quaternion_rotate(tf.rotation, state.velocity)
-        yaw = float(np.arctan2(np.sin(state.yaw + yaw_of(tf.rotation)),
-                               np.cos(state.yaw + yaw_of(tf.rotation))))
+        yaw = float(wrap_angle(state.yaw + yaw_of(tf.rotation)))
         return position, velocity, yaw
 
     def _lookup(self, target: str, source: str, stamp: float):

@@ -13,10 +13,11 @@ Time is passed in, never read: `now` and the state stamps are seconds on one clo
 node's clock, simulated or not). A robot is commanded from the first cycle in which it is
 ready: its state is known, the map is prepared (`require_map`) and, with `trajectories_only`,
 its first trajectory arrived; before that it gets no command at all (it has not been commanded,
-so it stands), from then on every cycle (zero while it must hold still). A robot's state counts at its stamp; a robot whose state is
-older than `odom_timeout` is stale: it gets a zero command and the others see it as a static
-agent at its last pose. A robot commanded by nobody here (per-robot mode) keeps its measured
-velocity as its preferred velocity; ORCA's answer for it is not used.
+so it stands), from then on every cycle (zero while it must hold still). A robot's state counts
+at its stamp; a robot whose state is older than `odom_timeout` is stale: it gets a zero command
+and the others see it as a static agent at its last pose. A robot commanded by nobody here
+(per-robot mode) keeps its measured velocity as its preferred velocity; ORCA's answer for it is
+not used.
 
 The map: `prepare_map` turns an occupancy grid into what avoidance needs (ORCA polygons and the
 goal guidance fields). It is slow on big maps and touches no controller state, so a caller may

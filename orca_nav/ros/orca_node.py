@@ -38,7 +38,6 @@ from trajectory_msgs.msg import MultiDOFJointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 from orca_nav.core.fleet.controller import FleetController, MapModel, prepare_map
-from orca_nav.core.fleet.names import robot_names
 from orca_nav.ros.convert import latched_qos, msg_to_grid, node_now, odom_state_from_cdr
 from orca_nav.ros.diagnostics import status_msg
 from orca_nav.ros.lifecycle import ManagedNode
@@ -103,30 +102,30 @@ class OrcaNode(ManagedNode):
         for robot in self.commanded:
             msg = twist_type()
             if stamped:
-                msg.header.frame_id = robot_names(robot).base_frame
+                msg.header.frame_id = self._poses.names[robot].base_frame
             self._cmd_out.append((self.fleet.index[robot], self.create_lifecycle_publisher(
-                twist_type, robot_names(robot).topic(cmd_out), 10), msg))
+                twist_type, self._poses.names[robot].topic(cmd_out), 10), msg))
         self._marker_pub = self.create_lifecycle_publisher(MarkerArray, 'orca_nav/markers', 10)
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10)
         for i, robot in enumerate(self.robots):
             # Best effort (REP-2003 sensor data): only the newest odometry matters, and it
             # matches reliable and best-effort publishers alike. Raw: read without rclpy's full
             # deserialization (convert.odom_state_from_cdr).
-            self.create_subscription(Odometry, robot_names(robot).odom_topic,
+            self.create_subscription(Odometry, self._poses.names[robot].odom_topic,
                                      lambda raw, i=i: self._on_odom(i, raw),
                                      qos_profile_sensor_data, raw=True)
             # Every robot's goal: the deadlock breaker's priorities need to know who travels.
-            self.create_subscription(PoseStamped, robot_names(robot).goal_topic,
+            self.create_subscription(PoseStamped, self._poses.names[robot].goal_topic,
                                      lambda msg, i=i: self._on_goal(i, msg), 10)
         in_type = TwistStamped if self._cfg['cmd_vel_in_stamped'] else Twist
         for robot in self.commanded:
             i = self.fleet.index[robot]
             if cmd_in:
-                self.create_subscription(in_type, robot_names(robot).topic(cmd_in),
+                self.create_subscription(in_type, self._poses.names[robot].topic(cmd_in),
                                          lambda msg, i=i: self._on_cmd_vel_in(i, msg), 10)
             else:
                 self.create_subscription(
-                    MultiDOFJointTrajectory, robot_names(robot).trajectory_topic,
+                    MultiDOFJointTrajectory, self._poses.names[robot].trajectory_topic,
                     lambda msg, i=i: self._on_trajectory(i, msg), latched_qos())
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
         self._timer = self._marker_timer = None

@@ -35,7 +35,6 @@ from nav_msgs.msg import Odometry, Path
 from rclpy.qos import qos_profile_sensor_data
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
-from orca_nav.core.fleet.names import robot_names
 from orca_nav.core.fleet.robots import ROBOT_FIELDS, RobotSpec
 from orca_nav.core.planning.fleet_planner import (Actions, FleetPlanner, Level,
                                                   PlanSettings, ReplanPolicy, RobotStatus,
@@ -135,13 +134,13 @@ class PlannerNode(ManagedNode):
         self._plan_pubs, self._traj_pubs = {}, {}
         for name in self.robot_configs:
             self._plan_pubs[name] = self.create_lifecycle_publisher(
-                Path, robot_names(name).plan_topic, latched_qos())
+                Path, self._poses.names[name].plan_topic, latched_qos())
             self._traj_pubs[name] = self.create_lifecycle_publisher(
-                MultiDOFJointTrajectory, robot_names(name).trajectory_topic, latched_qos())
-            self.create_subscription(Odometry, robot_names(name).odom_topic,  # as orca_node's
+                MultiDOFJointTrajectory, self._poses.names[name].trajectory_topic, latched_qos())
+            self.create_subscription(Odometry, self._poses.names[name].odom_topic,  # as orca_node's
                                      lambda raw, n=name: self._on_odom(n, raw),
                                      qos_profile_sensor_data, raw=True)
-            self.create_subscription(PoseStamped, robot_names(name).goal_topic,
+            self.create_subscription(PoseStamped, self._poses.names[name].goal_topic,
                                      lambda msg, n=name: self._on_goal(n, msg), 10)
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
         self._navigation = NavigateToPoseServers(self, list(self.robot_configs), self.frame,
@@ -240,7 +239,7 @@ class PlannerNode(ManagedNode):
             else:
                 self._plan_pubs[name].publish(reference_to_path(reference, self.frame, start_s))
                 self._traj_pubs[name].publish(reference_to_trajectory(
-                    reference, self.frame, start_s, robot_names(name).base_frame))
+                    reference, self.frame, start_s, self._poses.names[name].base_frame))
         for ended in actions.ended:
             self._navigation.end(ended)
         for status in actions.status:

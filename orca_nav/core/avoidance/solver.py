@@ -57,6 +57,7 @@ from .neighbors import agent_neighbors
 from .obstacle_lines import obstacle_lines
 from .obstacles import as_obstacle_set
 from .params import OrcaParams, as_vectors
+from .responsibility import NonCooperative, check_responsibility, slot_shares
 from .solver3d import new_velocities_3d
 from .voxel_obstacles import as_voxel_obstacles
 
@@ -89,7 +90,8 @@ class OrcaSolution(NamedTuple):
     lines: OrcaLines
 
 
-def compute_velocities(positions, velocities, pref_velocities, params, obstacles=()):
+def compute_velocities(positions, velocities, pref_velocities, params, obstacles=(),
+                       responsibility=None, others=None):
     """The new velocity of every agent, as RVO2's computeNewVelocity picks it (in 3-D, as
     RVO2-3D's does).
 
@@ -97,11 +99,16 @@ def compute_velocities(positions, velocities, pref_velocities, params, obstacles
     obstacles (2-D): list of (M, 2) counter-clockwise vertex arrays (2 vertices = a segment)
     or an ObstacleSet; (3-D): a VoxelObstacles (`prepare_voxel_obstacles(grid)`) or a 3-D
     OccupancyGrid. Returns (N, 2) or (N, 3) float64.
+    responsibility (2-D): None (RVO2) or a scalar or (N,) weights in [0, 1]: agent a takes
+    w_a / (w_a + w_b) of the avoidance toward agent b. others (2-D): a NonCooperative, agents
+    the fleet takes full responsibility toward (see `responsibility`).
     """
-    return solve(positions, velocities, pref_velocities, params, obstacles).velocities
+    return solve(positions, velocities, pref_velocities, params, obstacles, responsibility,
+                 others).velocities
 
 
-def solve(positions, velocities, pref_velocities, params, obstacles=()):
+def solve(positions, velocities, pref_velocities, params, obstacles=(), responsibility=None,
+          others=None):
     """compute_velocities, plus which agents' linear programs were infeasible and the
     ORCA lines (2-D, an OrcaSolution) or planes (3-D, an OrcaSolution3d) they were solved over."""
     positions = as_vectors('positions', positions, dims=(2, 3))
@@ -112,15 +119,21 @@ def solve(positions, velocities, pref_velocities, params, obstacles=()):
         raise ValueError(f'params must be an OrcaParams, got {type(params).__name__}')
     agent_params, time_step = params.per_agent(count)
     if dims == 3:
+        if responsibility is not None or others is not None:
+            raise ValueError('responsibility and others: 2-D only')
         return new_velocities_3d(positions, velocities, pref_velocities, agent_params, time_step,
                                  as_voxel_obstacles(obstacles))
     obstacle_set = as_obstacle_set(obstacles)
+    weights = check_responsibility(responsibility, count)
+    others = None if others is None else others.checked()
     return new_velocities(positions, velocities, pref_velocities, agent_params, time_step,
-                           obstacle_set)
+                          obstacle_set, weights, others)
 
 
 def new_velocities(positions, velocities, pref_velocities, agent_params, time_step,
-                    obstacle_set):
+                   obstacle_set, weights=None, others=None):
+    """One doStep over validated input; weights: None or (N,) responsibility weights (see
+    `responsibility.check_responsibility`), others: None or a checked NonCooperative."""
     count = len(positions)
     infeasible = np.zeros(count, dtype=bool)
     if count == 0:
@@ -129,11 +142,19 @@ def new_velocities(positions, velocities, pref_velocities, agent_params, time_st
                             OrcaLines(none, none, none, none, none.astype(bool)))
     radius = agent_params['radius']
     max_speed = agent_params['max_speed']
+    all_positions, all_velocities, all_radius, other_positions = (positions, velocities,
+                                                                  radius, None)
+    if others is not None and len(others.positions):
+        other_positions = others.positions
+        all_positions = np.concatenate([positions, others.positions])
+        all_velocities = np.concatenate([velocities, others.velocities])
+        all_radius = np.concatenate([radius, others.radii])
     neighbors, keep = agent_neighbors(positions, agent_params['neighbor_dist'],
-                                       agent_params['max_neighbors'])
+                                      agent_params['max_neighbors'], other_positions)
     # Lines are slot-major, (L, N): per-agent values broadcast along the long axis.
-    px, py, dx, dy = agent_lines(positions, velocities, radius, agent_params['time_horizon'],
-                                  time_step, neighbors, keep)
+    px, py, dx, dy = agent_lines(all_positions, all_velocities, all_radius,
+                                 agent_params['time_horizon'], time_step, neighbors, keep,
+                                 slot_shares(weights, neighbors, keep, count))
     valid = np.ascontiguousarray(keep.T)
     num_obst = np.zeros(count, dtype=np.intp)
     if len(obstacle_set):

@@ -6,7 +6,9 @@ others as reciprocal agents). Each control cycle, for all robots at once:
     states -> preferred velocities (trajectory tracking | toward the goal around the map's
               obstacles (guidance) + deadlock breaker | in filter mode, each robot's incoming
               twist: `velocity_filter`)
-           -> ORCA (radius enlarged by the NH-ORCA tracking-error bound for diff-drive/car)
+           -> ORCA (radius enlarged by the NH-ORCA tracking-error bound for diff-drive/car and
+              by the pose uncertainty; states projected to the cycle time; non-cooperative
+              agents (`set_others`) avoided with full responsibility)
            -> body twists per kinematic model -> acceleration limits
 
 Time is passed in, never read: `now` and the state stamps are seconds on one clock (a ROS
@@ -32,7 +34,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 from scipy.spatial import cKDTree
 
-from orca_nav.core.avoidance import OrcaLines, OrcaParams, prepare_obstacles, solve
+from orca_nav.core.avoidance import NonCooperative, OrcaLines, OrcaParams, prepare_obstacles, solve
 from orca_nav.core.avoidance.map_polygons import grid_to_polygons
 from orca_nav.core.avoidance.obstacles import ObstacleSet
 from orca_nav.core.fleet.deadlock import DeadlockBreaker, DeadlockParams
@@ -41,6 +43,8 @@ from orca_nav.core.fleet.kinematics import (CAR, DIFF_DRIVE, RobotLimits, limit_
                                             tracking_error_bound)
 from orca_nav.core.fleet.preferred_velocity import goal_velocities
 from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.fleet.state_estimate import (covariance_problem, project_positions,
+                                                uncertainty_margins)
 from orca_nav.core.fleet.tracking import FleetTracker, TrackingCommand, TrackingParams, tracking_twist
 from orca_nav.core.fleet.velocity_filter import filtered_twists, preferred_from_twists
 from orca_nav.core.grid import OccupancyGrid
@@ -75,6 +79,9 @@ class ControllerParams:
     filter_mode: bool = False           # preferred velocities are input twists (velocity_filter)
     source_timeout: float = 0.5         # s: in filter mode, older input twists stop the robot
     deadlock: Optional[DeadlockParams] = field(default_factory=DeadlockParams)   # None: off
+    uncertainty_gain: float = 2.0       # standard deviations of pose uncertainty others avoid
+    max_uncertainty_margin: float = 0.3  # m: cap of that margin (0: covariance ignored)
+    max_extrapolation: float = 0.25     # s: states projected to the cycle time by at most this
 
     def __post_init__(self):
         for name in ('control_rate', 'time_horizon', 'time_horizon_obst', 'odom_timeout',
@@ -83,7 +90,8 @@ class ControllerParams:
             if not (np.isfinite(value) and value > 0.0):
                 raise ValueError(f'{name} must be finite and > 0, got {value}')
         for name in ('neighbor_dist', 'max_neighbors', 'safety_margin', 'command_latency',
-                     'goal_tolerance', 'map_inflation'):
+                     'goal_tolerance', 'map_inflation', 'uncertainty_gain',
+                     'max_uncertainty_margin', 'max_extrapolation'):
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0.0):
                 raise ValueError(f'{name} must be finite and >= 0, got {value}')
@@ -175,9 +183,12 @@ class FleetController:
         self.params = params
         self.robots = list(robots)
         self._position = np.full((n, 2), np.nan)
+        self._cycle_position = self._position       # this cycle's: projected to its time
         self._velocity = np.zeros((n, 2))
         self._yaw = np.zeros(n)
         self._stamp = np.full(n, -np.inf)
+        self._covariance = np.zeros((n, 2, 2))      # xy position covariance of the last state
+        self._others = NonCooperative.empty()       # non-cooperative agents, at the cycle time
         self._fresh = np.zeros(n, dtype=bool)       # new state since the last cycle
         self._goal = np.full((n, 2), np.nan)
         self._twist = np.zeros((n, 3))              # last commanded twist
@@ -247,6 +258,7 @@ class FleetController:
                                           [x.max_accel for x in r], [x.max_yaw_rate for x in r],
                                           [x.min_turning_radius for x in r])
         self._radius = np.array([x.radius for x in r], dtype=float)
+        self._responsibility = np.array([x.responsibility for x in r], dtype=float)
         # NH-ORCA: a diff-drive/car robot tracks the ORCA velocity only up to a bounded error,
         # so ORCA keeps it apart by its radius plus that bound (kinematics.tracking_error_bound).
         non_holonomic = (self._limits.model == DIFF_DRIVE) | (self._limits.model == CAR)
@@ -269,15 +281,23 @@ class FleetController:
         return tracker, np.full(len(kinds), self.params.trajectories_only)
 
     # ------------------------------------------------------------------ inputs
-    def set_state(self, i: int, stamp: float, position, velocity, yaw: float) -> None:
+    def set_state(self, i: int, stamp: float, position, velocity, yaw: float,
+                  covariance=None) -> None:
         """Robot i's measured state at time `stamp`: position and velocity in the global frame
-        (x, y), heading yaw. Older than the state already held: ignored (late delivery).
+        (x, y), heading yaw, optionally the (2, 2) xy position covariance (m^2; its largest
+        eigenvalue, all that is used, is the same in every frame). Older than the state already
+        held: ignored (late delivery). A covariance that is not finite, symmetric and positive
+        semi-definite: ValueError, the state is not used.
 
         A position that jumped (further from where the last state's velocity leads than
         LOCALIZATION_JUMP_M) means the robot's localization is in doubt by that much: its ORCA
         radius grows by the jump for JUMP_MARGIN_HOLD_S, so everyone keeps that extra room."""
         if stamp < self._stamp[i]:
             return
+        covariance = np.zeros((2, 2)) if covariance is None else np.asarray(covariance, dtype=float)
+        problem = covariance_problem(covariance)
+        if problem is not None:
+            raise ValueError(problem)
         self._input_problem.pop(i, None)
         if np.isfinite(self._position[i, 0]):
             expected = self._position[i] + self._velocity[i] * (stamp - self._stamp[i])
@@ -290,7 +310,14 @@ class FleetController:
         self._velocity[i] = velocity[:2]
         self._yaw[i] = yaw
         self._stamp[i] = stamp
+        self._covariance[i] = covariance
         self._fresh[i] = True
+
+    def set_others(self, others: NonCooperative) -> None:
+        """The non-cooperative agents (people, robots of other fleets) for the next cycles, in
+        the global frame and already projected to the cycle time: every robot takes the whole
+        avoidance toward them. Replaces the previous set; NonCooperative.empty() clears it."""
+        self._others = others.checked()
 
     def note_input_problem(self, i: int, problem: str) -> None:
         """Robot i's latest state could not be used (e.g. no transform to the global frame):
@@ -422,6 +449,9 @@ class FleetController:
         # Engagement already waits for the map (`_ready`), and a prepared map never goes away.
         self._engaged |= self._ready(now)
         run = self.commanded & live & self._engaged
+        # Live states move on to the cycle time (latency); stale ones stay where they were seen.
+        self._cycle_position = np.where(live[:, None], project_positions(
+            self._position, self._velocity, self._stamp, now, p.max_extrapolation), self._position)
         twist = np.zeros((n, 3))
         if run.any():
             rows = self._agents(known, run)
@@ -451,7 +481,7 @@ class FleetController:
         Agents not commanded here keep their measured velocity as preferred velocity; stale
         ones are static agents at their last pose."""
         p = self.params
-        positions = self._position[rows]
+        positions = self._cycle_position[rows]
         velocities = np.where(live[:, None], self._velocity[rows], 0.0)
         limits = self._limits.subset(rows)
         if p.filter_mode:
@@ -465,9 +495,12 @@ class FleetController:
                           max_neighbors=p.max_neighbors, time_horizon=p.time_horizon,
                           time_horizon_obst=p.time_horizon_obst,
                           radius=self._orca_radius[rows] + np.where(
-                              now < self._jump_until[rows], self._jump_margin[rows], 0.0),
+                              now < self._jump_until[rows], self._jump_margin[rows], 0.0)
+                          + uncertainty_margins(self._covariance[rows], p.uncertainty_gain,
+                                                p.max_uncertainty_margin),
                           max_speed=limits.max_speed)
-        solution = solve(positions, velocities, pref, orca, self._obstacles)
+        solution = solve(positions, velocities, pref, orca, self._obstacles,
+                         responsibility=self._responsibility[rows], others=self._others)
         self._orca_velocity[rows] = solution.velocities
         self._orca_cycles[rows] += run
         self._infeasible_cycles[rows] += run & solution.infeasible
@@ -482,7 +515,7 @@ class FleetController:
     def _preferred(self, rows, live, positions, limits, now) -> Tuple[np.ndarray, TrackingCommand]:
         """Trajectory tracking where a robot is tracked, else toward the goal (around the map's
         obstacles once a map is known) with the deadlock breaker on top."""
-        track = self._tracker.update(now, np.nan_to_num(self._position), self._yaw,
+        track = self._tracker.update(now, np.nan_to_num(self._cycle_position), self._yaw,
                                      self._limits.max_speed, self._limits.max_yaw_rate)
         tracking = TrackingCommand(**{f.name: getattr(track, f.name)[rows]
                                       for f in fields(TrackingCommand)})
@@ -508,7 +541,7 @@ class FleetController:
         self._arrived[rows] = np.where(tracked, tracking.reached, arrived)
         if self._breaker is not None:
             n = len(self.names)
-            all_pos = np.where(np.isfinite(self._position), self._position, 0.0)
+            all_pos = np.nan_to_num(self._cycle_position)
             all_pref = np.zeros((n, 2))
             all_pref[rows] = pref
             # Robots outside this cycle, stale, tracked or arrived neither stall nor outrank.

@@ -105,10 +105,22 @@ def test_projection_is_bounded_and_never_backwards():
     ([[0.01, 0.1], [0.1, 0.01]], 'not positive semi-definite'),
     ([[-0.1, 0.0], [0.0, 0.1]], 'not positive semi-definite'),
 ])
-def test_bad_covariance_is_refused_and_the_state_kept(covariance, message):
+def test_unusable_covariance_gives_the_largest_margin_and_says_why(covariance, message,
+                                                                   monkeypatch):
+    from orca_nav.core.fleet import controller as controller_module
+    radii = []
+    real_solve = controller_module.solve
+
+    def spy(positions, velocities, pref, params, obstacles, **kwargs):
+        radii.append(float(np.asarray(params.radius)[0]))
+        return real_solve(positions, velocities, pref, params, obstacles, **kwargs)
+    monkeypatch.setattr(controller_module, 'solve', spy)
     assert message in covariance_problem(np.asarray(covariance))
-    controller = FleetController([RobotSpec('robot0')])
-    controller.set_state(0, 1.0, (0.0, 0.0), (0.0, 0.0), 0.0)
-    with pytest.raises(ValueError, match=message):
-        controller.set_state(0, 2.0, (1.0, 0.0), (0.0, 0.0), 0.0, covariance)
-    assert controller.view(2.0).positions[0].tolist() == [0.0, 0.0]
+    params = ControllerParams(safety_margin=0.0, max_uncertainty_margin=0.4)
+    controller = FleetController([RobotSpec('robot0', radius=0.3)], params)
+    assert controller.set_state(0, 1.0, (0.0, 0.0), (0.0, 0.0), 0.0, np.zeros((2, 2))) is None
+    controller.step(1.0)
+    assert message in controller.set_state(0, 2.0, (0.1, 0.0), (0.0, 0.0), 0.0, covariance)
+    controller.step(2.0)
+    assert controller.view(2.0).positions[0].tolist() == [0.1, 0.0]    # the state is used
+    np.testing.assert_allclose(radii, [0.3, 0.7])

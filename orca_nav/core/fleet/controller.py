@@ -188,6 +188,7 @@ class FleetController:
         self._yaw = np.zeros(n)
         self._stamp = np.full(n, -np.inf)
         self._covariance = np.zeros((n, 2, 2))      # xy position covariance of the last state
+        self._covariance_unusable = np.zeros(n, dtype=bool)   # ... was refused: largest margin
         self._others = NonCooperative.empty()       # non-cooperative agents, at the cycle time
         self._fresh = np.zeros(n, dtype=bool)       # new state since the last cycle
         self._goal = np.full((n, 2), np.nan)
@@ -282,22 +283,22 @@ class FleetController:
 
     # ------------------------------------------------------------------ inputs
     def set_state(self, i: int, stamp: float, position, velocity, yaw: float,
-                  covariance=None) -> None:
+                  covariance=None) -> Optional[str]:
         """Robot i's measured state at time `stamp`: position and velocity in the global frame
         (x, y), heading yaw, optionally the (2, 2) xy position covariance (m^2; its largest
         eigenvalue, all that is used, is the same in every frame). Older than the state already
         held: ignored (late delivery). A covariance that is not finite, symmetric and positive
-        semi-definite: ValueError, the state is not used.
+        semi-definite says nothing about the pose: the robot gets the largest margin
+        (max_uncertainty_margin) and the reason is returned; else None.
 
         A position that jumped (further from where the last state's velocity leads than
         LOCALIZATION_JUMP_M) means the robot's localization is in doubt by that much: its ORCA
         radius grows by the jump for JUMP_MARGIN_HOLD_S, so everyone keeps that extra room."""
         if stamp < self._stamp[i]:
-            return
+            return None
         covariance = np.zeros((2, 2)) if covariance is None else np.asarray(covariance, dtype=float)
         problem = covariance_problem(covariance)
-        if problem is not None:
-            raise ValueError(problem)
+        self._covariance_unusable[i] = problem is not None
         self._input_problem.pop(i, None)
         if np.isfinite(self._position[i, 0]):
             expected = self._position[i] + self._velocity[i] * (stamp - self._stamp[i])
@@ -310,8 +311,9 @@ class FleetController:
         self._velocity[i] = velocity[:2]
         self._yaw[i] = yaw
         self._stamp[i] = stamp
-        self._covariance[i] = covariance
+        self._covariance[i] = covariance if problem is None else 0.0
         self._fresh[i] = True
+        return problem
 
     def set_others(self, others: NonCooperative) -> None:
         """The non-cooperative agents (people, robots of other fleets) for the next cycles, in
@@ -496,8 +498,10 @@ class FleetController:
                           time_horizon_obst=p.time_horizon_obst,
                           radius=self._orca_radius[rows] + np.where(
                               now < self._jump_until[rows], self._jump_margin[rows], 0.0)
-                          + uncertainty_margins(self._covariance[rows], p.uncertainty_gain,
-                                                p.max_uncertainty_margin),
+                          + np.where(self._covariance_unusable[rows], p.max_uncertainty_margin,
+                                     uncertainty_margins(self._covariance[rows],
+                                                         p.uncertainty_gain,
+                                                         p.max_uncertainty_margin)),
                           max_speed=limits.max_speed)
         solution = solve(positions, velocities, pref, orca, self._obstacles,
                          responsibility=self._responsibility[rows], others=self._others)

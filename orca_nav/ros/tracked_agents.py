@@ -24,7 +24,7 @@ from orca_nav.core.fleet.tracked_agents import TrackedAgents
 from orca_nav.ros.convert import odom_state_from_cdr
 
 # One message per agent: a tracker's burst for a crowd must fit (best effort matches any publisher).
-_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=200,
+TRACKED_AGENTS_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=200,
                   reliability=ReliabilityPolicy.BEST_EFFORT)
 
 
@@ -38,7 +38,8 @@ class TrackedAgentsInput:
         self.agents = TrackedAgents(cfg['tracked_agent_radius'], cfg['tracked_agent_timeout'])
         topic = cfg['tracked_agents_topic']
         if topic:
-            node.create_subscription(Odometry, topic, self._on_agent, _QOS, raw=True)
+            node.create_subscription(Odometry, topic, self._on_agent, TRACKED_AGENTS_QOS,
+                                     raw=True)
 
     def _on_agent(self, raw: bytes) -> None:
         topic = self._cfg['tracked_agents_topic']

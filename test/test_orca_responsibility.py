@@ -118,3 +118,22 @@ def test_bad_responsibility_and_others_name_field_and_index(kwargs, message):
     with pytest.raises(ValueError, match=message):
         solve(np.array([[0.0, 0.0], [3.0, 0.0]]), np.zeros((2, 2)), np.zeros((2, 2)), PARAMS,
               **kwargs)
+
+
+def test_a_robots_responsibility_field_reaches_the_fleet_controller():
+    # Two robots head-on through the fleet controller: the loaded one (0.2) sidesteps less.
+    from orca_nav.core.fleet.controller import ControllerParams, FleetController
+    from orca_nav.core.fleet.robots import RobotSpec
+
+    def sidesteps(weights):
+        robots = [RobotSpec(f'robot{i}', responsibility=w) for i, w in enumerate(weights)]
+        controller = FleetController(robots, ControllerParams(deadlock=None))
+        controller.set_state(0, 1.0, (-1.0, -0.02), (1.0, 0.0), 0.0)
+        controller.set_state(1, 1.0, (1.0, 0.02), (-1.0, 0.0), np.pi)
+        controller.set_goal(0, (5.0, -0.02))
+        controller.set_goal(1, (-5.0, 0.02))
+        controller.step(1.0)
+        return np.abs(controller.view(1.0).velocities[:, 1])
+    equal, loaded = sidesteps([0.5, 0.5]), sidesteps([0.2, 0.5])
+    np.testing.assert_allclose(equal[0], equal[1], rtol=1e-4)
+    assert loaded[0] < equal[0] < loaded[1]

@@ -41,11 +41,12 @@ def test_boxes_collide_and_are_checked():
 def test_sensor_points_become_segments_bounded_and_short_lived():
     sensed = SensedObstacles(robots=2, persistence=0.5, max_points=10, link_distance=0.3)
     wall = np.column_stack([np.full(40, 3.0), np.linspace(-1.0, 1.0, 40)])
-    sensed.add_scan(0, 1.0, wall)
+    nobody = (np.zeros((0, 2)), np.zeros(0))
+    sensed.add_scan(0, 1.0, wall, *nobody)
     assert sensed.point_count() == 10                      # thinned evenly to max_points
-    sensed.add_scan(0, 1.1, wall[:5])
+    sensed.add_scan(0, 1.1, wall[:5], *nobody)
     assert sensed.point_count() == 5                       # the older scan went first
-    sensed.add_scan(1, 1.0, np.array([[0.0, 5.0], [np.inf, np.inf], [9.0, 9.0]]))
+    sensed.add_scan(1, 1.0, np.array([[0.0, 5.0], [np.inf, np.inf], [9.0, 9.0]]), *nobody)
     segments = sensed.segments(1.2, np.zeros((0, 2)), np.zeros(0))
     # robot0's 5 points 0.05 m apart: 4 links; robot1's two lone points: 2 short segments.
     assert len(segments) == 6
@@ -53,4 +54,64 @@ def test_sensor_points_become_segments_bounded_and_short_lived():
     # Points on a robot or a tracked agent are not obstacles.
     cleared = sensed.segments(1.2, np.array([[9.0, 9.2], [0.0, 5.0]]), np.array([0.3, 0.3]))
     assert len(cleared) == 4
-    assert sensed.segments(1.7, np.zeros((0, 2)), np.zeros(0)) == []     # all expired
+    # ... also when the scan comes in: a robot that walks on leaves no trail.
+    sensed.add_scan(1, 1.2, np.array([[4.0, 4.3], [7.0, 7.0]]), np.array([[4.0, 4.0]]),
+                    np.array([0.3]))
+    # robot0's 4, robot1's two lone points from before and (7, 7); (4, 4.3) was on the robot.
+    assert len(sensed.segments(1.2, *nobody)) == 4 + 2 + 1
+    assert sensed.segments(1.75, *nobody) == []     # all expired
+
+
+def test_extra_obstacles_act_as_obstacles_next_to_the_prepared_map():
+    from orca_nav.core.avoidance import OrcaParams, prepare_obstacles, solve
+    params = OrcaParams(0.1, 10.0, 10, 3.0, 2.0, 0.3, 1.0)
+    west = np.array([[-3.0, -1.0], [-2.0, -1.0], [-2.0, 1.0], [-3.0, 1.0]])
+    east = np.array([[2.0, -1.0], [3.0, -1.0], [3.0, 1.0], [2.0, 1.0]])
+    rng = np.random.default_rng(2)
+    positions = np.column_stack([rng.uniform(-1.5, 1.5, 12), rng.uniform(-3.0, 3.0, 12)])
+    pref = rng.uniform(-1.0, 1.0, (12, 2))
+    both = solve(positions, np.zeros((12, 2)), pref, params, obstacles=[west, east])
+    split = solve(positions, np.zeros((12, 2)), pref, params,
+                  obstacles=prepare_obstacles([west]), extra_obstacles=[east])
+    np.testing.assert_allclose(split.velocities, both.velocities, atol=1e-12)
+    only_extra = solve(positions, np.zeros((12, 2)), pref, params, extra_obstacles=[west, east])
+    np.testing.assert_allclose(only_extra.velocities, both.velocities, atol=1e-12)
+    with pytest.raises(ValueError, match='extra_obstacles'):
+        solve(positions, np.zeros((12, 2)), pref, params, extra_obstacles=[west[:, :1]])
+
+
+def _robot_toward_a_box(scans: bool):
+    """A robot heads for a goal behind an unmapped box; with `scans` the controller gets its
+    simulated scans. Returns (collision events, final distance to the goal)."""
+    from orca_nav.core.fleet.controller import ControllerParams, FleetController
+    from orca_nav.core.fleet.kinematics import RobotLimits
+    from orca_nav.core.fleet.robots import RobotSpec
+    from orca_nav.core.fleet.sim import FleetSim
+    from orca_nav.core.geometry import body_to_world
+    boxes = check_boxes([[2.0, -0.6, 2.8, 0.5]])
+    sim = FleetSim(RobotLimits.create(['holonomic'], [1.0], [2.0], [2.0], [1.0]), [0.3],
+                   [[0.0, 0.0, 0.0]], boxes=boxes)
+    controller = FleetController([RobotSpec('robot0', radius=0.3)], ControllerParams())
+    controller.set_goal(0, (5.0, 0.0))
+    angles = beam_angles(180)
+    now, events = 0.0, []
+    for _ in range(300):
+        pose, twist = sim.odometry()
+        controller.set_state(0, now, pose[0, :2], body_to_world(twist[:, :2], pose[:, 2])[0],
+                             pose[0, 2])
+        if scans:
+            ranges = scan_ranges(pose[0, :2], pose[0, 2], angles, 6.0, None, boxes,
+                                 np.zeros((0, 2)), np.zeros(0))
+            hit = np.isfinite(ranges)
+            body = ranges[hit, None] * np.column_stack([np.cos(angles[hit]), np.sin(angles[hit])])
+            assert controller.set_scan(0, now, body) is None
+        events += sim.step(0.05, controller.step(now).twists)
+        now += 0.05
+    return events, float(np.hypot(*(sim.poses[0, :2] - (5.0, 0.0))))
+
+
+def test_a_robot_goes_around_a_box_only_its_scan_shows():
+    blind, _ = _robot_toward_a_box(scans=False)
+    seen, final = _robot_toward_a_box(scans=True)
+    assert [e.kind for e in blind] == ['robot_obstacle']
+    assert seen == [] and final < 0.2

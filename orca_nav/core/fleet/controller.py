@@ -8,7 +8,8 @@ others as reciprocal agents). Each control cycle, for all robots at once:
               twist: `velocity_filter`)
            -> ORCA (radius enlarged by the NH-ORCA tracking-error bound for diff-drive/car and
               by the pose uncertainty; states projected to the cycle time; non-cooperative
-              agents (`set_others`) avoided with full responsibility)
+              agents (`set_others`) avoided with full responsibility; recent sensor points
+              (`set_scan`) as short-lived obstacles next to the map's)
            -> body twists per kinematic model -> acceleration limits
 
 Time is passed in, never read: `now` and the state stamps are seconds on one clock (a ROS
@@ -43,6 +44,7 @@ from orca_nav.core.fleet.kinematics import (CAR, DIFF_DRIVE, RobotLimits, limit_
                                             tracking_error_bound)
 from orca_nav.core.fleet.preferred_velocity import goal_velocities
 from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.fleet.sensed_obstacles import SensedObstacles
 from orca_nav.core.fleet.state_estimate import (covariance_problem, project_positions,
                                                 uncertainty_margins)
 from orca_nav.core.fleet.tracking import FleetTracker, TrackingCommand, TrackingParams, tracking_twist
@@ -82,6 +84,8 @@ class ControllerParams:
     uncertainty_gain: float = 2.0       # standard deviations of pose uncertainty others avoid
     max_uncertainty_margin: float = 0.3  # m: cap of that margin (0: covariance ignored)
     max_extrapolation: float = 0.25     # s: states projected to the cycle time by at most this
+    sensor_persistence: float = 1.0     # s: sensor points stay obstacles this long
+    sensor_max_points: int = 180        # sensor points kept per robot (bounds the cost)
 
     def __post_init__(self):
         for name in ('control_rate', 'time_horizon', 'time_horizon_obst', 'odom_timeout',
@@ -91,7 +95,8 @@ class ControllerParams:
                 raise ValueError(f'{name} must be finite and > 0, got {value}')
         for name in ('neighbor_dist', 'max_neighbors', 'safety_margin', 'command_latency',
                      'goal_tolerance', 'map_inflation', 'uncertainty_gain',
-                     'max_uncertainty_margin', 'max_extrapolation'):
+                     'max_uncertainty_margin', 'max_extrapolation', 'sensor_persistence',
+                     'sensor_max_points'):
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0.0):
                 raise ValueError(f'{name} must be finite and >= 0, got {value}')
@@ -190,6 +195,7 @@ class FleetController:
         self._covariance = np.zeros((n, 2, 2))      # xy position covariance of the last state
         self._covariance_unusable = np.zeros(n, dtype=bool)   # ... was refused: largest margin
         self._others = NonCooperative.empty()       # non-cooperative agents, at the cycle time
+        self._sensed = SensedObstacles(n, params.sensor_persistence, params.sensor_max_points)
         self._fresh = np.zeros(n, dtype=bool)       # new state since the last cycle
         self._goal = np.full((n, 2), np.nan)
         self._twist = np.zeros((n, 3))              # last commanded twist
@@ -250,6 +256,8 @@ class FleetController:
                 self._breaker = self._new_breaker()
             if params.goal_tolerance != old.goal_tolerance:
                 self._tracker.params = self._tracking_params()
+            self._sensed.persistence = params.sensor_persistence
+            self._sensed.max_points = params.sensor_max_points
         self._configure_robots()
         return notes
 
@@ -314,6 +322,27 @@ class FleetController:
         self._covariance[i] = covariance if problem is None else 0.0
         self._fresh[i] = True
         return problem
+
+    def set_scan(self, i: int, stamp: float, points) -> Optional[str]:
+        """Robot i's sensor points at `stamp`, (M, 2) in its body frame (x forward, m): placed
+        by its latest state moved on to `stamp` (see `max_extrapolation`), they are obstacles
+        for `sensor_persistence` s. Returns why they were not used (no state yet), else None."""
+        if not np.isfinite(self._position[i, 0]):
+            return 'no odometry yet to place the scan'
+        points = np.asarray(points, dtype=float).reshape(-1, 2)
+        age = np.clip(stamp - self._stamp[i], -self.params.max_extrapolation,
+                      self.params.max_extrapolation)
+        c, s = np.cos(self._yaw[i]), np.sin(self._yaw[i])
+        world = self._position[i] + self._velocity[i] * age + points @ np.array([[c, s], [-s, c]])
+        self._sensed.add_scan(i, stamp, world, *self._clear_discs())
+        return None
+
+    def _clear_discs(self) -> Tuple[np.ndarray, np.ndarray]:
+        """Centres and radii of the robots (latest positions) and the tracked agents: sensor
+        points on them are not obstacles."""
+        known = np.isfinite(self._position[:, 0])
+        return (np.vstack([self._position[known], self._others.positions]),
+                np.concatenate([self._radius[known], self._others.radii]))
 
     def set_others(self, others: NonCooperative) -> None:
         """The non-cooperative agents (people, robots of other fleets) for the next cycles, in
@@ -504,7 +533,8 @@ class FleetController:
                                                          p.max_uncertainty_margin)),
                           max_speed=limits.max_speed)
         solution = solve(positions, velocities, pref, orca, self._obstacles,
-                         responsibility=self._responsibility[rows], others=self._others)
+                         responsibility=self._responsibility[rows], others=self._others,
+                         extra_obstacles=self._sensed_obstacles(now))
         self._orca_velocity[rows] = solution.velocities
         self._orca_cycles[rows] += run
         self._infeasible_cycles[rows] += run & solution.infeasible
@@ -515,6 +545,15 @@ class FleetController:
         command = tracking_twist(solution.velocities, self._yaw[rows], limits, tracking)
         twist = limit_twist(command, self._twist[rows], limits, dt)
         return np.where(run[:, None], twist, 0.0)
+
+    def _sensed_obstacles(self, now: float) -> Optional[ObstacleSet]:
+        """The recent sensor points as obstacles, minus those on a robot or a tracked agent."""
+        known = np.isfinite(self._cycle_position[:, 0])
+        segments = self._sensed.segments(
+            now, np.vstack([self._cycle_position[known], self._others.positions]),
+            np.concatenate([self._radius[known], self._others.radii]))
+        # Rebuilt every cycle: no RVO2 tree (its build is quadratic), the kd-tree over edges.
+        return prepare_obstacles(segments, rvo2_tree_max_vertices=0) if segments else None
 
     def _preferred(self, rows, live, positions, limits, now) -> Tuple[np.ndarray, TrackingCommand]:
         """Trajectory tracking where a robot is tracked, else toward the goal (around the map's

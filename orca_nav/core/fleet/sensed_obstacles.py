@@ -7,10 +7,13 @@ evenly; older scans go first when the total would exceed it), so the cost per cy
 by robots x max_points whatever the sensor. Each cycle the points are turned into ORCA segment
 obstacles (RVO2's 2-vertex obstacles): neighbours in a scan closer than `link_distance` are
 joined, a lone point becomes a short segment. Points on a fleet robot or a tracked agent
-(within its radius plus `clear_margin` of where it is now) are dropped first: the laser sees
-the other robots and the people, and those must stay agents (reciprocal, or avoided with full
-responsibility), not turn into walls that the fleet would jam against. The obstacles are
-shared: what one robot sees, every robot avoids.
+(within its radius plus `clear_margin` of its centre) are dropped, when the scan comes in (so
+a robot or a person walking on leaves no trail of old points) and again each cycle: the laser
+sees the other robots and the people, and those must stay agents (reciprocal, or avoided with
+full responsibility), not turn into walls that the fleet would jam against. The margin is
+small (3 cm): ORCA keeps a robot further than that from any obstacle (`safety_margin`), so only
+points on robots and people fall inside it. The obstacles are shared: what one robot sees,
+every robot avoids.
 """
 from __future__ import annotations
 
@@ -26,18 +29,20 @@ class SensedObstacles:
     """Recent sensor points per robot (see the module docstring)."""
 
     def __init__(self, robots: int, persistence: float, max_points: int,
-                 link_distance: float = 0.3, clear_margin: float = 0.1):
+                 link_distance: float = 0.3, clear_margin: float = 0.03):
         self.persistence = persistence
         self.max_points = max_points
         self.link_distance = link_distance
         self.clear_margin = clear_margin
         self._scans: List[Deque[Tuple[float, np.ndarray]]] = [deque() for _ in range(robots)]
 
-    def add_scan(self, robot: int, stamp: float, points: np.ndarray) -> None:
+    def add_scan(self, robot: int, stamp: float, points: np.ndarray, clear_centres: np.ndarray,
+                 clear_radii: np.ndarray) -> None:
         """Robot `robot`'s scan at `stamp`: (M, 2) global points in scan order (non-finite rows,
-        e.g. no return, are dropped)."""
+        e.g. no return, are dropped), minus those on the robots and agents at clear_centres
+        (K, 2) with clear_radii (K,)."""
         points = np.asarray(points, dtype=float).reshape(-1, 2)
-        points = points[np.isfinite(points).all(axis=1)]
+        points = self._clear(points[np.isfinite(points).all(axis=1)], clear_centres, clear_radii)
         if len(points) > self.max_points:
             keep = np.linspace(0, len(points) - 1, self.max_points).round().astype(int)
             points = points[keep]
@@ -55,21 +60,23 @@ class SensedObstacles:
         """(2, 2) segments of the points of the last `persistence` s, minus the points within
         clear_radii + clear_margin of clear_centres (K, 2) (robots and tracked agents, now)."""
         out: List[np.ndarray] = []
-        centres = np.asarray(clear_centres, dtype=float).reshape(-1, 2)
-        known = np.isfinite(centres).all(axis=1)
-        centres, reach = centres[known], np.asarray(clear_radii, dtype=float)[known]
-        reach = reach + self.clear_margin
         for scans in self._scans:
             while scans and now - scans[0][0] > self.persistence:
                 scans.popleft()
             for _, points in scans:
-                if len(points) == 0:
-                    continue
-                if len(centres):
-                    gap = np.linalg.norm(points[:, None, :] - centres[None, :, :], axis=2)
-                    points = points[(gap > reach[None, :]).all(axis=1)]
-                out.extend(_scan_segments(points, self.link_distance))
+                out.extend(_scan_segments(self._clear(points, clear_centres, clear_radii),
+                                          self.link_distance))
         return out
+
+    def _clear(self, points: np.ndarray, centres, radii) -> np.ndarray:
+        """`points` without those within radii + clear_margin of a (finite) centre."""
+        centres = np.asarray(centres, dtype=float).reshape(-1, 2)
+        known = np.isfinite(centres).all(axis=1)
+        if len(points) == 0 or not known.any():
+            return points
+        reach = np.asarray(radii, dtype=float)[known] + self.clear_margin
+        gap = np.linalg.norm(points[:, None, :] - centres[None, known, :], axis=2)
+        return points[(gap > reach[None, :]).all(axis=1)]
 
 
 def _scan_segments(points: np.ndarray, link_distance: float) -> List[np.ndarray]:

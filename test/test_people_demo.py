@@ -1,6 +1,6 @@
-"""The `people` scenario end to end (`orca-nav demo --scenario people`: fleet_sim_node's
-pedestrians, orca_node's tracked agents, the recorder and the report), and the report's
-separation to people."""
+"""The `people` and `pallet` scenarios end to end (`orca-nav demo`: fleet_sim_node's
+pedestrians, scans and boxes, orca_node's tracked agents and scans, the recorder and the
+report), and the report's separation to people and clearance to unmapped boxes."""
 import json
 
 import numpy as np
@@ -41,3 +41,24 @@ def test_people_demo_keeps_clear_of_every_person_and_arrives(tmp_path, capsys):
     assert fleet['people'] == 10 and fleet['person_contacts'] == 0 and fleet['collisions'] == 0
     assert fleet['min_person_separation'] > 0.0
     assert (out / 'trajectories.png').stat().st_size > 10_000
+
+
+def test_the_report_gives_the_clearance_to_unmapped_boxes():
+    robots = [RobotTrack('a', 0.3, [0.0, 1.0], [[0.0, 0.0], [1.0, 0.0]], [[1.0, 0.0]], [1.0])]
+    report = fleet_report(robots, boxes=np.array([[1.5, -1.0, 2.0, 1.0]]))
+    assert report['robots']['a']['min_unmapped_clearance'] == pytest.approx(0.2)
+    assert report['fleet']['unmapped_obstacles'] == 1
+    assert report['fleet']['min_unmapped_clearance'] == pytest.approx(0.2)
+    assert 'min clearance to them 0.20 m' in format_table(report)
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_pallet_demo_goes_around_the_unmapped_pallet(tmp_path, capsys):
+    from orca_nav.bringup.cli import main
+    out = tmp_path / 'pallet'
+    status = main(['demo', '--scenario', 'pallet', '--out', str(out)])
+    fleet = json.loads((out / 'report.json').read_text())['fleet']
+    print(capsys.readouterr().out)
+    assert status == 0 and fleet['all_reached'] and fleet['collisions'] == 0
+    assert fleet['unmapped_obstacles'] == 1 and fleet['min_unmapped_clearance'] > 0.0

@@ -2,6 +2,7 @@
 published as `tracked_agents` with the odometry, robot-person contacts reported once, bad
 parameters stop start-up naming them."""
 import json
+import math
 
 import pytest
 
@@ -60,3 +61,23 @@ def test_bad_pedestrian_parameters_stop_start_up(ros):
         ros.sim(['robot0'], extra=pedestrians(walkers=[1.0, 1.0], area=[0.0, 0.0, 1.0]))
     with pytest.raises(ValueError, match='pedestrians.speed'):
         ros.sim(['robot0'], extra=pedestrians(walkers=[1.0, 1.0], speed=-0.5))
+
+
+def test_scans_see_an_unmapped_box_and_a_contact_with_it_is_reported(ros):
+    from sensor_msgs.msg import LaserScan
+    scans = ros.collect(LaserScan, '/robot0/scan', qos=50)
+    events = ros.collect(String, '/fleet_sim/collisions', qos=50)
+    ros.sim(['robot0'], start=[[0.0, 0.0, 0.0]], radius=[0.3],
+            extra=lockstep() + [Parameter('boxes', value=[1.0, -0.5, 2.0, 0.5]),
+                                Parameter('scan.rate', value=10.0),
+                                Parameter('scan.beams', value=36)])
+    Controller(ros, ['robot0'], lambda robot, k: forward(0.5))
+    assert ros.wait_for(lambda: events and len(scans) >= 2)
+    first = scans[0]
+    assert first.header.frame_id == 'robot0/base_link' and len(first.ranges) == 36
+    ahead = int(round((0.0 - first.angle_min) / first.angle_increment))
+    assert first.ranges[ahead] == pytest.approx(1.0, abs=0.01)     # the box's face at x = 1
+    assert math.isinf(first.ranges[0])                              # nothing behind
+    record = json.loads(events[0].data)
+    assert (record['kind'], record['robots']) == ('robot_obstacle', ['robot0'])
+    assert record['sim_time'] == pytest.approx(1.4 + 0.25, abs=0.15)   # 0.7 m at 0.5 m/s + ramp

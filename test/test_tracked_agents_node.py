@@ -83,3 +83,33 @@ def test_odometry_covariance_reaches_the_controller(ros):
     ros.publisher(Odometry, '/robot0/odom', qos_profile_sensor_data).publish(msg)
     assert ros.wait_for(lambda: ros.node.fleet._covariance[0, 1, 1] > 0.0)
     np.testing.assert_allclose(ros.node.fleet._covariance[0], [[0.04, 0.01], [0.01, 0.09]])
+
+
+def _scan(ros, ranges, frame='robot0/base_link'):
+    from sensor_msgs.msg import LaserScan
+    msg = LaserScan()
+    msg.header.stamp = _time(ros.clock.now_s)
+    msg.header.frame_id = frame
+    msg.angle_min, msg.angle_increment = -0.5, 0.1
+    msg.angle_max = -0.5 + 0.1 * (len(ranges) - 1)
+    msg.range_min, msg.range_max = 0.05, 8.0
+    msg.ranges = [float(r) for r in ranges]
+    return msg
+
+
+def test_laser_scans_become_obstacles_and_bad_ones_are_named(ros, capfd):
+    from sensor_msgs.msg import LaserScan
+    ros.orca(['robot0'], scan_topic='scan',
+             **{'robot0.goal': [5.0, 0.0, 0.0], 'deadlock.enabled': False})
+    cmds = ros.collect(Twist, '/robot0/cmd_vel')
+    pub = ros.publisher(LaserScan, '/robot0/scan', qos_profile_sensor_data)
+    ros.run({'robot0': (0.0, 0.0)}, [cmds], 8)       # up to speed at max_accel
+    assert cmds[-1].linear.x > 0.5
+    # A wall 0.6 m ahead across the robot's path (beams -0.5..0.5 rad): it must not drive on.
+    for _ in range(12):     # (slowing down at max_accel)
+        pub.publish(_scan(ros, [0.6 / math.cos(-0.5 + 0.1 * k) for k in range(11)]))
+        ros.tick({'robot0': (0.0, 0.0)}, [cmds])
+    assert cmds[-1].linear.x < 0.2
+    pub.publish(_scan(ros, [1.0] * 11, frame='robot0/laser'))
+    assert logged(ros, capfd, r"robot0: ignoring a scan: header.frame_id 'robot0/laser' is not "
+                              r"the robot's base frame 'robot0/base_link'")

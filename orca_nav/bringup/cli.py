@@ -102,6 +102,7 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     from orca_nav.bringup.mission import DemoMission
     from orca_nav.bringup.runner import run_graph
     from orca_nav.core.fleet.pedestrians import PedestrianParams
+    import numpy as np
     from rclpy.parameter import Parameter
 
     progress = progress or Progress()
@@ -148,12 +149,13 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
         progress.close()
         tracks, plans = mission.tracks(), mission.plans()
         collisions = mission.collision_events()
-        people = mission.people(cfg.node_parameters['fleet_sim_node'].get(
-            'pedestrians.radius', PedestrianParams().radius))
+        sim_cfg = cfg.node_parameters['fleet_sim_node']
+        people = mission.people(sim_cfg.get('pedestrians.radius', PedestrianParams().radius))
+        boxes = np.asarray(sim_cfg.get('boxes', []), dtype=float).reshape(-1, 4)
         person_contacts = mission.person_contacts()
     grid = OccupancyGrid.from_map_yaml(cfg.map_path) if cfg.map_path is not None else None
     report = fleet_report(tracks, grid=grid, collision_events=collisions, people=people,
-                          person_contacts=person_contacts, meta={
+                          person_contacts=person_contacts, boxes=boxes, meta={
         'scenario': cfg.name, 'mode': mode, 'map': str(cfg.map_path) if cfg.map_path else None,
         'duration_limit': cfg.demo.duration, 'goal_tolerance': cfg.demo.goal_tolerance,
         'clock': 'simulated, lockstep' if simulated else 'wall'})
@@ -168,7 +170,7 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     plot_trajectories(out_dir / 'trajectories.png', tracks,
                       starts=[r.start[:2] for r in cfg.robots], grid=grid, plans=plans,
                       title=f'{cfg.name}: {len(tracks)} robots, makespan {makespan}, '
-                            f'collisions {fleet["collisions"]}', people=people)
+                            f'collisions {fleet["collisions"]}', people=people, boxes=boxes)
     return report
 
 

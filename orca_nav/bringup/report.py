@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from orca_nav.core.fleet.sim_scan import box_clearance
 from orca_nav.core.grid import OccupancyGrid
 
 # Pairwise distances are computed for this many (time, robot, robot) entries at a time.
@@ -151,13 +152,16 @@ def obstacle_clearance(grid: OccupancyGrid, xy: np.ndarray, radius: float) -> fl
 def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = None,
                  sample_dt: float = 0.05, collision_events: int = 0,
                  meta: Optional[Dict[str, Any]] = None,
-                 people: Sequence[PersonTrack] = (), person_contacts: int = 0) -> Dict[str, Any]:
+                 people: Sequence[PersonTrack] = (), person_contacts: int = 0,
+                 boxes: np.ndarray = np.zeros((0, 4))) -> Dict[str, Any]:
     """The report dict: `robots` (name -> metrics) and `fleet` totals; JSON-ready (inf -> None).
 
     collision_events: how many collisions the simulator reported in total (a robot-robot
     collision counts once here and once for each robot involved). people: recorded
     non-cooperative agents (the fleet's separation to them is reported when there are any);
-    person_contacts: how many of the collision events were robot-person contacts.
+    person_contacts: how many of the collision events were robot-person contacts. boxes:
+    (B, 4) unmapped obstacles (x0, y0, x1, y1): the smallest gap of each robot's disc to them
+    is reported when there are any.
     """
     names = [tr.name for tr in tracks]
     if len(set(names)) != len(names):
@@ -186,6 +190,9 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
                                        if grid is not None else None),
             'collisions': int(tr.collisions),
         }
+        if len(boxes):
+            gaps = box_clearance(np.asarray(boxes, dtype=float), tr.xy) - tr.radius
+            robots[tr.name]['min_unmapped_clearance'] = _finite_or_none(gaps.min(initial=np.inf))
         if people:
             robots[tr.name]['min_person_separation'] = _finite_or_none(person_gap[index])
             robots[tr.name]['closest_person'] = (people[person[index]].name
@@ -206,6 +213,11 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
         'total_path_length': float(sum(e['path_length'] for e in entries)),
         'recorded_time': float(times[-1] - times[0]) if len(times) else 0.0,
     }
+    if len(boxes):
+        unmapped = [e['min_unmapped_clearance'] for e in entries
+                    if e['min_unmapped_clearance'] is not None]
+        fleet.update({'unmapped_obstacles': len(boxes),
+                      'min_unmapped_clearance': min(unmapped) if unmapped else None})
     if people:
         fleet.update({'people': len(people), 'person_contacts': int(person_contacts),
                       'min_person_separation': (_finite_or_none(person_gap.min())
@@ -231,6 +243,9 @@ def format_table(report: Dict[str, Any]) -> str:
     lines.append(f'fleet: {f["reached"]}/{f["robots"]} robots at their goals, makespan '
                  f'{num(f["makespan"], 1)} s, collisions {f["collisions"]}, min separation '
                  f'{num(f["min_separation"])} m')
+    if 'unmapped_obstacles' in f:
+        lines.append(f'unmapped obstacles: {f["unmapped_obstacles"]}, min clearance to them '
+                     f'{num(f["min_unmapped_clearance"])} m')
     if 'people' in f:
         lines.append(f'people: {f["people"]}, robot-person contacts {f["person_contacts"]}, '
                      f'min separation to a person {num(f["min_person_separation"])} m')

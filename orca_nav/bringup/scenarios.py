@@ -172,12 +172,32 @@ def people(robots: int = 6) -> FleetConfig:
                   orca_node={'tracked_agent_radius': PERSON_RADIUS + 0.05})
 
 
+def pallet(robots: int = 4) -> FleetConfig:
+    """Robots cross the top lane of config/maps/warehouse.yaml both ways, as in `people`, past a
+    pallet (1.2 m x 1 m) left in the middle of the lane that is not on the map: the robots see
+    it only with their simulated laser scans (fleet_sim_node `scan.*`, orca_node `scan_topic`)."""
+    _check_count('pallet', robots, 2, 12)
+    side = np.arange(robots) % 2
+    member = np.arange(robots) // 2
+    row, column = member % 3, member // 3
+    x = np.where(side == 0, 1.5 + 1.2 * column, 28.5 - 1.2 * column)
+    y = 16.9 + 0.9 * row + np.where(side == 0, 0.0, 0.2)
+    yaw = np.where(side == 0, 0.0, math.pi)
+    starts = np.column_stack([x, y, yaw])
+    goals = np.column_stack([30.0 - x, y, yaw])
+    return _fleet('pallet', _robots(starts, goals), map_file='warehouse.yaml', duration=90.0,
+                  fleet_sim_node={'boxes': [14.4, 17.3, 15.6, 18.3],
+                                  'scan': {'rate': 10.0, 'beams': 180, 'range': 8.0}},
+                  orca_node={'scan_topic': 'scan'})
+
+
 GENERATORS: Dict[str, Callable[[int], FleetConfig]] = {
     'circle': circle,
     'crossing': crossing,
     'corridor': corridor,
     'blocks': blocks,
     'people': people,
+    'pallet': pallet,
 }
 
 

@@ -8,7 +8,7 @@ twist in the child frame `<robot>/base_link`, as a wheel-odometry driver reports
 `/diagnostics` (one status per robot, ERROR while it is in contact) and, with `publish_clock`,
 `/clock`. With scripted pedestrians (`pedestrians.*`, `ros/sim_pedestrians.py`) it also
 publishes them with the odometry as `tracked_agents` (what orca_node avoids) and reports
-robot-person contacts.
+robot-person contacts. Unmapped `boxes` and per-robot laser scans (`scan.*`): `ros/sim_scans.py`.
 
 With `tf_layout` `namespaced` or `prefixed` it speaks like a real robot stack instead: odometry
 in each robot's drifting odom frame, `odom -> base_link` and a simulated localization's
@@ -53,8 +53,9 @@ from std_msgs.msg import String
 
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.names import robot_names
-from orca_nav.core.fleet.sim import (NO_ROBOT, ROBOT_PERSON, ROBOT_ROBOT, CollisionEvent, Faults,
-                                     FleetSim, Lockstep, OdometryLink, PeriodicSchedule)
+from orca_nav.core.fleet.sim import (NO_ROBOT, ROBOT_OBSTACLE, ROBOT_PERSON, ROBOT_ROBOT,
+                                     CollisionEvent, Faults, FleetSim, Lockstep, OdometryLink,
+                                     PeriodicSchedule)
 from orca_nav.ros.convert import (latched_qos, msg_to_grid, node_now,
                                   seconds_to_time, state_to_odom)
 from orca_nav.ros.node_main import run_node
@@ -62,6 +63,7 @@ from orca_nav.ros.params import (ParamSpec, declare_parameters, declare_robot_pa
                                  on_parameters_changed)
 from orca_nav.ros.sim_pedestrians import (PEDESTRIAN_SPECS, PedestrianPublisher,
                                           pedestrians_from_parameters)
+from orca_nav.ros.sim_scans import BOXES_SPEC, SCAN_SPECS, ScanPublisher, boxes_from_parameter
 from orca_nav.ros.sim_tf import TF_SPECS, SimTfPublisher
 
 NODE_SPECS = [
@@ -183,7 +185,7 @@ class FleetSimNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('fleet_sim', **kwargs)
-        self.params = declare_parameters(self, NODE_SPECS + TF_SPECS)
+        self.params = declare_parameters(self, NODE_SPECS + TF_SPECS + [BOXES_SPEC])
         _check_parameter_combinations(self.params)
         self.robots: List[str] = list(self.params['robots'])
         if not self.robots:
@@ -203,7 +205,9 @@ class FleetSimNode(Node):
                             noise_vel_std=self.params['noise_vel_std'],
                             cmd_latency=self.params['cmd_latency'], seed=self.params['seed'],
                             cmd_timeout=self.params['cmd_timeout'], faults=faults,
-                            pedestrians=pedestrians)
+                            pedestrians=pedestrians,
+                            boxes=boxes_from_parameter(self.params['boxes']))
+        scan_cfg = declare_parameters(self, SCAN_SPECS, prefix='scan.')
         self._pedestrian_pub = (PedestrianPublisher(self, pedestrians, walk['topic'],
                                                     self.global_frame)
                                 if pedestrians is not None else None)
@@ -236,6 +240,8 @@ class FleetSimNode(Node):
                            for n, start in zip(names, starts)]
         self._tf = (SimTfPublisher(self, names, starts, self.params)
                     if self.params['tf_layout'] != 'none' else None)
+        self._scans = (ScanPublisher(self, self.sim, names, scan_cfg, self._step_s)
+                       if scan_cfg['rate'] > 0.0 else None)
         self._cmd_subs = [self.create_subscription(cmd_type, robot_names(robot).cmd_vel_topic,
                                                    lambda msg, i=index: self._on_cmd_vel(i, msg),
                                                    10, event_callbacks=quiet_sub)
@@ -486,6 +492,7 @@ class FleetSimNode(Node):
         self._collision_pub.publish(String(data=json.dumps(record)))
         what = (' and '.join(names) if event.kind == ROBOT_ROBOT else
                 f"{names[0]} and {record['person']}" if event.kind == ROBOT_PERSON else
+                f'{names[0]} and an unmapped box' if event.kind == ROBOT_OBSTACLE else
                 f'{names[0]} and the map')
         self.get_logger().warn(f'collision between {what} at '
                                f'({event.position[0]:.2f}, {event.position[1]:.2f})')
@@ -493,6 +500,8 @@ class FleetSimNode(Node):
     def _publish_odometry(self, now: float) -> None:
         if self._pedestrian_pub is not None:
             self._pedestrian_pub.publish(now)
+        if self._scans is not None:
+            self._scans.publish_if_due(now)
         poses, twists = self.sim.odometry()
         if self._tf is not None:
             poses = self._tf.odometry_poses(now, self.sim.poses, poses)
@@ -539,6 +548,8 @@ class FleetSimNode(Node):
             partners[b].append(self.robots[a])
         for robot, person in self.sim.person_contacts:
             partners[robot].append(f'person{person}')
+        for robot in np.flatnonzero(self.sim.box_contacts):
+            partners[robot].append('an unmapped box')
         on_map = self.sim.map_contacts
         cmd_age = self.sim.command_age
         out = DiagnosticArray()

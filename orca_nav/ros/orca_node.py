@@ -3,11 +3,11 @@
 
 In, per robot of `robots`: `/<robot>/odom` (nav_msgs/Odometry, twist in the body frame; the pose
 in `global_frame`, or with `tf_layout` in any frame TF connects to it: `tf_poses`; the robot's
-state counts at the message stamp); per commanded robot
-`/<robot>/goal_pose` (PoseStamped) and `/<robot>/trajectory` (MultiDOFJointTrajectory, transient
-local: a restarted node gets the current plan); `/map` (OccupancyGrid, transient local),
-prepared for avoidance on a worker thread; non-cooperative agents (`tracked_agents`). Out: `/<robot>/cmd_vel` (Twist or TwistStamped),
-`/orca_nav/markers`, `/diagnostics`.
+state counts at the message stamp); per commanded robot `/<robot>/goal_pose` (PoseStamped),
+`/<robot>/trajectory` (MultiDOFJointTrajectory, transient local: a restarted node gets the
+current plan) and scans (`sensor_scans`); `/map` (OccupancyGrid, transient local), prepared on
+a worker thread; non-cooperative agents (`tracked_agents`). Out: `/<robot>/cmd_vel` (Twist or
+TwistStamped), `/orca_nav/markers`, `/diagnostics`.
 
 A cycle starts as soon as every robot with live odometry has sent a new message since the last
 cycle (`cycle_trigger: odometry`, lowest odom->cmd_vel latency) and at the latest on the
@@ -47,6 +47,7 @@ from orca_nav.ros.offload import Offloaded
 from orca_nav.ros.orca_params import (DEADLOCK_SPECS, NODE_SPECS, controller_params,
                                       robot_specs)
 from orca_nav.ros.params import declare_parameters, declare_robot_parameters, on_parameters_changed
+from orca_nav.ros.sensor_scans import ScanInput
 from orca_nav.ros.tf_poses import FleetPoses
 from orca_nav.ros.tracked_agents import TrackedAgentsInput
 from orca_nav.ros.trajectory_msgs import msg_to_reference
@@ -130,6 +131,7 @@ class OrcaNode(ManagedNode):
                     lambda msg, i=i: self._on_trajectory(i, msg), latched_qos())
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
         self._others = TrackedAgentsInput(self, self.fleet, self._cfg, self.global_frame, self._warn)
+        ScanInput(self, self.fleet, self._cfg, self._poses.names, self.commanded, self._warn)
         self._timer = self._marker_timer = None
         self._make_control_timer()
         self._set_marker_timer(self._cfg['marker_rate'])

@@ -78,6 +78,13 @@ NODE_SPECS = [
               max=50.0),
     ParamSpec('tracked_agent_timeout', 1.0, 'A tracked agent not heard of for this long is '
               'dropped (s)', min=0.01, max=3600.0),
+    ParamSpec('scan_topic', '', "Per-robot sensor_msgs/LaserScan (/<robot>/<scan_topic>, frame: "
+              "the robot's base frame); its points are obstacles for sensor_persistence. "
+              'Empty: no scans', read_only=True),
+    ParamSpec('sensor_persistence', 1.0, 'How long sensor points stay obstacles (s)', min=0.01,
+              max=60.0),
+    ParamSpec('sensor_max_points', 180, 'Sensor points kept per robot (thinned evenly; bounds '
+              'the cost per cycle)', min=1, max=100000),
 ]
 
 _DEADLOCK = DeadlockParams()
@@ -124,4 +131,5 @@ def controller_params(c: Dict[str, Any], d: Dict[str, Any]) -> ControllerParams:
         filter_mode=bool(c['cmd_vel_in']), source_timeout=c['source_timeout'],
         deadlock=None if c['cmd_vel_in'] else deadlock, uncertainty_gain=c['uncertainty_gain'],
         max_uncertainty_margin=c['max_uncertainty_margin'],
-        max_extrapolation=c['max_extrapolation'])
+        max_extrapolation=c['max_extrapolation'], sensor_persistence=c['sensor_persistence'],
+        sensor_max_points=c['sensor_max_points'])

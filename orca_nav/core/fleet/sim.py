@@ -348,6 +348,11 @@ class FleetSim:
                                (float(self._pose[i, 0]), float(self._pose[i, 1]))) for i in started]
 
     @property
+    def box_contacts(self) -> np.ndarray:
+        """(N,) bool: the robot is in an ongoing contact with an unmapped box (a copy)."""
+        return self._box_contacts.copy()
+
+    @property
     def person_contacts(self) -> List[Tuple[int, int]]:
         """Ongoing robot-person contacts as (robot, person) pairs."""
         return sorted(self._person_contacts)

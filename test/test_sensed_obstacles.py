@@ -38,28 +38,29 @@ def test_boxes_collide_and_are_checked():
         check_boxes([[0.0, 0.0, 1.0, 1.0], [2.0, 0.0, 1.0, 1.0]])
 
 
-def test_sensor_points_become_segments_bounded_and_short_lived():
+def test_sensor_points_become_few_edges_bounded_and_short_lived():
     sensed = SensedObstacles(robots=2, persistence=0.5, max_points=10, link_distance=0.3)
     wall = np.column_stack([np.full(40, 3.0), np.linspace(-1.0, 1.0, 40)])
     nobody = (np.zeros((0, 2)), np.zeros(0))
     sensed.add_scan(0, 1.0, wall, *nobody)
     assert sensed.point_count() == 10                      # thinned evenly to max_points
+    np.testing.assert_allclose(sensed.edges(1.0), [[[3.0, -1.0], [3.0, 1.0]]])   # one edge
     sensed.add_scan(0, 1.1, wall[:5], *nobody)
     assert sensed.point_count() == 5                       # the older scan went first
-    sensed.add_scan(1, 1.0, np.array([[0.0, 5.0], [np.inf, np.inf], [9.0, 9.0]]), *nobody)
-    segments = sensed.segments(1.2, np.zeros((0, 2)), np.zeros(0))
-    # robot0's 5 points 0.05 m apart: 4 links; robot1's two lone points: 2 short segments.
-    assert len(segments) == 6
-    assert all(s.shape == (2, 2) for s in segments)
-    # Points on a robot or a tracked agent are not obstacles.
-    cleared = sensed.segments(1.2, np.array([[9.0, 9.2], [0.0, 5.0]]), np.array([0.3, 0.3]))
-    assert len(cleared) == 4
-    # ... also when the scan comes in: a robot that walks on leaves no trail.
+    corner = np.array([[0.0, 5.0], [0.1, 5.0], [0.2, 5.0], [0.2, 5.1], [0.2, 5.2],
+                       [np.inf, np.inf], [9.0, 9.0]])
+    sensed.add_scan(1, 1.0, corner, *nobody)
+    edges = sensed.edges(1.2)
+    # robot0's straight piece, robot1's corner (two edges) and its lone point (a short one).
+    assert len(edges) == 1 + 2 + 1
+    np.testing.assert_allclose(edges[1:3], [[[0.0, 5.0], [0.2, 5.0]], [[0.2, 5.0], [0.2, 5.2]]])
+    # Points on a robot or a tracked agent when the scan comes in are not obstacles.
+    version = sensed.version
     sensed.add_scan(1, 1.2, np.array([[4.0, 4.3], [7.0, 7.0]]), np.array([[4.0, 4.0]]),
                     np.array([0.3]))
-    # robot0's 4, robot1's two lone points from before and (7, 7); (4, 4.3) was on the robot.
-    assert len(sensed.segments(1.2, *nobody)) == 4 + 2 + 1
-    assert sensed.segments(1.75, *nobody) == []     # all expired
+    assert sensed.version != version
+    assert len(sensed.edges(1.2)) == 4 + 1 and sensed.edges(1.2)[-1][0].tolist() == [7.0, 7.0]
+    assert sensed.edges(1.75).shape == (0, 2, 2)     # all expired
 
 
 def test_extra_obstacles_act_as_obstacles_next_to_the_prepared_map():

@@ -196,6 +196,7 @@ class FleetController:
         self._covariance_unusable = np.zeros(n, dtype=bool)   # ... was refused: largest margin
         self._others = NonCooperative.empty()       # non-cooperative agents, at the cycle time
         self._sensed = SensedObstacles(n, params.sensor_persistence, params.sensor_max_points)
+        self._sensed_set: Tuple[int, Optional[ObstacleSet]] = (0, None)   # (version, obstacles)
         self._fresh = np.zeros(n, dtype=bool)       # new state since the last cycle
         self._goal = np.full((n, 2), np.nan)
         self._twist = np.zeros((n, 3))              # last commanded twist
@@ -334,14 +335,16 @@ class FleetController:
                       self.params.max_extrapolation)
         c, s = np.cos(self._yaw[i]), np.sin(self._yaw[i])
         world = self._position[i] + self._velocity[i] * age + points @ np.array([[c, s], [-s, c]])
-        self._sensed.add_scan(i, stamp, world, *self._clear_discs())
+        self._sensed.add_scan(i, stamp, world, *self._clear_discs(stamp))
         return None
 
-    def _clear_discs(self) -> Tuple[np.ndarray, np.ndarray]:
-        """Centres and radii of the robots (latest positions) and the tracked agents: sensor
-        points on them are not obstacles."""
+    def _clear_discs(self, stamp: float) -> Tuple[np.ndarray, np.ndarray]:
+        """Centres (at `stamp`) and radii of the robots and the tracked agents: sensor points
+        on them are not obstacles."""
         known = np.isfinite(self._position[:, 0])
-        return (np.vstack([self._position[known], self._others.positions]),
+        robots = project_positions(self._position[known], self._velocity[known],
+                                   self._stamp[known], stamp, self.params.max_extrapolation)
+        return (np.vstack([robots, self._others.positions]),
                 np.concatenate([self._radius[known], self._others.radii]))
 
     def set_others(self, others: NonCooperative) -> None:
@@ -547,13 +550,14 @@ class FleetController:
         return np.where(run[:, None], twist, 0.0)
 
     def _sensed_obstacles(self, now: float) -> Optional[ObstacleSet]:
-        """The recent sensor points as obstacles, minus those on a robot or a tracked agent."""
-        known = np.isfinite(self._cycle_position[:, 0])
-        segments = self._sensed.segments(
-            now, np.vstack([self._cycle_position[known], self._others.positions]),
-            np.concatenate([self._radius[known], self._others.radii]))
-        # Rebuilt every cycle: no RVO2 tree (its build is quadratic), the kd-tree over edges.
-        return prepare_obstacles(segments, rvo2_tree_max_vertices=0) if segments else None
+        """The recent sensor edges as obstacles, rebuilt only when they changed."""
+        edges = self._sensed.edges(now)
+        if self._sensed.version != self._sensed_set[0]:
+            # Rebuilt often: no RVO2 tree (its build is quadratic), the kd-tree over edges.
+            obstacles = (prepare_obstacles(list(edges), rvo2_tree_max_vertices=0) if len(edges)
+                         else None)
+            self._sensed_set = (self._sensed.version, obstacles)
+        return self._sensed_set[1]
 
     def _preferred(self, rows, live, positions, limits, now) -> Tuple[np.ndarray, TrackingCommand]:
         """Trajectory tracking where a robot is tracked, else toward the goal (around the map's

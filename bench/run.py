@@ -9,7 +9,7 @@ import sys
 import time
 
 AREAS = ('orca', 'orca3d', 'kinodynamic', 'hybrid', 'fleet', 'pipeline', 'transforms',
-         'noisy_map')
+         'noisy_map', 'sensors')
 
 
 def main(argv=None):

@@ -137,7 +137,7 @@ def test_fleet_parameters_are_flat_team_names():
     assert set(params) == {'robots', 'global_frame'} | {
         f'robot{i}.{f}' for i in range(2)
         for f in ('kinematics', 'radius', 'max_speed', 'max_accel', 'max_yaw_rate', 'wheelbase',
-                  'min_turning_radius', 'start', 'goal')}
+                  'min_turning_radius', 'responsibility', 'start', 'goal')}
 
 
 def test_specs_are_values():

@@ -308,9 +308,9 @@ def test_a_localization_jump_widens_the_robot_for_a_while(monkeypatch):
     seen = []
     real_solve = controller_module.solve
 
-    def spy(positions, velocities, pref, params, obstacles):
+    def spy(positions, velocities, pref, params, obstacles, **responsibility):
         seen.append(np.array(params.radius, dtype=float))
-        return real_solve(positions, velocities, pref, params, obstacles)
+        return real_solve(positions, velocities, pref, params, obstacles, **responsibility)
     monkeypatch.setattr(controller_module, 'solve', spy)
     ctl = FleetController([RobotSpec('a', radius=0.3), RobotSpec('b', radius=0.3)],
                           ControllerParams())

@@ -156,13 +156,17 @@ def test_serialized_odometry_reads_as_the_message_does():
             msg = convert.state_to_odom(rng.normal(size=3), yaw, rng.normal(size=3),
                                         float(rng.normal()), Time(sec=7, nanosec=123),
                                         'm' * frame_length, 'c' * child_length)
-            msg.pose.covariance = rng.normal(size=36)    # must be skipped, not read
+            msg.pose.covariance = rng.normal(size=36)    # only the x, y block is read
             msg.twist.twist.angular.x = 9.0               # only angular.z is used
             msg.twist.covariance = rng.normal(size=36)
             expected = convert.odom_to_state(msg)
             got = convert.odom_state_from_cdr(serialize_message(msg))
             assert got.frame_id == expected.frame_id == 'm' * frame_length
-            for name in ('position', 'velocity', 'yaw', 'yaw_rate', 'stamp_s'):
+            assert got.child_frame_id == expected.child_frame_id == 'c' * child_length
+            np.testing.assert_array_equal(got.position_covariance,
+                                          np.reshape(msg.pose.covariance, (6, 6))[:2, :2])
+            for name in ('position', 'velocity', 'yaw', 'yaw_rate', 'stamp_s',
+                         'position_covariance'):
                 np.testing.assert_array_equal(getattr(got, name), getattr(expected, name))
     raw = serialize_message(msg)
     with pytest.raises(ValueError, match='malformed serialized Odometry'):

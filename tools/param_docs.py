@@ -37,9 +37,12 @@ def sections() -> List[Tuple[str, str, List[Tuple[str, ParamSpec]]]]:
         ('planner_node', 'orca_nav/ros/planner_node.py: NODE_SPECS; lifecycle.py',
          named(planner_node.NODE_SPECS) + named([AUTOSTART])),
         ('fleet_sim (fleet_sim_node)', 'orca_nav/ros/fleet_sim_node.py: NODE_SPECS, FAULT_SPECS, '
-         'orca_nav/ros/sim_tf.py: TF_SPECS',
+         'orca_nav/ros/sim_tf.py: TF_SPECS, orca_nav/ros/sim_pedestrians.py: PEDESTRIAN_SPECS, '
+         'orca_nav/ros/sim_scans.py: BOXES_SPEC, SCAN_SPECS',
          named(fleet_sim_node.NODE_SPECS) + named(fleet_sim_node.TF_SPECS)
-         + named(fleet_sim_node.FAULT_SPECS, 'fault.')),
+         + named(fleet_sim_node.FAULT_SPECS, 'fault.')
+         + named(fleet_sim_node.PEDESTRIAN_SPECS, 'pedestrians.')
+         + named([fleet_sim_node.BOXES_SPEC]) + named(fleet_sim_node.SCAN_SPECS, 'scan.')),
         ('map_publisher', 'orca_nav/ros/map_publisher.py: NODE_SPECS; lifecycle.py',
          named(map_publisher.NODE_SPECS) + named([AUTOSTART])),
         ('mission_node', 'orca_nav/ros/mission_node.py: NODE_SPECS, goals_spec',

@@ -101,6 +101,8 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     from orca_nav.bringup.report_plot import plot_trajectories
     from orca_nav.bringup.mission import DemoMission
     from orca_nav.bringup.runner import run_graph
+    from orca_nav.core.fleet.pedestrians import PedestrianParams
+    import numpy as np
     from rclpy.parameter import Parameter
 
     progress = progress or Progress()
@@ -147,8 +149,13 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
         progress.close()
         tracks, plans = mission.tracks(), mission.plans()
         collisions = mission.collision_events()
+        sim_cfg = cfg.node_parameters['fleet_sim_node']
+        people = mission.people(sim_cfg.get('pedestrians.radius', PedestrianParams().radius))
+        boxes = np.asarray(sim_cfg.get('boxes', []), dtype=float).reshape(-1, 4)
+        person_contacts = mission.person_contacts()
     grid = OccupancyGrid.from_map_yaml(cfg.map_path) if cfg.map_path is not None else None
-    report = fleet_report(tracks, grid=grid, collision_events=collisions, meta={
+    report = fleet_report(tracks, grid=grid, collision_events=collisions, people=people,
+                          person_contacts=person_contacts, boxes=boxes, meta={
         'scenario': cfg.name, 'mode': mode, 'map': str(cfg.map_path) if cfg.map_path else None,
         'duration_limit': cfg.demo.duration, 'goal_tolerance': cfg.demo.goal_tolerance,
         'clock': 'simulated, lockstep' if simulated else 'wall'})
@@ -163,7 +170,7 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     plot_trajectories(out_dir / 'trajectories.png', tracks,
                       starts=[r.start[:2] for r in cfg.robots], grid=grid, plans=plans,
                       title=f'{cfg.name}: {len(tracks)} robots, makespan {makespan}, '
-                            f'collisions {fleet["collisions"]}')
+                            f'collisions {fleet["collisions"]}', people=people, boxes=boxes)
     return report
 
 
@@ -195,10 +202,12 @@ def demo_command(args) -> int:
 
 def demo_exit_status(report: dict) -> int:
     """0 only when every robot reached every goal with no contact: no collision reported and
-    no negative separation between two robots in the record; else 1."""
+    no negative separation between two robots or a robot and a person in the record; else 1."""
     fleet = report['fleet']
     separation = fleet['min_separation']
-    touched = fleet['collisions'] > 0 or (separation is not None and separation < 0.0)
+    to_people = fleet.get('min_person_separation')
+    touched = fleet['collisions'] > 0 or (separation is not None and separation < 0.0) or \
+        (to_people is not None and to_people < 0.0)
     return 0 if fleet['all_reached'] and not touched else 1
 
 

@@ -4,7 +4,8 @@ mission_node (started by the graph, as under `ros2 launch`) steps the robots thr
 goals; this recorder applies the same `GoalSequences` to the same odometry, so it knows when
 each goal was reached without asking. It records every robot's odometry (time, x, y), the
 simulator's collision reports (`/fleet_sim/collisions`, std_msgs/String with one JSON object per
-new contact) and the planned paths on `/<robot>/plan`. Times are odometry stamps, in seconds
+new contact), the planned paths on `/<robot>/plan` and the people (non-cooperative agents) on
+`tracked_agents`. Times are odometry stamps, in seconds
 since the first odometry heard: simulated time when the run is on /clock. The record ends at
 the stamp that completed the mission (the last robot at its last goal) or at the demo's
 duration, whichever comes first, whenever the caller stops the run: on simulated time in
@@ -28,15 +29,17 @@ from rclpy.qos import qos_profile_sensor_data
 from std_msgs.msg import String
 
 from orca_nav.bringup.fleet_file import FleetConfig, RobotConfig
-from orca_nav.bringup.report import RobotTrack
+from orca_nav.bringup.report import PersonTrack, RobotTrack
 from orca_nav.core.fleet.goal_sequence import GoalSequences
 from orca_nav.core.fleet.names import robot_names
-from orca_nav.ros.convert import latched_qos, odom_to_state
+from orca_nav.ros.convert import latched_qos, odom_to_state, stamp_to_seconds
 from orca_nav.ros.fleet_sim_node import COLLISION_HISTORY
 from orca_nav.ros.params import SHARED_SPECS
 from orca_nav.ros.tf_poses import FleetPoses
+from orca_nav.ros.tracked_agents import TRACKED_AGENTS_QOS
 
 COLLISIONS_TOPIC = 'fleet_sim/collisions'   # relative: the graph's namespace
+PEOPLE_TOPIC = 'tracked_agents'             # relative, as orca_node's default
 _CLASH_CHECK_EVERY = 100    # odometry messages between two looks for a second odometry publisher
 
 
@@ -68,6 +71,9 @@ class DemoMission(Node):
         self._end = cfg.demo.duration      # s since the origin: the record stops here
         self._odometry_count = 0
         self._collision_events = 0
+        self._person_contacts = 0
+        self._people: Dict[str, List[tuple]] = {}     # id -> [(t, x, y)]
+        self.create_subscription(Odometry, PEOPLE_TOPIC, self._on_person, TRACKED_AGENTS_QOS)
         for name in self._logs:
             # Best effort matches reliable and best-effort odometry publishers alike.
             self.create_subscription(Odometry, robot_names(name).odom_topic,
@@ -137,6 +143,19 @@ class DemoMission(Node):
         with self._lock:
             return self._collision_events
 
+    def person_contacts(self) -> int:
+        with self._lock:
+            return self._person_contacts
+
+    def people(self, radius: float) -> List[PersonTrack]:
+        """Every person heard on `tracked_agents`, with the given radius."""
+        with self._lock:
+            out = []
+            for name, samples in self._people.items():
+                array = np.array(samples, dtype=float).reshape(-1, 3)
+                out.append(PersonTrack(name, radius, array[:, 0], array[:, 1:]))
+            return out
+
     # ---- callbacks ---------------------------------------------------------------------------
 
     def _on_odom(self, name: str, msg: Odometry) -> None:
@@ -181,19 +200,30 @@ class DemoMission(Node):
         try:
             report = json.loads(msg.data)
             names, stamp = report['robots'], float(report['time'])
-            count = int(report.get('count', 0))
-        except (ValueError, KeyError, TypeError):
+            count, kind = int(report.get('count', 0)), report.get('kind')
+        except (ValueError, KeyError, TypeError, AttributeError):
             self.get_logger().warning(f'{COLLISIONS_TOPIC}: unreadable report {msg.data!r}')
-            names, stamp, count = [], None, 0
+            names, stamp, count, kind = [], None, 0, None
         with self._lock:
             if stamp is not None and self._origin is not None and \
                     stamp - self._origin > self._end:
                 return      # after the record ended
             # The simulator's running count covers reports that fell out of its history.
             self._collision_events = max(self._collision_events + 1, count)
+            if kind == 'robot_person':
+                self._person_contacts += 1
             for name in names if isinstance(names, list) else []:
                 if name in self._logs:
                     self._logs[name].collisions += 1
+
+    def _on_person(self, msg: Odometry) -> None:
+        stamp = stamp_to_seconds(msg.header.stamp)
+        position = msg.pose.pose.position
+        with self._lock:
+            if self._origin is None or not self._origin <= stamp <= self._origin + self._end:
+                return
+            self._people.setdefault(msg.child_frame_id, []).append(
+                (stamp - self._origin, position.x, position.y))
 
     def _on_plan(self, name: str, msg: Path) -> None:
         points = np.array([(p.pose.position.x, p.pose.position.y) for p in msg.poses],

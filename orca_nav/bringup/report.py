@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from orca_nav.core.fleet.sim_scan import box_clearance
 from orca_nav.core.grid import OccupancyGrid
 
 # Pairwise distances are computed for this many (time, robot, robot) entries at a time.
@@ -106,6 +107,37 @@ def pairwise_minima(positions: np.ndarray, radii: np.ndarray):
     return best_gap, best_centre, best_other
 
 
+@dataclass
+class PersonTrack:
+    """One non-cooperative agent's recorded positions (t (K,), xy (K, 2)) and radius."""
+
+    name: str
+    radius: float
+    t: np.ndarray
+    xy: np.ndarray
+
+
+def person_minima(times: np.ndarray, positions: np.ndarray, radii: np.ndarray,
+                  people: Sequence[PersonTrack]):
+    """Per robot, over the common times: the smallest surface gap to any person (centre
+    distance minus both radii) and that person's index (-1: no person recorded). People are
+    interpolated at `times` and hold their first/last position outside their recording."""
+    count = positions.shape[1]
+    best_gap = np.full(count, np.inf)
+    best_person = np.full(count, -1)
+    for index, person in enumerate(people):
+        if len(person.t) == 0 or len(times) == 0:
+            continue
+        xy = np.column_stack([np.interp(times, person.t, person.xy[:, 0]),
+                              np.interp(times, person.t, person.xy[:, 1])])
+        gap = np.linalg.norm(positions - xy[:, None, :], axis=-1) - radii[None, :] - person.radius
+        gap = np.where(np.isnan(gap), np.inf, gap).min(axis=0)
+        better = gap < best_gap
+        best_gap[better] = gap[better]
+        best_person[better] = index
+    return best_gap, best_person
+
+
 def obstacle_clearance(grid: OccupancyGrid, xy: np.ndarray, radius: float) -> float:
     """Smallest gap between the robot's disc and an occupied cell along its track (m).
 
@@ -119,11 +151,17 @@ def obstacle_clearance(grid: OccupancyGrid, xy: np.ndarray, radius: float) -> fl
 
 def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = None,
                  sample_dt: float = 0.05, collision_events: int = 0,
-                 meta: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+                 meta: Optional[Dict[str, Any]] = None,
+                 people: Sequence[PersonTrack] = (), person_contacts: int = 0,
+                 boxes: np.ndarray = np.zeros((0, 4))) -> Dict[str, Any]:
     """The report dict: `robots` (name -> metrics) and `fleet` totals; JSON-ready (inf -> None).
 
     collision_events: how many collisions the simulator reported in total (a robot-robot
-    collision counts once here and once for each robot involved).
+    collision counts once here and once for each robot involved). people: recorded
+    non-cooperative agents (the fleet's separation to them is reported when there are any);
+    person_contacts: how many of the collision events were robot-person contacts. boxes:
+    (B, 4) unmapped obstacles (x0, y0, x1, y1): the smallest gap of each robot's disc to them
+    is reported when there are any.
     """
     names = [tr.name for tr in tracks]
     if len(set(names)) != len(names):
@@ -131,6 +169,7 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
     radii = np.array([tr.radius for tr in tracks], dtype=float)
     times, positions = resample(tracks, sample_dt)
     gap, centre, other = pairwise_minima(positions, radii)
+    person_gap, person = person_minima(times, positions, radii, people)
     robots: Dict[str, Any] = {}
     for index, tr in enumerate(tracks):
         reached_times = [t for t in tr.goal_times if t is not None]
@@ -151,6 +190,13 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
                                        if grid is not None else None),
             'collisions': int(tr.collisions),
         }
+        if len(boxes):
+            gaps = box_clearance(np.asarray(boxes, dtype=float), tr.xy) - tr.radius
+            robots[tr.name]['min_unmapped_clearance'] = _finite_or_none(gaps.min(initial=np.inf))
+        if people:
+            robots[tr.name]['min_person_separation'] = _finite_or_none(person_gap[index])
+            robots[tr.name]['closest_person'] = (people[person[index]].name
+                                                 if person[index] >= 0 else None)
     entries = list(robots.values())
     all_reached = bool(entries) and all(e['reached'] for e in entries)
     clearances = [e['min_obstacle_clearance'] for e in entries
@@ -167,6 +213,15 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
         'total_path_length': float(sum(e['path_length'] for e in entries)),
         'recorded_time': float(times[-1] - times[0]) if len(times) else 0.0,
     }
+    if len(boxes):
+        unmapped = [e['min_unmapped_clearance'] for e in entries
+                    if e['min_unmapped_clearance'] is not None]
+        fleet.update({'unmapped_obstacles': len(boxes),
+                      'min_unmapped_clearance': min(unmapped) if unmapped else None})
+    if people:
+        fleet.update({'people': len(people), 'person_contacts': int(person_contacts),
+                      'min_person_separation': (_finite_or_none(person_gap.min())
+                                                if len(person_gap) else None)})
     return {**(meta or {}), 'fleet': fleet, 'robots': robots}
 
 
@@ -188,6 +243,12 @@ def format_table(report: Dict[str, Any]) -> str:
     lines.append(f'fleet: {f["reached"]}/{f["robots"]} robots at their goals, makespan '
                  f'{num(f["makespan"], 1)} s, collisions {f["collisions"]}, min separation '
                  f'{num(f["min_separation"])} m')
+    if 'unmapped_obstacles' in f:
+        lines.append(f'unmapped obstacles: {f["unmapped_obstacles"]}, min clearance to them '
+                     f'{num(f["min_unmapped_clearance"])} m')
+    if 'people' in f:
+        lines.append(f'people: {f["people"]}, robot-person contacts {f["person_contacts"]}, '
+                     f'min separation to a person {num(f["min_person_separation"])} m')
     return '\n'.join(lines)
 
 

@@ -140,11 +140,64 @@ def blocks(robots: int = 20) -> FleetConfig:
     return _fleet('blocks', fleet, map_file='blocks.yaml', duration=120.0)
 
 
+PERSON_RADIUS = 0.25
+PERSON_SPEED = 0.5
+
+
+def people(robots: int = 6) -> FleetConfig:
+    """Robots sharing the top lane of config/maps/warehouse.yaml (y 16..19.7, 3.7 m wide) with
+    10 scripted people who avoid no one (fleet_sim_node's pedestrians, orca_node's tracked
+    agents): half the robots start in the open west end and cross to the east end, the others
+    the reverse. Two people walk the lane's length near its edges, three cross it (one out of
+    the cross-aisle at x 15), two walk up and down the open ends, three walk at random in it."""
+    _check_count('people', robots, 2, 12)
+    side = np.arange(robots) % 2                      # 0: starts west, 1: east
+    member = np.arange(robots) // 2
+    row, column = member % 3, member // 3
+    x = np.where(side == 0, 1.5 + 1.2 * column, 28.5 - 1.2 * column)
+    y = 16.9 + 0.9 * row + np.where(side == 0, 0.0, 0.2)
+    yaw = np.where(side == 0, 0.0, math.pi)
+    starts = np.column_stack([x, y, yaw])
+    goals = np.column_stack([30.0 - x, y, yaw])
+    lines = [[6.0, 16.5, 24.0, 16.5], [24.0, 19.2, 6.0, 19.2],      # along the lane
+             [9.0, 16.4, 9.0, 19.3], [15.0, 12.5, 15.0, 19.3], [21.0, 19.3, 21.0, 16.4],
+             [4.4, 10.0, 4.4, 19.2], [25.6, 19.2, 25.6, 10.0]]      # the open ends
+    walkers = [[11.0, 18.0], [17.5, 17.2], [13.0, 17.0]]
+    pedestrians = {'lines': [float(v) for line in lines for v in line],
+                   'walkers': [float(v) for walker in walkers for v in walker],
+                   'area': [5.0, 16.0, 25.0, 19.7], 'speed': PERSON_SPEED,
+                   'radius': PERSON_RADIUS}
+    return _fleet('people', _robots(starts, goals), map_file='warehouse.yaml', duration=90.0,
+                  fleet_sim_node={'pedestrians': pedestrians},
+                  orca_node={'tracked_agent_radius': PERSON_RADIUS + 0.05})
+
+
+def pallet(robots: int = 4) -> FleetConfig:
+    """Robots cross the top lane of config/maps/warehouse.yaml both ways, as in `people`, past a
+    pallet (1.2 m x 1 m) left in the middle of the lane that is not on the map: the robots see
+    it only with their simulated laser scans (fleet_sim_node `scan.*`, orca_node `scan_topic`)."""
+    _check_count('pallet', robots, 2, 12)
+    side = np.arange(robots) % 2
+    member = np.arange(robots) // 2
+    row, column = member % 3, member // 3
+    x = np.where(side == 0, 1.5 + 1.2 * column, 28.5 - 1.2 * column)
+    y = 16.9 + 0.9 * row + np.where(side == 0, 0.0, 0.2)
+    yaw = np.where(side == 0, 0.0, math.pi)
+    starts = np.column_stack([x, y, yaw])
+    goals = np.column_stack([30.0 - x, y, yaw])
+    return _fleet('pallet', _robots(starts, goals), map_file='warehouse.yaml', duration=90.0,
+                  fleet_sim_node={'boxes': [14.4, 17.3, 15.6, 18.3],
+                                  'scan': {'rate': 10.0, 'beams': 180, 'range': 8.0}},
+                  orca_node={'scan_topic': 'scan'})
+
+
 GENERATORS: Dict[str, Callable[[int], FleetConfig]] = {
     'circle': circle,
     'crossing': crossing,
     'corridor': corridor,
     'blocks': blocks,
+    'people': people,
+    'pallet': pallet,
 }
 
 

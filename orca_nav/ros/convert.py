@@ -4,7 +4,7 @@ from __future__ import annotations
 import array
 import math
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -75,6 +75,9 @@ class OdomState:
     yaw_rate: float
     stamp_s: float
     frame_id: str
+    # (2, 2) x, y block of pose.covariance (m^2, in frame_id), and child_frame_id
+    position_covariance: np.ndarray = field(default_factory=lambda: np.zeros((2, 2)))
+    child_frame_id: str = ''
 
 
 def odom_to_state(msg: Odometry) -> OdomState:
@@ -84,8 +87,10 @@ def odom_to_state(msg: Odometry) -> OdomState:
     p = msg.pose.pose.position
     q = msg.pose.pose.orientation
     t = msg.twist.twist
+    c = msg.pose.covariance
     return _odom_state((p.x, p.y, p.z), (q.x, q.y, q.z, q.w), (t.linear.x, t.linear.y, t.linear.z),
-                       t.angular.z, stamp_to_seconds(msg.header.stamp), msg.header.frame_id)
+                       t.angular.z, stamp_to_seconds(msg.header.stamp), msg.header.frame_id,
+                       (c[0], c[1], c[6], c[7]), msg.child_frame_id)
 
 
 # Serialized Odometry, as a raw subscription delivers it: a 4-byte encapsulation header, then
@@ -98,6 +103,7 @@ _STAMP_AND_FRAME_LENGTH = struct.Struct('<iII')
 _STRING_LENGTH = struct.Struct('<I')
 _POSE = struct.Struct('<7d')
 _TWIST = struct.Struct('<6d')
+_COVARIANCE_XY = struct.Struct('<8d')    # the first 8 of 36: rows x (6) and y (first 2)
 _POSE_COVARIANCE_BYTES = 36 * 8
 
 
@@ -115,19 +121,23 @@ def odom_state_from_cdr(raw: bytes) -> OdomState:
         frame_id = bytes(body[12:12 + frame_length]).rstrip(b'\x00').decode()
         offset = _aligned(12 + frame_length, 4)
         (child_length,) = _STRING_LENGTH.unpack_from(body, offset)
+        child_frame_id = bytes(body[offset + 4:offset + 4 + child_length]).rstrip(b'\x00').decode()
         offset = _aligned(offset + 4 + child_length, 8)
         pose = _POSE.unpack_from(body, offset)
+        covariance = _COVARIANCE_XY.unpack_from(body, offset + _POSE.size)
         twist = _TWIST.unpack_from(body, offset + _POSE.size + _POSE_COVARIANCE_BYTES)
     except (struct.error, UnicodeDecodeError) as err:
         raise ValueError(f'malformed serialized Odometry ({len(raw)} bytes): {err}') from None
-    return _odom_state(pose[:3], pose[3:], twist[:3], twist[5], sec + 1e-9 * nanosec, frame_id)
+    return _odom_state(pose[:3], pose[3:], twist[:3], twist[5], sec + 1e-9 * nanosec, frame_id,
+                       covariance[0:2] + covariance[6:8], child_frame_id)
 
 
 def _aligned(offset: int, size: int) -> int:
     return (offset + size - 1) // size * size
 
 
-def _odom_state(position, orientation, body_linear, yaw_rate, stamp_s, frame_id) -> OdomState:
+def _odom_state(position, orientation, body_linear, yaw_rate, stamp_s, frame_id,
+                covariance_xy=(0.0, 0.0, 0.0, 0.0), child_frame_id='') -> OdomState:
     # Plain math on the few floats of one message: this runs for every odometry message of a
     # fleet (numpy's per-call overhead would dominate).
     fields = ((position, 'pose.pose.position'), (orientation, 'pose.pose.orientation'),
@@ -143,7 +153,9 @@ def _odom_state(position, orientation, body_linear, yaw_rate, stamp_s, frame_id)
     vx, vy, vz = body_linear
     return OdomState(position=np.array(position, dtype=float),
                      velocity=np.array([c * vx - s * vy, s * vx + c * vy, vz], dtype=float),
-                     yaw=yaw, yaw_rate=float(yaw_rate), stamp_s=stamp_s, frame_id=frame_id)
+                     yaw=yaw, yaw_rate=float(yaw_rate), stamp_s=stamp_s, frame_id=frame_id,
+                     position_covariance=np.array(covariance_xy, dtype=float).reshape(2, 2),
+                     child_frame_id=child_frame_id)
 
 
 def state_to_odom(position, yaw: float, body_velocity, yaw_rate: float, stamp, frame_id: str,

@@ -6,7 +6,9 @@ body frame `<robot>/base_link`) and `/map` (transient local) and publishes, per 
 twist in the child frame `<robot>/base_link`, as a wheel-odometry driver reports it),
 `/fleet_sim/collisions` (std_msgs/String, one JSON object per new contact),
 `/diagnostics` (one status per robot, ERROR while it is in contact) and, with `publish_clock`,
-`/clock`.
+`/clock`. With scripted pedestrians (`pedestrians.*`, `ros/sim_pedestrians.py`) it also
+publishes them with the odometry as `tracked_agents` (what orca_node avoids) and reports
+robot-person contacts. Unmapped `boxes` and per-robot laser scans (`scan.*`): `ros/sim_scans.py`.
 
 With `tf_layout` `namespaced` or `prefixed` it speaks like a real robot stack instead: odometry
 in each robot's drifting odom frame, `odom -> base_link` and a simulated localization's
@@ -51,13 +53,17 @@ from std_msgs.msg import String
 
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.names import robot_names
-from orca_nav.core.fleet.sim import (NO_ROBOT, ROBOT_ROBOT, CollisionEvent, Faults, FleetSim,
-                                     Lockstep, OdometryLink, PeriodicSchedule)
+from orca_nav.core.fleet.sim import (NO_ROBOT, ROBOT_OBSTACLE, ROBOT_PERSON, ROBOT_ROBOT,
+                                     CollisionEvent, Faults, FleetSim, Lockstep, OdometryLink,
+                                     PeriodicSchedule)
 from orca_nav.ros.convert import (latched_qos, msg_to_grid, node_now,
                                   seconds_to_time, state_to_odom)
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import (ParamSpec, declare_parameters, declare_robot_parameters,
                                  on_parameters_changed)
+from orca_nav.ros.sim_pedestrians import (PEDESTRIAN_SPECS, PedestrianPublisher,
+                                          pedestrians_from_parameters)
+from orca_nav.ros.sim_scans import BOXES_SPEC, SCAN_SPECS, ScanPublisher, boxes_from_parameter
 from orca_nav.ros.sim_tf import TF_SPECS, SimTfPublisher
 
 NODE_SPECS = [
@@ -179,7 +185,7 @@ class FleetSimNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('fleet_sim', **kwargs)
-        self.params = declare_parameters(self, NODE_SPECS + TF_SPECS)
+        self.params = declare_parameters(self, NODE_SPECS + TF_SPECS + [BOXES_SPEC])
         _check_parameter_combinations(self.params)
         self.robots: List[str] = list(self.params['robots'])
         if not self.robots:
@@ -192,11 +198,19 @@ class FleetSimNode(Node):
         faults = faults_from_parameters(declare_parameters(self, FAULT_SPECS, prefix='fault.'),
                                         self.robots)
         _check_fault_combinations(self.params, faults)
+        walk = declare_parameters(self, PEDESTRIAN_SPECS, prefix='pedestrians.')
+        pedestrians = pedestrians_from_parameters(walk, self.params['seed'])
         self.sim = FleetSim(self._limits(), self._radii(), starts,
                             noise_pos_std=self.params['noise_pos_std'],
                             noise_vel_std=self.params['noise_vel_std'],
                             cmd_latency=self.params['cmd_latency'], seed=self.params['seed'],
-                            cmd_timeout=self.params['cmd_timeout'], faults=faults)
+                            cmd_timeout=self.params['cmd_timeout'], faults=faults,
+                            pedestrians=pedestrians,
+                            boxes=boxes_from_parameter(self.params['boxes']))
+        scan_cfg = declare_parameters(self, SCAN_SPECS, prefix='scan.')
+        self._pedestrian_pub = (PedestrianPublisher(self, pedestrians, walk['topic'],
+                                                    self.global_frame)
+                                if pedestrians is not None else None)
         # Lost or late odometry passes through a link; without those faults it goes out directly.
         self.odometry_link = OdometryLink(faults) if faults.odometry_faulty else None
         on_parameters_changed(self, self._apply_changes)
@@ -226,6 +240,8 @@ class FleetSimNode(Node):
                            for n, start in zip(names, starts)]
         self._tf = (SimTfPublisher(self, names, starts, self.params)
                     if self.params['tf_layout'] != 'none' else None)
+        self._scans = (ScanPublisher(self, self.sim, names, scan_cfg, self._step_s)
+                       if scan_cfg['rate'] > 0.0 else None)
         self._cmd_subs = [self.create_subscription(cmd_type, robot_names(robot).cmd_vel_topic,
                                                    lambda msg, i=index: self._on_cmd_vel(i, msg),
                                                    10, event_callbacks=quiet_sub)
@@ -438,6 +454,8 @@ class FleetSimNode(Node):
         except ValueError as err:
             self.get_logger().error(f'/map: ignoring the map: {err}')
             return
+        if self.sim.pedestrians is not None:     # random walkers keep off the walls
+            self.sim.pedestrians.grid = self.sim.grid
         self.get_logger().info(f'/map: {msg.info.width} x {msg.info.height} cells at '
                                f'{msg.info.resolution:.4g} m for robot-map collisions')
 
@@ -469,12 +487,21 @@ class FleetSimNode(Node):
         # newest reports (beyond the history) still knows how many there were.
         record = {'time': now, 'sim_time': event.time, 'kind': event.kind, 'robots': names,
                   'position': list(event.position), 'count': self._collisions_reported}
+        if event.kind == ROBOT_PERSON:
+            record['person'] = f'person{event.person}'
         self._collision_pub.publish(String(data=json.dumps(record)))
-        what = ' and '.join(names) if event.kind == ROBOT_ROBOT else f'{names[0]} and the map'
+        what = (' and '.join(names) if event.kind == ROBOT_ROBOT else
+                f"{names[0]} and {record['person']}" if event.kind == ROBOT_PERSON else
+                f'{names[0]} and an unmapped box' if event.kind == ROBOT_OBSTACLE else
+                f'{names[0]} and the map')
         self.get_logger().warn(f'collision between {what} at '
                                f'({event.position[0]:.2f}, {event.position[1]:.2f})')
 
     def _publish_odometry(self, now: float) -> None:
+        if self._pedestrian_pub is not None:
+            self._pedestrian_pub.publish(now)
+        if self._scans is not None:
+            self._scans.publish_if_due(now)
         poses, twists = self.sim.odometry()
         if self._tf is not None:
             poses = self._tf.odometry_poses(now, self.sim.poses, poses)
@@ -519,6 +546,10 @@ class FleetSimNode(Node):
         for a, b in self.sim.robot_contacts:
             partners[a].append(self.robots[b])
             partners[b].append(self.robots[a])
+        for robot, person in self.sim.person_contacts:
+            partners[robot].append(f'person{person}')
+        for robot in np.flatnonzero(self.sim.box_contacts):
+            partners[robot].append('an unmapped box')
         on_map = self.sim.map_contacts
         cmd_age = self.sim.command_age
         out = DiagnosticArray()

@@ -3,11 +3,11 @@
 
 In, per robot of `robots`: `/<robot>/odom` (nav_msgs/Odometry, twist in the body frame; the pose
 in `global_frame`, or with `tf_layout` in any frame TF connects to it: `tf_poses`; the robot's
-state counts at the message stamp); per commanded robot
-`/<robot>/goal_pose` (PoseStamped) and `/<robot>/trajectory` (MultiDOFJointTrajectory, transient
-local: a restarted node gets the current plan); `/map` (OccupancyGrid, transient local),
-prepared for avoidance on a worker thread. Out: `/<robot>/cmd_vel` (Twist or TwistStamped),
-`/orca_nav/markers`, `/diagnostics`.
+state counts at the message stamp); per commanded robot `/<robot>/goal_pose` (PoseStamped),
+`/<robot>/trajectory` (MultiDOFJointTrajectory, transient local: a restarted node gets the
+current plan) and scans (`sensor_scans`); `/map` (OccupancyGrid, transient local), prepared on
+a worker thread; non-cooperative agents (`tracked_agents`). Out: `/<robot>/cmd_vel` (Twist or
+TwistStamped), `/orca_nav/markers`, `/diagnostics`.
 
 A cycle starts as soon as every robot with live odometry has sent a new message since the last
 cycle (`cycle_trigger: odometry`, lowest odom->cmd_vel latency) and at the latest on the
@@ -47,7 +47,9 @@ from orca_nav.ros.offload import Offloaded
 from orca_nav.ros.orca_params import (DEADLOCK_SPECS, NODE_SPECS, controller_params,
                                       robot_specs)
 from orca_nav.ros.params import declare_parameters, declare_robot_parameters, on_parameters_changed
+from orca_nav.ros.sensor_scans import ScanInput
 from orca_nav.ros.tf_poses import FleetPoses
+from orca_nav.ros.tracked_agents import TrackedAgentsInput
 from orca_nav.ros.trajectory_msgs import msg_to_reference
 
 _WARN_PERIOD_S = 2.0
@@ -128,6 +130,8 @@ class OrcaNode(ManagedNode):
                     MultiDOFJointTrajectory, self._poses.names[robot].trajectory_topic,
                     lambda msg, i=i: self._on_trajectory(i, msg), latched_qos())
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
+        self._others = TrackedAgentsInput(self, self.fleet, self._cfg, self.global_frame, self._warn)
+        ScanInput(self, self.fleet, self._cfg, self._poses.names, self.commanded, self._warn)
         self._timer = self._marker_timer = None
         self._make_control_timer()
         self._set_marker_timer(self._cfg['marker_rate'])
@@ -225,7 +229,9 @@ class OrcaNode(ManagedNode):
             self.fleet.note_input_problem(i, str(err))
             self._warn((robot, 'odom_frame'), f'{robot}: rejecting odometry: {err}')
             return
-        self.fleet.set_state(i, stamp, position, velocity, yaw)
+        problem = self.fleet.set_state(i, stamp, position, velocity, yaw, state.position_covariance)
+        if problem is not None:
+            self._warn((robot, 'covariance'), f'{robot}: largest uncertainty margin: {problem}')
         if not self.active:
             return
         now = self.fleet.cycle_time(node_now(self))
@@ -328,6 +334,7 @@ class OrcaNode(ManagedNode):
         started, started_cpu = time.perf_counter(), time.thread_time()
         if self._cfg['cycle_trigger'] == 'odometry':
             self._timer.reset()     # the timer waits for late odometry from now on
+        self._others.refresh(now)
         out = self.fleet.step(now)
         self._publish_commands(out.twists, out.publish)
         if self.fleet.params.require_map and self.fleet.map is None and not self._said_waiting:

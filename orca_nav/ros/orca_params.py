@@ -62,6 +62,29 @@ NODE_SPECS = [
               min=0.0, max=100.0),
     ParamSpec('diagnostics_rate', 1.0, '/diagnostics messages per second (Hz)', min=0.1,
               max=100.0, read_only=True),
+    ParamSpec('uncertainty_gain', 2.0, 'Standard deviations of a pose covariance (odometry '
+              'pose.covariance, x-y block, widest axis) added to the radius others avoid',
+              min=0.0, max=10.0),
+    ParamSpec('max_uncertainty_margin', 0.3, 'Cap of that margin (m); 0 ignores covariance',
+              min=0.0, max=10.0),
+    ParamSpec('max_extrapolation', 0.25, 'States are projected from their stamp to the cycle '
+              'time at their velocity, by at most this (s); 0 uses them as they are',
+              min=0.0, max=10.0),
+    ParamSpec('tracked_agents_topic', 'tracked_agents', 'nav_msgs/Odometry of non-cooperative '
+              'agents (people, other fleets), one message per agent and update, child_frame_id '
+              'its id, pose in global_frame; the fleet takes full responsibility toward them. '
+              'Empty: none', read_only=True),
+    ParamSpec('tracked_agent_radius', 0.3, 'Radius of every tracked agent (m)', min=0.0,
+              max=50.0),
+    ParamSpec('tracked_agent_timeout', 1.0, 'A tracked agent not heard of for this long is '
+              'dropped (s)', min=0.01, max=3600.0),
+    ParamSpec('scan_topic', '', "Per-robot sensor_msgs/LaserScan (/<robot>/<scan_topic>, frame: "
+              "the robot's base frame); its points are obstacles for sensor_persistence. "
+              'Empty: no scans', read_only=True),
+    ParamSpec('sensor_persistence', 1.0, 'How long sensor points stay obstacles (s)', min=0.01,
+              max=60.0),
+    ParamSpec('sensor_max_points', 180, 'Sensor points kept per robot (thinned evenly; bounds '
+              'the cost per cycle)', min=1, max=100000),
 ]
 
 _DEADLOCK = DeadlockParams()
@@ -106,4 +129,7 @@ def controller_params(c: Dict[str, Any], d: Dict[str, Any]) -> ControllerParams:
         goal_tolerance=c['goal_tolerance'], map_inflation=c['map_inflation'],
         trajectories_only=c['trajectories_only'], require_map=c['require_map'],
         filter_mode=bool(c['cmd_vel_in']), source_timeout=c['source_timeout'],
-        deadlock=None if c['cmd_vel_in'] else deadlock)
+        deadlock=None if c['cmd_vel_in'] else deadlock, uncertainty_gain=c['uncertainty_gain'],
+        max_uncertainty_margin=c['max_uncertainty_margin'],
+        max_extrapolation=c['max_extrapolation'], sensor_persistence=c['sensor_persistence'],
+        sensor_max_points=c['sensor_max_points'])

@@ -8,6 +8,7 @@ One concept per module, as RVO2 splits them:
     agent_lines     agent-agent ORCA lines
     obstacle_lines  agent-obstacle ORCA lines
     linear_program  linearProgram1/2/3
+    responsibility  per-agent responsibility weights, non-cooperative agents (not in RVO2)
     solver          compute_velocities / solve: one RVO2 doStep without the position update
                     (2-D; (N, 3) input goes to solver3d)
 
@@ -25,6 +26,7 @@ This package imports nothing from planning or fleet.
 """
 from .obstacles import ObstacleSet, prepare_obstacles
 from .params import OrcaParams
+from .responsibility import NonCooperative
 from .simulator import OrcaSimulator
 from .solver import OrcaLines, OrcaSolution, compute_velocities, solve
 from .solver3d import OrcaPlanes, OrcaSolution3d
@@ -32,4 +34,4 @@ from .voxel_obstacles import VoxelObstacles, prepare_voxel_obstacles
 
 __all__ = ['OrcaParams', 'OrcaSolution', 'OrcaLines', 'compute_velocities', 'solve',
            'OrcaSimulator', 'ObstacleSet', 'prepare_obstacles', 'OrcaSolution3d', 'OrcaPlanes',
-           'VoxelObstacles', 'prepare_voxel_obstacles']
+           'VoxelObstacles', 'prepare_voxel_obstacles', 'NonCooperative']

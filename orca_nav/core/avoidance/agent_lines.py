@@ -6,9 +6,15 @@ import numpy as np
 _LINE_BLOCK = 2048  # agents per block in the agent-line computation
 
 
-def agent_lines(positions, velocities, radius, time_horizon, time_step, neighbors, keep):
+def agent_lines(positions, velocities, radius, time_horizon, time_step, neighbors, keep,
+                share=None):
     """Agent-agent ORCA lines as (k, N) float64 arrays (slot-major): point (px, py) and
     direction (dx, dy) of neighbour slot j of agent a at [j, a].
+
+    positions, velocities, radius may hold more agents than the N rows of `neighbors`: the
+    extra ones are neighbours only (non-cooperative agents). share: None (RVO2: every agent
+    takes half of the avoidance, u/2) or a (k, N) float32 array, the part of u agent a takes
+    toward its neighbour in slot j (1 toward a non-cooperative agent).
 
     Computed in float32 with RVO2's operation order: near contact the legs come from
     sqrt(dist^2 - r^2), which is ill-conditioned, so the reference's own rounding decides
@@ -25,30 +31,32 @@ def agent_lines(positions, velocities, radius, time_horizon, time_step, neighbor
     if width == 0:
         empty = np.zeros((0, count))
         return empty, empty, empty, empty
-    pos = np.empty((count + 1, 2), dtype=f32)
-    pos[:count] = positions
-    pos[count] = np.abs(positions).max(initial=0.0) * 4.0 + 1e4  # sentinel, far from all
-    vel = np.zeros((count + 1, 2), dtype=f32)
-    vel[:count] = velocities
-    rad = np.zeros(count + 1, dtype=f32)
-    rad[:count] = radius
+    total = len(positions)
+    pos = np.empty((total + 1, 2), dtype=f32)
+    pos[:total] = positions
+    pos[total] = np.abs(positions).max(initial=0.0) * 4.0 + 1e4  # sentinel, far from all
+    vel = np.zeros((total + 1, 2), dtype=f32)
+    vel[:total] = velocities
+    rad = np.zeros(total + 1, dtype=f32)
+    rad[:total] = radius
     columns = (pos[:, 0].copy(), pos[:, 1].copy(), vel[:, 0].copy(), vel[:, 1].copy(), rad)
     inv_horizon = f32(1.0) / time_horizon.astype(f32)
     inv_step = f32(1.0) / f32(time_step)
-    # Unused slots point at index `count`, a far sentinel agent. (Slot-major, C order.)
+    # Unused slots point at index `total`, a far sentinel agent. (Slot-major, C order.)
     other = np.empty((width, count), dtype=np.intp)
     np.copyto(other, neighbors.T)
-    np.copyto(other, count, where=~keep.T)
+    np.copyto(other, total, where=~keep.T)
     lines = np.empty((4, width, count))
     # Blocks of agents keep the ~40 temporaries in cache.
     for start in range(0, count, _LINE_BLOCK):
         block = slice(start, min(start + _LINE_BLOCK, count))
         _agent_lines_block(columns, block, other[:, block], inv_horizon[block], inv_step,
-                           keep[block].T, lines[:, :, block])
+                           keep[block].T, f32(0.5) if share is None else share[:, block],
+                           lines[:, :, block])
     return lines[0], lines[1], lines[2], lines[3]
 
 
-def _agent_lines_block(columns, block, other, inv_horizon, inv_step, keep_t, out):
+def _agent_lines_block(columns, block, other, inv_horizon, inv_step, keep_t, share, out):
     """agent_lines for the agents in `block`; writes (px, py, dx, dy) into out (4, k, B)."""
     f32 = np.float32
     all_px, all_py, all_vx, all_vy, all_rad = columns
@@ -115,8 +123,8 @@ def _agent_lines_block(columns, block, other, inv_horizon, inv_step, keep_t, out
         d_x, d_y, u_x, u_y = leg_x, leg_y, leg_ux, leg_uy
     else:
         d_x, d_y, u_x, u_y = unit_y, -unit_x, circle_ux, circle_uy
-    out[0] = own_vx + f32(0.5) * u_x
-    out[1] = own_vy + f32(0.5) * u_y
+    out[0] = own_vx + share * u_x
+    out[1] = own_vy + share * u_y
     # Unit length in float64: the linear programs rely on it (float32 leaves ~1e-7).
     out[2] = d_x
     out[3] = d_y

@@ -8,14 +8,18 @@ from scipy.spatial import cKDTree
 _PARALLEL_QUERY_MIN_AGENTS = 5000  # neighbour queries on all cores from this many agents
 
 
-def agent_neighbors(positions, neighbor_dist, max_neighbors):
+def agent_neighbors(positions, neighbor_dist, max_neighbors, others=None):
     """(N, k) neighbour indices, nearest first, and a prefix mask of the ones RVO2 keeps
-    (indices outside the mask are meaningless: cKDTree's "missing" N, or too far)."""
+    (indices outside the mask are meaningless: cKDTree's "missing" index, or too far).
+
+    others: optional (M, 2) positions of agents that are neighbours but get no velocity here
+    (non-cooperative agents); they are indices N..N+M-1 and compete for the k slots by distance."""
     count = len(positions)
-    k = int(min(max_neighbors.max(initial=0), count - 1))
+    points = positions if others is None or not len(others) else np.concatenate([positions, others])
+    k = int(min(max_neighbors.max(initial=0), len(points) - 1))
     if k <= 0:
         return np.zeros((count, 0), dtype=np.intp), np.zeros((count, 0), dtype=bool)
-    tree = cKDTree(positions, balanced_tree=False, compact_nodes=False)
+    tree = cKDTree(points, balanced_tree=False, compact_nodes=False)
     reach = float(neighbor_dist.max()) * (1.0 + 1e-9) + 1e-12
     # Threads pay off only for large crowds (each query point is independent: same result).
     workers = -1 if count >= _PARALLEL_QUERY_MIN_AGENTS else 1

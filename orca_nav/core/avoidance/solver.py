@@ -57,6 +57,7 @@ from .neighbors import agent_neighbors
 from .obstacle_lines import obstacle_lines
 from .obstacles import as_obstacle_set
 from .params import OrcaParams, as_vectors
+from .responsibility import NonCooperative, check_responsibility, slot_shares
 from .solver3d import new_velocities_3d
 from .voxel_obstacles import as_voxel_obstacles
 
@@ -89,7 +90,8 @@ class OrcaSolution(NamedTuple):
     lines: OrcaLines
 
 
-def compute_velocities(positions, velocities, pref_velocities, params, obstacles=()):
+def compute_velocities(positions, velocities, pref_velocities, params, obstacles=(),
+                       responsibility=None, others=None, extra_obstacles=None):
     """The new velocity of every agent, as RVO2's computeNewVelocity picks it (in 3-D, as
     RVO2-3D's does).
 
@@ -97,11 +99,18 @@ def compute_velocities(positions, velocities, pref_velocities, params, obstacles
     obstacles (2-D): list of (M, 2) counter-clockwise vertex arrays (2 vertices = a segment)
     or an ObstacleSet; (3-D): a VoxelObstacles (`prepare_voxel_obstacles(grid)`) or a 3-D
     OccupancyGrid. Returns (N, 2) or (N, 3) float64.
+    responsibility (2-D): None (RVO2) or a scalar or (N,) weights in [0, 1]: agent a takes
+    w_a / (w_a + w_b) of the avoidance toward agent b. others (2-D): a NonCooperative, agents
+    the fleet takes full responsibility toward (see `responsibility`). extra_obstacles (2-D):
+    obstacles that change every call (e.g. sensed ones; an ObstacleSet or polygons), kept
+    apart from `obstacles` so a prepared map is not rebuilt; their lines follow the map's.
     """
-    return solve(positions, velocities, pref_velocities, params, obstacles).velocities
+    return solve(positions, velocities, pref_velocities, params, obstacles, responsibility,
+                 others, extra_obstacles).velocities
 
 
-def solve(positions, velocities, pref_velocities, params, obstacles=()):
+def solve(positions, velocities, pref_velocities, params, obstacles=(), responsibility=None,
+          others=None, extra_obstacles=None):
     """compute_velocities, plus which agents' linear programs were infeasible and the
     ORCA lines (2-D, an OrcaSolution) or planes (3-D, an OrcaSolution3d) they were solved over."""
     positions = as_vectors('positions', positions, dims=(2, 3))
@@ -112,15 +121,24 @@ def solve(positions, velocities, pref_velocities, params, obstacles=()):
         raise ValueError(f'params must be an OrcaParams, got {type(params).__name__}')
     agent_params, time_step = params.per_agent(count)
     if dims == 3:
+        if responsibility is not None or others is not None or extra_obstacles is not None:
+            raise ValueError('responsibility, others and extra_obstacles: 2-D only')
         return new_velocities_3d(positions, velocities, pref_velocities, agent_params, time_step,
                                  as_voxel_obstacles(obstacles))
     obstacle_set = as_obstacle_set(obstacles)
+    weights = check_responsibility(responsibility, count)
+    others = None if others is None else others.checked()
+    extra = None if extra_obstacles is None else as_obstacle_set(extra_obstacles,
+                                                                 'extra_obstacles')
     return new_velocities(positions, velocities, pref_velocities, agent_params, time_step,
-                           obstacle_set)
+                          obstacle_set, weights, others, extra)
 
 
 def new_velocities(positions, velocities, pref_velocities, agent_params, time_step,
-                    obstacle_set):
+                   obstacle_set, weights=None, others=None, extra_obstacle_set=None):
+    """One doStep over validated input; weights: None or (N,) responsibility weights (see
+    `responsibility.check_responsibility`), others: None or a checked NonCooperative,
+    extra_obstacle_set: None or a second ObstacleSet."""
     count = len(positions)
     infeasible = np.zeros(count, dtype=bool)
     if count == 0:
@@ -129,17 +147,30 @@ def new_velocities(positions, velocities, pref_velocities, agent_params, time_st
                             OrcaLines(none, none, none, none, none.astype(bool)))
     radius = agent_params['radius']
     max_speed = agent_params['max_speed']
+    all_positions, all_velocities, all_radius, other_positions = (positions, velocities,
+                                                                  radius, None)
+    if others is not None and len(others.positions):
+        other_positions = others.positions
+        all_positions = np.concatenate([positions, others.positions])
+        all_velocities = np.concatenate([velocities, others.velocities])
+        all_radius = np.concatenate([radius, others.radii])
     neighbors, keep = agent_neighbors(positions, agent_params['neighbor_dist'],
-                                       agent_params['max_neighbors'])
+                                      agent_params['max_neighbors'], other_positions)
     # Lines are slot-major, (L, N): per-agent values broadcast along the long axis.
-    px, py, dx, dy = agent_lines(positions, velocities, radius, agent_params['time_horizon'],
-                                  time_step, neighbors, keep)
+    px, py, dx, dy = agent_lines(all_positions, all_velocities, all_radius,
+                                 agent_params['time_horizon'], time_step, neighbors, keep,
+                                 slot_shares(weights, neighbors, keep, count))
     valid = np.ascontiguousarray(keep.T)
     num_obst = np.zeros(count, dtype=np.intp)
-    if len(obstacle_set):
+    sets = [s for s in (obstacle_set, extra_obstacle_set) if s is not None and len(s)]
+    if sets:
         o_px, o_py, o_dx, o_dy, num_obst = obstacle_lines(
-            obstacle_set, positions, velocities, radius, max_speed,
-            agent_params['time_horizon_obst'])
+            sets[0], positions, velocities, radius, max_speed, agent_params['time_horizon_obst'])
+        for more in sets[1:]:
+            (o_px, o_py, o_dx, o_dy), num_obst = _append_lines(
+                (o_px, o_py, o_dx, o_dy), num_obst, obstacle_lines(
+                    more, positions, velocities, radius, max_speed,
+                    agent_params['time_horizon_obst']))
         if o_px.shape[1]:
             # Obstacle lines first, then each agent's agent lines right after its own.
             obst_width, agent_width = o_px.shape[1], px.shape[0]
@@ -185,3 +216,20 @@ def new_velocities(positions, velocities, pref_velocities, agent_params, time_st
                 vy[over] *= scale
     return OrcaSolution(np.stack([vx, vy], axis=1), infeasible, OrcaLines(px, py, dx, dy, valid))
 
+
+
+def _append_lines(first, num_first, second):
+    """Per agent (rows), the lines of `second` (lines..., counts) right after the num_first
+    valid lines of `first` ((N, W) point/direction arrays); returns (lines, counts)."""
+    *lines, num_second = second
+    count, width_first = first[0].shape
+    width = width_first + lines[0].shape[1]
+    rows = np.broadcast_to(np.arange(count)[:, None], lines[0].shape)
+    cols = num_first[:, None] + np.arange(lines[0].shape[1])[None, :]
+    merged = []
+    for a, b, fill in zip(first, lines, (0.0, 0.0, 1.0, 0.0)):
+        out = np.full((count, width), fill, dtype=np.result_type(a, b))
+        out[:, :width_first] = a
+        out[rows, cols] = b
+        merged.append(out)
+    return merged, num_first + num_second

@@ -6,7 +6,10 @@ others as reciprocal agents). Each control cycle, for all robots at once:
     states -> preferred velocities (trajectory tracking | toward the goal around the map's
               obstacles (guidance) + deadlock breaker | in filter mode, each robot's incoming
               twist: `velocity_filter`)
-           -> ORCA (radius enlarged by the NH-ORCA tracking-error bound for diff-drive/car)
+           -> ORCA (radius enlarged by the NH-ORCA tracking-error bound for diff-drive/car and
+              by the pose uncertainty; states projected to the cycle time; non-cooperative
+              agents (`set_others`) avoided with full responsibility; recent sensor points
+              (`set_scan`) as short-lived obstacles next to the map's)
            -> body twists per kinematic model -> acceleration limits
 
 Time is passed in, never read: `now` and the state stamps are seconds on one clock (a ROS
@@ -32,7 +35,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 from scipy.spatial import cKDTree
 
-from orca_nav.core.avoidance import OrcaLines, OrcaParams, prepare_obstacles, solve
+from orca_nav.core.avoidance import NonCooperative, OrcaLines, OrcaParams, prepare_obstacles, solve
 from orca_nav.core.avoidance.map_polygons import grid_to_polygons
 from orca_nav.core.avoidance.obstacles import ObstacleSet
 from orca_nav.core.fleet.deadlock import DeadlockBreaker, DeadlockParams
@@ -41,6 +44,9 @@ from orca_nav.core.fleet.kinematics import (CAR, DIFF_DRIVE, RobotLimits, limit_
                                             tracking_error_bound)
 from orca_nav.core.fleet.preferred_velocity import goal_velocities
 from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.fleet.sensed_obstacles import SensedObstacles
+from orca_nav.core.fleet.state_estimate import (covariance_problem, project_positions,
+                                                uncertainty_margins)
 from orca_nav.core.fleet.tracking import FleetTracker, TrackingCommand, TrackingParams, tracking_twist
 from orca_nav.core.fleet.velocity_filter import filtered_twists, preferred_from_twists
 from orca_nav.core.grid import OccupancyGrid
@@ -75,6 +81,11 @@ class ControllerParams:
     filter_mode: bool = False           # preferred velocities are input twists (velocity_filter)
     source_timeout: float = 0.5         # s: in filter mode, older input twists stop the robot
     deadlock: Optional[DeadlockParams] = field(default_factory=DeadlockParams)   # None: off
+    uncertainty_gain: float = 2.0       # standard deviations of pose uncertainty others avoid
+    max_uncertainty_margin: float = 0.3  # m: cap of that margin (0: covariance ignored)
+    max_extrapolation: float = 0.25     # s: states projected to the cycle time by at most this
+    sensor_persistence: float = 1.0     # s: sensor points stay obstacles this long
+    sensor_max_points: int = 180        # sensor points kept per robot (bounds the cost)
 
     def __post_init__(self):
         for name in ('control_rate', 'time_horizon', 'time_horizon_obst', 'odom_timeout',
@@ -83,7 +94,9 @@ class ControllerParams:
             if not (np.isfinite(value) and value > 0.0):
                 raise ValueError(f'{name} must be finite and > 0, got {value}')
         for name in ('neighbor_dist', 'max_neighbors', 'safety_margin', 'command_latency',
-                     'goal_tolerance', 'map_inflation'):
+                     'goal_tolerance', 'map_inflation', 'uncertainty_gain',
+                     'max_uncertainty_margin', 'max_extrapolation', 'sensor_persistence',
+                     'sensor_max_points'):
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0.0):
                 raise ValueError(f'{name} must be finite and >= 0, got {value}')
@@ -175,9 +188,15 @@ class FleetController:
         self.params = params
         self.robots = list(robots)
         self._position = np.full((n, 2), np.nan)
+        self._cycle_position = self._position       # this cycle's: projected to its time
         self._velocity = np.zeros((n, 2))
         self._yaw = np.zeros(n)
         self._stamp = np.full(n, -np.inf)
+        self._covariance = np.zeros((n, 2, 2))      # xy position covariance of the last state
+        self._covariance_unusable = np.zeros(n, dtype=bool)   # ... was refused: largest margin
+        self._others = NonCooperative.empty()       # non-cooperative agents, at the cycle time
+        self._sensed = SensedObstacles(n, params.sensor_persistence, params.sensor_max_points)
+        self._sensed_set: Tuple[int, Optional[ObstacleSet]] = (0, None)   # (version, obstacles)
         self._fresh = np.zeros(n, dtype=bool)       # new state since the last cycle
         self._goal = np.full((n, 2), np.nan)
         self._twist = np.zeros((n, 3))              # last commanded twist
@@ -238,6 +257,8 @@ class FleetController:
                 self._breaker = self._new_breaker()
             if params.goal_tolerance != old.goal_tolerance:
                 self._tracker.params = self._tracking_params()
+            self._sensed.persistence = params.sensor_persistence
+            self._sensed.max_points = params.sensor_max_points
         self._configure_robots()
         return notes
 
@@ -247,6 +268,7 @@ class FleetController:
                                           [x.max_accel for x in r], [x.max_yaw_rate for x in r],
                                           [x.min_turning_radius for x in r])
         self._radius = np.array([x.radius for x in r], dtype=float)
+        self._responsibility = np.array([x.responsibility for x in r], dtype=float)
         # NH-ORCA: a diff-drive/car robot tracks the ORCA velocity only up to a bounded error,
         # so ORCA keeps it apart by its radius plus that bound (kinematics.tracking_error_bound).
         non_holonomic = (self._limits.model == DIFF_DRIVE) | (self._limits.model == CAR)
@@ -269,15 +291,23 @@ class FleetController:
         return tracker, np.full(len(kinds), self.params.trajectories_only)
 
     # ------------------------------------------------------------------ inputs
-    def set_state(self, i: int, stamp: float, position, velocity, yaw: float) -> None:
+    def set_state(self, i: int, stamp: float, position, velocity, yaw: float,
+                  covariance=None) -> Optional[str]:
         """Robot i's measured state at time `stamp`: position and velocity in the global frame
-        (x, y), heading yaw. Older than the state already held: ignored (late delivery).
+        (x, y), heading yaw, optionally the (2, 2) xy position covariance (m^2; its largest
+        eigenvalue, all that is used, is the same in every frame). Older than the state already
+        held: ignored (late delivery). A covariance that is not finite, symmetric and positive
+        semi-definite says nothing about the pose: the robot gets the largest margin
+        (max_uncertainty_margin) and the reason is returned; else None.
 
         A position that jumped (further from where the last state's velocity leads than
         LOCALIZATION_JUMP_M) means the robot's localization is in doubt by that much: its ORCA
         radius grows by the jump for JUMP_MARGIN_HOLD_S, so everyone keeps that extra room."""
         if stamp < self._stamp[i]:
-            return
+            return None
+        covariance = np.zeros((2, 2)) if covariance is None else np.asarray(covariance, dtype=float)
+        problem = covariance_problem(covariance)
+        self._covariance_unusable[i] = problem is not None
         self._input_problem.pop(i, None)
         if np.isfinite(self._position[i, 0]):
             expected = self._position[i] + self._velocity[i] * (stamp - self._stamp[i])
@@ -290,7 +320,38 @@ class FleetController:
         self._velocity[i] = velocity[:2]
         self._yaw[i] = yaw
         self._stamp[i] = stamp
+        self._covariance[i] = covariance if problem is None else 0.0
         self._fresh[i] = True
+        return problem
+
+    def set_scan(self, i: int, stamp: float, points) -> Optional[str]:
+        """Robot i's sensor points at `stamp`, (M, 2) in its body frame (x forward, m): placed
+        by its latest state moved on to `stamp` (see `max_extrapolation`), they are obstacles
+        for `sensor_persistence` s. Returns why they were not used (no state yet), else None."""
+        if not np.isfinite(self._position[i, 0]):
+            return 'no odometry yet to place the scan'
+        points = np.asarray(points, dtype=float).reshape(-1, 2)
+        age = np.clip(stamp - self._stamp[i], -self.params.max_extrapolation,
+                      self.params.max_extrapolation)
+        c, s = np.cos(self._yaw[i]), np.sin(self._yaw[i])
+        world = self._position[i] + self._velocity[i] * age + points @ np.array([[c, s], [-s, c]])
+        self._sensed.add_scan(i, stamp, world, *self._clear_discs(stamp))
+        return None
+
+    def _clear_discs(self, stamp: float) -> Tuple[np.ndarray, np.ndarray]:
+        """Centres (at `stamp`) and radii of the robots and the tracked agents: sensor points
+        on them are not obstacles."""
+        known = np.isfinite(self._position[:, 0])
+        robots = project_positions(self._position[known], self._velocity[known],
+                                   self._stamp[known], stamp, self.params.max_extrapolation)
+        return (np.vstack([robots, self._others.positions]),
+                np.concatenate([self._radius[known], self._others.radii]))
+
+    def set_others(self, others: NonCooperative) -> None:
+        """The non-cooperative agents (people, robots of other fleets) for the next cycles, in
+        the global frame and already projected to the cycle time: every robot takes the whole
+        avoidance toward them. Replaces the previous set; NonCooperative.empty() clears it."""
+        self._others = others.checked()
 
     def note_input_problem(self, i: int, problem: str) -> None:
         """Robot i's latest state could not be used (e.g. no transform to the global frame):
@@ -422,6 +483,9 @@ class FleetController:
         # Engagement already waits for the map (`_ready`), and a prepared map never goes away.
         self._engaged |= self._ready(now)
         run = self.commanded & live & self._engaged
+        # Live states move on to the cycle time (latency); stale ones stay where they were seen.
+        self._cycle_position = np.where(live[:, None], project_positions(
+            self._position, self._velocity, self._stamp, now, p.max_extrapolation), self._position)
         twist = np.zeros((n, 3))
         if run.any():
             rows = self._agents(known, run)
@@ -451,7 +515,7 @@ class FleetController:
         Agents not commanded here keep their measured velocity as preferred velocity; stale
         ones are static agents at their last pose."""
         p = self.params
-        positions = self._position[rows]
+        positions = self._cycle_position[rows]
         velocities = np.where(live[:, None], self._velocity[rows], 0.0)
         limits = self._limits.subset(rows)
         if p.filter_mode:
@@ -465,9 +529,15 @@ class FleetController:
                           max_neighbors=p.max_neighbors, time_horizon=p.time_horizon,
                           time_horizon_obst=p.time_horizon_obst,
                           radius=self._orca_radius[rows] + np.where(
-                              now < self._jump_until[rows], self._jump_margin[rows], 0.0),
+                              now < self._jump_until[rows], self._jump_margin[rows], 0.0)
+                          + np.where(self._covariance_unusable[rows], p.max_uncertainty_margin,
+                                     uncertainty_margins(self._covariance[rows],
+                                                         p.uncertainty_gain,
+                                                         p.max_uncertainty_margin)),
                           max_speed=limits.max_speed)
-        solution = solve(positions, velocities, pref, orca, self._obstacles)
+        solution = solve(positions, velocities, pref, orca, self._obstacles,
+                         responsibility=self._responsibility[rows], others=self._others,
+                         extra_obstacles=self._sensed_obstacles(now))
         self._orca_velocity[rows] = solution.velocities
         self._orca_cycles[rows] += run
         self._infeasible_cycles[rows] += run & solution.infeasible
@@ -479,10 +549,20 @@ class FleetController:
         twist = limit_twist(command, self._twist[rows], limits, dt)
         return np.where(run[:, None], twist, 0.0)
 
+    def _sensed_obstacles(self, now: float) -> Optional[ObstacleSet]:
+        """The recent sensor edges as obstacles, rebuilt only when they changed."""
+        edges = self._sensed.edges(now)
+        if self._sensed.version != self._sensed_set[0]:
+            # Rebuilt often: no RVO2 tree (its build is quadratic), the kd-tree over edges.
+            obstacles = (prepare_obstacles(list(edges), rvo2_tree_max_vertices=0) if len(edges)
+                         else None)
+            self._sensed_set = (self._sensed.version, obstacles)
+        return self._sensed_set[1]
+
     def _preferred(self, rows, live, positions, limits, now) -> Tuple[np.ndarray, TrackingCommand]:
         """Trajectory tracking where a robot is tracked, else toward the goal (around the map's
         obstacles once a map is known) with the deadlock breaker on top."""
-        track = self._tracker.update(now, np.nan_to_num(self._position), self._yaw,
+        track = self._tracker.update(now, np.nan_to_num(self._cycle_position), self._yaw,
                                      self._limits.max_speed, self._limits.max_yaw_rate)
         tracking = TrackingCommand(**{f.name: getattr(track, f.name)[rows]
                                       for f in fields(TrackingCommand)})
@@ -508,7 +588,7 @@ class FleetController:
         self._arrived[rows] = np.where(tracked, tracking.reached, arrived)
         if self._breaker is not None:
             n = len(self.names)
-            all_pos = np.where(np.isfinite(self._position), self._position, 0.0)
+            all_pos = np.nan_to_num(self._cycle_position)
             all_pref = np.zeros((n, 2))
             all_pref[rows] = pref
             # Robots outside this cycle, stale, tracked or arrived neither stall nor outrank.

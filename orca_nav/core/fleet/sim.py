@@ -18,7 +18,10 @@
   - robot-robot: centres closer than r_i + r_j (pairs found with a cKDTree);
   - robot-map: the robot's disc overlaps an occupied cell square or leaves the map (exact
     point-to-square distance, not the cell-centre clearance, so a robot hugging a wall that is
-    legally r away from the cells' edges is not reported).
+    legally r away from the cells' edges is not reported);
+  - robot-person: with scripted `pedestrians` (people who avoid no one, walked in every step),
+    a robot's centre closer than r + the person's radius;
+  - robot-obstacle: the robot's disc overlaps an unmapped box (`boxes`, `sim_scan`).
   An event is returned once when a contact starts; the contact must end before the same pair
   (or robot and map) is reported again.
 
@@ -48,9 +51,13 @@ from scipy.spatial import cKDTree
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.fleet.kinematics import (RobotLimits, admissible_twist, finite_array, integrate_pose,
                                       limit_twist)
+from orca_nav.core.fleet.pedestrians import Pedestrians
+from orca_nav.core.fleet.sim_scan import box_overlap, check_boxes
 
 ROBOT_ROBOT = 'robot_robot'
 ROBOT_MAP = 'robot_map'
+ROBOT_PERSON = 'robot_person'
+ROBOT_OBSTACLE = 'robot_obstacle'
 _TIME_TOL = 1e-9    # absorbs the rounding of summed step sizes when comparing times
 
 
@@ -63,7 +70,8 @@ def _finite_at_least_zero(name: str, value: float, positive: bool = False) -> fl
 
 @dataclass(frozen=True)
 class CollisionEvent:
-    """A contact that started at `time`: robots (i, j) for robot_robot, (i,) for robot_map.
+    """A contact that started at `time`: robots (i, j) for robot_robot, (i,) for robot_map,
+    robot_obstacle and robot_person (then `person` is the pedestrian's index).
 
     `position` is the contact point: on the segment between the two centres for robot_robot
     (where the discs first touch), the robot's centre for robot_map.
@@ -73,6 +81,7 @@ class CollisionEvent:
     kind: str
     robots: Tuple[int, ...]
     position: Tuple[float, float]
+    person: int = -1
 
 
 NO_ROBOT = -1
@@ -157,7 +166,8 @@ class FleetSim:
     def __init__(self, limits: RobotLimits, radius, start_poses, grid: Optional[OccupancyGrid] = None,
                  noise_pos_std: float = 0.0, noise_vel_std: float = 0.0, cmd_latency: float = 0.0,
                  seed: Optional[int] = None, cmd_timeout: float = 0.0,
-                 faults: Faults = Faults()):
+                 faults: Faults = Faults(), pedestrians: Optional[Pedestrians] = None,
+                 boxes=None):
         n = len(limits)
         faults.check_robots(n)
         self.faults = faults
@@ -185,6 +195,10 @@ class FleetSim:
         self.grid = grid
         self._robot_contacts: set = set()
         self._map_contacts = np.zeros(n, dtype=bool)
+        self.pedestrians = pedestrians
+        self._person_contacts: set = set()     # (robot, person)
+        self.boxes = check_boxes(np.zeros((0, 4)) if boxes is None else boxes)
+        self._box_contacts = np.zeros(n, dtype=bool)
 
     # ------------------------------------------------------------------ state
     def __len__(self) -> int:
@@ -212,10 +226,12 @@ class FleetSim:
 
     @property
     def colliding(self) -> np.ndarray:
-        """(N,) bool: the robot is in an ongoing contact with a robot or the map."""
-        out = self._map_contacts.copy()
+        """(N,) bool: the robot is in an ongoing contact with a robot, a person, a box or the map."""
+        out = self._map_contacts | self._box_contacts
         for i, j in self._robot_contacts:
             out[i] = out[j] = True
+        for i, _ in self._person_contacts:
+            out[i] = True
         return out
 
     @property
@@ -301,6 +317,8 @@ class FleetSim:
             twist = admissible_twist(twist, self.limits)
         self._pose = integrate_pose(self._pose, twist, dt)
         self._twist = twist
+        if self.pedestrians is not None:
+            self.pedestrians.step(dt)
         self.time += dt
         return self.check_collisions()
 
@@ -317,7 +335,49 @@ class FleetSim:
     # ------------------------------------------------------------------ collisions
     def check_collisions(self) -> List[CollisionEvent]:
         """Updates the ongoing contacts from the true poses; returns those that just started."""
-        return self._robot_robot_events() + self._robot_map_events()
+        return (self._robot_robot_events() + self._robot_map_events() + self._person_events()
+                + self._box_events())
+
+    def _box_events(self) -> List[CollisionEvent]:
+        if len(self.boxes) == 0:
+            return []
+        touching = box_overlap(self.boxes, self._pose[:, :2], self.radius)
+        started = np.flatnonzero(touching & ~self._box_contacts)
+        self._box_contacts = touching
+        return [CollisionEvent(self.time, ROBOT_OBSTACLE, (int(i),),
+                               (float(self._pose[i, 0]), float(self._pose[i, 1]))) for i in started]
+
+    @property
+    def box_contacts(self) -> np.ndarray:
+        """(N,) bool: the robot is in an ongoing contact with an unmapped box (a copy)."""
+        return self._box_contacts.copy()
+
+    @property
+    def person_contacts(self) -> List[Tuple[int, int]]:
+        """Ongoing robot-person contacts as (robot, person) pairs."""
+        return sorted(self._person_contacts)
+
+    def _person_events(self) -> List[CollisionEvent]:
+        if self.pedestrians is None or not len(self.pedestrians):
+            return []
+        people = self.pedestrians.positions
+        reach = float(self.radius.max()) + self.pedestrians.radius
+        near = cKDTree(self._pose[:, :2]).query_ball_point(people, reach)
+        contacts = set()
+        for person, robots in enumerate(near):
+            for robot in robots:
+                gap = np.hypot(*(self._pose[robot, :2] - people[person]))
+                if gap < self.radius[robot] + self.pedestrians.radius:
+                    contacts.add((int(robot), person))
+        started = sorted(contacts - self._person_contacts)
+        self._person_contacts = contacts
+        events = []
+        for robot, person in started:
+            share = self.radius[robot] / (self.radius[robot] + self.pedestrians.radius)
+            point = self._pose[robot, :2] + share * (people[person] - self._pose[robot, :2])
+            events.append(CollisionEvent(self.time, ROBOT_PERSON, (robot,),
+                                         (float(point[0]), float(point[1])), person))
+        return events
 
     def _robot_robot_events(self) -> List[CollisionEvent]:
         pos = self._pose[:, :2]

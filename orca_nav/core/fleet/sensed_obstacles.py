@@ -1,0 +1,134 @@
+"""Obstacles the robots' sensors see that the map does not have (a pallet left in an aisle),
+as short-lived ORCA obstacles.
+
+Each robot's scans arrive as points in the global frame, in scan order. A robot keeps its scans
+of the last `persistence` seconds, at most `max_points` points in all (a scan with more is
+thinned evenly; older scans go first when the total would exceed it), so the input is bounded
+by robots x max_points whatever the sensor. When a scan comes in:
+
+- points on a fleet robot or a tracked agent (within its radius plus `clear_margin` of its
+  centre at the scan's time) are dropped: the laser sees the other robots and the people, and
+  those must stay agents (reciprocal, or avoided with full responsibility), not turn into walls
+  the fleet would jam against or trails behind whoever walks on. The margin is small (3 cm):
+  ORCA keeps a robot further than that from any obstacle (`safety_margin`), so only points on
+  robots and people fall inside it;
+- neighbours closer than `link_distance` form runs, and each run is simplified to the fewest
+  vertices that stay within `tolerance` of every point (Douglas-Peucker): a wall seen as 100
+  points becomes one edge, so what ORCA gets scales with the shapes seen, not the beams;
+- a lone point becomes a short segment.
+
+The edges become RVO2 segment obstacles (2-vertex obstacles). They are shared: what one robot
+sees, every robot avoids. `version` changes whenever the set of edges does, so a caller can
+keep the obstacles it built from them until then.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import Deque, List, Tuple
+
+import numpy as np
+
+LONE_POINT_SEGMENT = 0.02   # m: length of the segment a lone point becomes
+
+
+class SensedObstacles:
+    """Recent sensor scans per robot as edges (see the module docstring)."""
+
+    def __init__(self, robots: int, persistence: float, max_points: int,
+                 link_distance: float = 0.3, clear_margin: float = 0.03,
+                 tolerance: float = 0.03):
+        self.persistence = persistence
+        self.max_points = max_points
+        self.link_distance = link_distance
+        self.clear_margin = clear_margin
+        self.tolerance = tolerance
+        self.version = 0
+        # Per robot: (stamp, points kept, edges (E, 2, 2)) of each scan, oldest first.
+        self._scans: List[Deque[Tuple[float, int, np.ndarray]]] = [deque() for _ in range(robots)]
+
+    def add_scan(self, robot: int, stamp: float, points: np.ndarray, clear_centres: np.ndarray,
+                 clear_radii: np.ndarray) -> None:
+        """Robot `robot`'s scan at `stamp`: (M, 2) global points in scan order (non-finite rows,
+        e.g. no return, are dropped), minus those on the robots and agents at clear_centres
+        (K, 2) with clear_radii (K,)."""
+        points = np.asarray(points, dtype=float).reshape(-1, 2)
+        points = points[np.isfinite(points).all(axis=1)]
+        if len(points) > self.max_points:
+            keep = np.linspace(0, len(points) - 1, self.max_points).round().astype(int)
+            points = points[keep]
+        points = self._clear(points, clear_centres, clear_radii)
+        scans = self._scans[robot]
+        scans.append((float(stamp), len(points), self._edges(points)))
+        total = sum(count for _, count, _ in scans)
+        while len(scans) > 1 and total > self.max_points:
+            total -= scans.popleft()[1]
+        self.version += 1
+
+    def point_count(self) -> int:
+        return sum(count for scans in self._scans for _, count, _ in scans)
+
+    def edges(self, now: float) -> np.ndarray:
+        """(E, 2, 2) edges of the scans of the last `persistence` s (older ones are forgotten)."""
+        out = []
+        for scans in self._scans:
+            while scans and now - scans[0][0] > self.persistence:
+                scans.popleft()
+                self.version += 1
+            out.extend(edges for _, _, edges in scans)
+        return np.concatenate(out) if out else np.zeros((0, 2, 2))
+
+    def _clear(self, points: np.ndarray, centres, radii) -> np.ndarray:
+        """`points` without those within radii + clear_margin of a (finite) centre."""
+        centres = np.asarray(centres, dtype=float).reshape(-1, 2)
+        known = np.isfinite(centres).all(axis=1)
+        if len(points) == 0 or not known.any():
+            return points
+        reach = np.asarray(radii, dtype=float)[known] + self.clear_margin
+        gap = np.linalg.norm(points[:, None, :] - centres[None, known, :], axis=2)
+        return points[(gap > reach[None, :]).all(axis=1)]
+
+    def _edges(self, points: np.ndarray) -> np.ndarray:
+        """Runs of linked points simplified to edges; lone points as short segments."""
+        if len(points) == 0:
+            return np.zeros((0, 2, 2))
+        step = np.linalg.norm(np.diff(points, axis=0), axis=1)
+        linked = (step < self.link_distance) & (step > 0.0)
+        run = np.concatenate([[0], np.cumsum(~linked)])          # run id of every point
+        vertices = np.flatnonzero(_simplified(points, run, self.tolerance))
+        same_run = run[vertices[:-1]] == run[vertices[1:]]
+        edges = np.stack([points[vertices[:-1][same_run]], points[vertices[1:][same_run]]],
+                         axis=1)
+        lone = np.flatnonzero(np.bincount(run) == 1)
+        lone_points = points[np.isin(run, lone)]
+        lone_edges = np.stack([lone_points, lone_points + (LONE_POINT_SEGMENT, 0.0)], axis=1)
+        return np.concatenate([edges, lone_edges])
+
+
+def _simplified(points: np.ndarray, run: np.ndarray, tolerance: float) -> np.ndarray:
+    """(M,) bool: the Douglas-Peucker vertices of every run of the polyline `points` (runs by
+    id, ascending), all runs and all splits of one level at once."""
+    count = len(points)
+    keep = np.zeros(count, dtype=bool)
+    keep[0] = keep[-1] = True
+    boundary = np.flatnonzero(np.diff(run)) if count > 1 else np.zeros(0, dtype=int)
+    keep[boundary] = keep[boundary + 1] = True       # each run's first and last point
+    every = np.arange(count)
+    while True:
+        kept = np.flatnonzero(keep)
+        segment = np.searchsorted(kept, every, side='right') - 1
+        first = kept[segment]
+        last = kept[np.minimum(segment + 1, len(kept) - 1)]
+        chord = points[last] - points[first]
+        rel = points - points[first]
+        length = np.hypot(chord[:, 0], chord[:, 1])
+        cross = np.abs(chord[:, 0] * rel[:, 1] - chord[:, 1] * rel[:, 0])
+        distance = np.where(length > 0.0, cross / np.where(length > 0.0, length, 1.0),
+                            np.hypot(rel[:, 0], rel[:, 1]))
+        distance[keep] = 0.0
+        worst = np.maximum.reduceat(distance, kept)          # per segment [kept[k], kept[k+1])
+        split = (distance > tolerance) & (distance == worst[segment])
+        if not split.any():
+            return keep
+        # One new vertex per segment: its first point at the largest distance.
+        chosen, where = np.unique(segment[split], return_index=True)
+        keep[np.flatnonzero(split)[where]] = True

@@ -1,0 +1,46 @@
+"""What a robot's measured state is worth at the cycle time: how uncertain it is, and where it
+is now rather than when it was measured.
+
+Uncertainty (as collvoid does for ROS 1): a pose with position covariance C (x, y) is somewhere
+around its mean; the others keep away from a disc grown by k standard deviations along C's
+widest axis, k * sqrt(largest eigenvalue of C), capped by `max_margin` (a localization that
+has lost the robot must not swell it across the aisle).
+
+Latency: odometry stamped t arrives later (Wi-Fi, another machine, a busy executor) and the
+robot has moved on; the cycle at `now` uses position + velocity * (now - t), the age capped by
+`max_extrapolation` (a constant-velocity guess is good for a fraction of a second, not more;
+older states go stale by `odom_timeout` anyway). A state stamped after `now` is not moved back.
+"""
+import numpy as np
+
+
+def uncertainty_margins(covariances: np.ndarray, gain: float, max_margin: float) -> np.ndarray:
+    """(N,) margins (m) of (N, 2, 2) xy position covariances (m^2): gain * sqrt(largest
+    eigenvalue), in [0, max_margin]. Closed form for symmetric 2 x 2 matrices."""
+    a = covariances[:, 0, 0]
+    c = covariances[:, 1, 1]
+    b = 0.5 * (covariances[:, 0, 1] + covariances[:, 1, 0])
+    largest = 0.5 * (a + c) + np.sqrt((0.5 * (a - c)) ** 2 + b * b)
+    return np.clip(gain * np.sqrt(np.maximum(largest, 0.0)), 0.0, max_margin)
+
+
+def covariance_problem(covariance: np.ndarray):
+    """Why a (2, 2) position covariance cannot be used (None when it can): it must be finite,
+    symmetric and positive semi-definite (within rounding)."""
+    if covariance.shape != (2, 2) or not np.all(np.isfinite(covariance)):
+        return f'position covariance {covariance.tolist()} is not a finite 2 x 2 matrix'
+    scale = max(float(np.abs(covariance).max()), 1e-12)
+    if abs(covariance[0, 1] - covariance[1, 0]) > 1e-6 * scale:
+        return f'position covariance {covariance.tolist()} is not symmetric'
+    if (covariance[0, 0] < 0.0 or covariance[1, 1] < 0.0
+            or covariance[0, 0] * covariance[1, 1] - covariance[0, 1] * covariance[1, 0]
+            < -1e-9 * scale * scale):
+        return f'position covariance {covariance.tolist()} is not positive semi-definite'
+    return None
+
+
+def project_positions(positions: np.ndarray, velocities: np.ndarray, stamps: np.ndarray,
+                      now: float, max_extrapolation: float) -> np.ndarray:
+    """(N, 2) positions moved on to `now` at their velocities, for at most max_extrapolation s."""
+    age = np.clip(now - stamps, 0.0, max_extrapolation)
+    return positions + velocities * age[:, None]

@@ -546,11 +546,13 @@ class FleetController:
         if (run & ~flying).any():
             twist[ground] = self._command(rows[ground], live[ground], (run & ~flying)[ground],
                                           now, dt, layered=False)
+        drive = flying & run
+        if not drive.any():     # per-robot mode on a ground robot: the drones are not ours
+            return twist
         centre_z, spheres = ground_robot_spheres(self._radius[rows], p.ground_clearance)
         positions = np.column_stack([self._position[rows], np.where(flying, altitude, centre_z)])
         velocities = np.where(live[:, None], np.column_stack(
             [self._velocity[rows], np.where(flying, self._climb[rows], 0.0)]), 0.0)
-        drive = flying & run
         pref = velocities.copy()
         if drive.any():
             pref[drive] = keep_right(self._drone_preferred(rows[drive], positions[drive], now))

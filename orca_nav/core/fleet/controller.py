@@ -345,8 +345,9 @@ class FleetController:
         return None
 
     def _goal_problem(self, i: int, xy: np.ndarray, goal_z: float = np.nan) -> Optional[str]:
-        if self._flying[i]:     # a drone's map is the 3-D one
-            z = self._altitude[i] if np.isnan(goal_z) else goal_z
+        if self._flying[i]:     # a drone's map is the 3-D one; its altitude is known with its state
+            known = np.isfinite(self._position[i, 0])
+            z = goal_z if np.isfinite(goal_z) else self._altitude[i] if known else np.nan
             return goal_problem_3d(self._map_3d.grid if self._map_3d is not None else None,
                                    (xy[0], xy[1], z), self._radius[i])
         if self._map is None:

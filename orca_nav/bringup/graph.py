@@ -15,11 +15,13 @@ from typing import Any, Dict, List, Optional, Tuple
 from orca_nav.bringup.fleet_file import FleetConfig
 from orca_nav.bringup.rviz import rviz_remappings, write_rviz_config
 from orca_nav.core.fleet.controller import MODES
+from orca_nav.core.voxel_map import load_voxel_map
 
 PACKAGE = 'orca_nav'
 
 # Node names the graph uses (topics that carry a node name, like /fleet_sim/collisions, follow).
 MAP_PUBLISHER = 'map_publisher'
+MAP_3D_PUBLISHER = 'map_3d_publisher'
 FLEET_SIM = 'fleet_sim'
 ORCA = 'orca_node'
 PLANNER = 'planner_node'
@@ -118,15 +120,24 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
     # file may still say otherwise).
     # Every node that reads odometry takes poses from TF in the fleet's layout.
     layout = {'tf_layout': cfg.tf_layout}
+    # Drones wait for the 3-D map as everyone waits for /map; the nodes rebuild its voxels with
+    # the map's resolution.
+    map_3d = {} if cfg.map_3d_path is None else {
+        'map_3d_resolution': load_voxel_map(cfg.map_3d_path).resolution}
     orca = {**fleet, **clock, **layout, 'trajectories_only': cfg.planner_enabled,
-            'require_map': cfg.map_path is not None, **sections['orca_node']}
+            'require_map': cfg.map_path is not None, **map_3d,
+            'require_map_3d': cfg.map_3d_path is not None, **sections['orca_node']}
     specs: List[NodeSpec] = []
     if cfg.map_path is not None:
         specs.append(NodeSpec(MAP_PUBLISHER, MAP_PUBLISHER, parameters=[{
             'yaml_filename': str(cfg.map_path), 'frame_id': cfg.global_frame, **clock,
             **sections['map_publisher']}]))
+    if cfg.map_3d_path is not None:
+        specs.append(NodeSpec(MAP_3D_PUBLISHER, MAP_3D_PUBLISHER, parameters=[{
+            'yaml_filename': str(cfg.map_3d_path), 'frame_id': cfg.global_frame, **clock,
+            **sections['map_3d_publisher']}]))
     if use_sim:
-        sim = {**fleet, 'publish_clock': sim_time, **layout,
+        sim = {**fleet, 'publish_clock': sim_time, **layout, **map_3d,
                **sections['fleet_sim_node'],
                **(sim_overrides or {})}
         if sim.get('lockstep'):

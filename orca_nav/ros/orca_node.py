@@ -6,8 +6,9 @@ in `global_frame`, or with `tf_layout` in any frame TF connects to it: `tf_poses
 state counts at the message stamp); per commanded robot `/<robot>/goal_pose` (PoseStamped),
 `/<robot>/trajectory` (MultiDOFJointTrajectory, transient local: a restarted node gets the
 current plan) and scans (`sensor_scans`); `/map` (OccupancyGrid, transient local), prepared on
-a worker thread; non-cooperative agents (`tracked_agents`). Out: `/<robot>/cmd_vel` (Twist or
-TwistStamped), `/orca_nav/markers`, `/diagnostics`.
+a worker thread; drones: `map_3d_topic` (`orca_drones`); non-cooperative agents
+(`tracked_agents`). Out: `/<robot>/cmd_vel` (Twist or TwistStamped; linear.z: a drone's climb
+rate), `/orca_nav/markers`, `/diagnostics`.
 
 A cycle starts as soon as every robot with live odometry has sent a new message since the last
 cycle (`cycle_trigger: odometry`, lowest odom->cmd_vel latency) and at the latest on the
@@ -44,8 +45,9 @@ from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.markers import fleet_markers
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.offload import Offloaded
-from orca_nav.ros.orca_params import (DEADLOCK_SPECS, NODE_SPECS, controller_params,
-                                      robot_specs)
+from orca_nav.ros.orca_drones import DroneMap
+from orca_nav.ros.orca_params import (DEADLOCK_SPECS, NODE_SPECS, commanded_robots,
+                                      controller_params, robot_specs)
 from orca_nav.ros.params import declare_parameters, declare_robot_parameters, on_parameters_changed
 from orca_nav.ros.sensor_scans import ScanInput
 from orca_nav.ros.tf_poses import FleetPoses
@@ -82,11 +84,11 @@ class OrcaNode(ManagedNode):
                                  self._cfg['transform_tolerance'])
         self.fleet = FleetController(robot_specs(self.robots, self._robot_cfg),
                                      controller_params(self._cfg, self._deadlock_cfg),
-                                     commanded=self._commanded())
+                                     commanded=commanded_robots(self._cfg))
         self.commanded = [r for r in self.robots if self.fleet.commanded[self.fleet.index[r]]]
         for robot, fields in self._robot_cfg.items():
             if len(fields['goal']) == 3:
-                self._set_goal(self.fleet.index[robot], fields['goal'], 'parameter')
+                self._set_goal(self.fleet.index[robot], fields['goal'], 'parameter', fields['goal_z'])
 
         self._last_warn: Dict[tuple, float] = {}
         self._unstamped: set = set()            # robots warned about odometry without a stamp
@@ -132,6 +134,7 @@ class OrcaNode(ManagedNode):
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
         self._others = TrackedAgentsInput(self, self.fleet, self._cfg, self.global_frame, self._warn)
         ScanInput(self, self.fleet, self._cfg, self._poses.names, self.commanded, self._warn)
+        self._drone_map = DroneMap(self)
         self._timer = self._marker_timer = None
         self._make_control_timer()
         self._set_marker_timer(self._cfg['marker_rate'])
@@ -148,16 +151,6 @@ class OrcaNode(ManagedNode):
         self._publish_commands(np.zeros((len(self.robots), 3)), self.fleet.commanded)
 
     # ------------------------------------------------------------------ parameters -> core
-    def _commanded(self) -> List[str]:
-        if self._cfg['mode'] != 'per_robot':
-            return self.robots
-        if not self._cfg['robot_name']:
-            raise ValueError('robot_name: required in per_robot mode (which robot to command)')
-        if self._cfg['robot_name'] not in self.robots:
-            raise ValueError(f"robot_name: {self._cfg['robot_name']!r} is not in robots "
-                             f'{self.robots}')
-        return [self._cfg['robot_name']]
-
     def _on_parameters(self, changed: Dict) -> None:
         goals = {}
         for name, value in changed.items():
@@ -176,7 +169,8 @@ class OrcaNode(ManagedNode):
         for note in self.fleet.configure(controller_params(self._cfg, self._deadlock_cfg), robot_specs(self.robots, self._robot_cfg)):
             self.get_logger().warning(note)
         for robot, goal in goals.items():
-            self._set_goal(self.fleet.index[robot], goal if len(goal) == 3 else None, 'parameter')
+            self._set_goal(self.fleet.index[robot], goal if len(goal) == 3 else None, 'parameter',
+                           self._robot_cfg[robot]['goal_z'])
         if changed.keys() & {'control_rate', 'cycle_trigger'}:
             self._make_control_timer()
         if 'marker_rate' in changed:
@@ -248,10 +242,10 @@ class OrcaNode(ManagedNode):
                                   f'{self.global_frame!r}')
             return
         p = msg.pose.position
-        self._set_goal(i, (p.x, p.y), 'goal_pose')
+        self._set_goal(i, (p.x, p.y), 'goal_pose', p.z)
 
-    def _set_goal(self, i: int, xy, source: str) -> None:
-        reason = self.fleet.set_goal(i, xy)
+    def _set_goal(self, i: int, xy, source: str, altitude=None) -> None:
+        reason = self.fleet.set_goal(i, xy, altitude)
         if reason is not None:
             self._goal_warning(i, f'{self.robots[i]}: refusing goal from {source}: {reason}')
 
@@ -336,7 +330,7 @@ class OrcaNode(ManagedNode):
             self._timer.reset()     # the timer waits for late odometry from now on
         self._others.refresh(now)
         out = self.fleet.step(now)
-        self._publish_commands(out.twists, out.publish)
+        self._publish_commands(out.twists, out.publish, out.climb_rates)
         if self.fleet.params.require_map and self.fleet.map is None and not self._said_waiting:
             self._said_waiting = True      # normal start-up: said once, at INFO
             self.get_logger().info('waiting for /map (require_map): holding every robot still')
@@ -351,10 +345,11 @@ class OrcaNode(ManagedNode):
             for history in (self._cycle_ms, self._cycle_cpu_ms):
                 del history[:max(0, len(history) - _CYCLE_HISTORY)]
 
-    def _publish_commands(self, twists, publish) -> None:
+    def _publish_commands(self, twists, publish, climb_rates=None) -> None:
         stamped = self._cfg['cmd_vel_stamped']
         stamp = self.get_clock().now().to_msg() if stamped else None
         values = twists.tolist()
+        climb = np.zeros(len(values)).tolist() if climb_rates is None else climb_rates.tolist()
         for row, pub, msg in self._cmd_out:
             if not publish[row]:
                 continue
@@ -362,6 +357,7 @@ class OrcaNode(ManagedNode):
             if stamped:
                 msg.header.stamp = stamp
             body.linear.x, body.linear.y, body.angular.z = values[row]
+            body.linear.z = climb[row]
             pub.publish(msg)
 
     # ------------------------------------------------------------------ outputs

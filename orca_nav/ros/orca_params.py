@@ -7,7 +7,7 @@ from typing import Any, Dict, List
 from orca_nav.core.fleet.controller import MODES, ControllerParams
 from orca_nav.core.fleet.deadlock import DeadlockParams
 from orca_nav.core.fleet.robots import RobotSpec
-from orca_nav.ros.params import SHARED_SPECS, ParamSpec
+from orca_nav.ros.params import POSE_FIELDS, SHARED_SPECS, ParamSpec
 
 TRIGGERS = ('odometry', 'timer')
 
@@ -54,6 +54,11 @@ NODE_SPECS = [
               'obstacle polygons (set when the fleet has a map, so nobody drives before the '
               'walls are known)', read_only=True),
     SHARED_SPECS['goal_tolerance'],
+    SHARED_SPECS['ground_clearance'],
+    SHARED_SPECS['map_3d_topic'],
+    SHARED_SPECS['map_3d_resolution'],
+    ParamSpec('require_map_3d', False, 'Drones hold still until the first 3-D map (map_3d_topic) '
+              'has been received', read_only=True),
     ParamSpec('map_inflation', 0.0, 'Margin added around occupied map cells before they become '
               'ORCA polygons (m)', min=0.0, max=100.0),
     ParamSpec('publish_orca_lines', False, "Add each robot's ORCA half-plane lines to "
@@ -110,7 +115,7 @@ DEADLOCK_SPECS = [
 def robot_specs(robots: List[str], fields: Dict[str, Dict[str, Any]]) -> List[RobotSpec]:
     """The robots' `<robot>.<field>` parameters as core RobotSpecs."""
     return [RobotSpec(r, **{k: v for k, v in fields[r].items()
-                            if k not in ('start', 'goal')}) for r in robots]
+                            if k not in POSE_FIELDS}) for r in robots]
 
 
 def controller_params(c: Dict[str, Any], d: Dict[str, Any]) -> ControllerParams:
@@ -132,4 +137,16 @@ def controller_params(c: Dict[str, Any], d: Dict[str, Any]) -> ControllerParams:
         deadlock=None if c['cmd_vel_in'] else deadlock, uncertainty_gain=c['uncertainty_gain'],
         max_uncertainty_margin=c['max_uncertainty_margin'],
         max_extrapolation=c['max_extrapolation'], sensor_persistence=c['sensor_persistence'],
-        sensor_max_points=c['sensor_max_points'])
+        sensor_max_points=c['sensor_max_points'], ground_clearance=c['ground_clearance'],
+        require_map_3d=c['require_map_3d'])
+
+
+def commanded_robots(c: Dict[str, Any]) -> List[str]:
+    """The robots this node commands: all of `robots`, or `robot_name` in per_robot mode."""
+    if c['mode'] != 'per_robot':
+        return list(c['robots'])
+    if not c['robot_name']:
+        raise ValueError('robot_name: required in per_robot mode (which robot to command)')
+    if c['robot_name'] not in c['robots']:
+        raise ValueError(f"robot_name: {c['robot_name']!r} is not in robots {list(c['robots'])}")
+    return [c['robot_name']]

@@ -4,7 +4,7 @@ sees with its scan (core only, no ROS)."""
 import numpy as np
 import pytest
 
-from orca_nav.core.fleet.sensed_obstacles import SensedObstacles
+from orca_nav.core.fleet.sensed_obstacles import SensedObstacles, planar_scan
 from orca_nav.core.fleet.sim_scan import (beam_angles, box_clearance, box_overlap, check_boxes,
                                           scan_ranges)
 from orca_nav.core.grid import OccupancyGrid
@@ -116,3 +116,25 @@ def test_a_robot_goes_around_a_box_only_its_scan_shows():
     seen, final = _robot_toward_a_box(scans=True)
     assert [e.kind for e in blind] == ['robot_obstacle']
     assert seen == [] and final < 0.2
+
+
+def test_a_point_cloud_becomes_the_scan_a_planar_laser_would_give():
+    # A wall 2 m ahead from floor to 3 m, the floor itself, a shelf overhead, and NaN points.
+    ys = np.linspace(-1.0, 1.0, 201)
+    wall = np.array([(2.0, y, z) for y in ys for z in np.linspace(0.0, 3.0, 16)])
+    floor = np.array([(x, y, 0.0) for x in np.linspace(0.5, 1.5, 5) for y in ys])
+    shelf = np.array([(1.0, y, 2.5) for y in ys])
+    cloud = np.vstack([wall, floor, shelf, [[np.nan, 0.0, 1.0]]])
+    scan = planar_scan(cloud, min_z=0.05, max_z=2.0, bins=360)
+    # Only the wall is left (x = 2), one point per bearing, nearest first, in bearing order.
+    np.testing.assert_allclose(scan[:, 0], 2.0)
+    bearings = np.arctan2(scan[:, 1], scan[:, 0])
+    assert np.all(np.diff(bearings) > 0.0)
+    assert len(scan) == len(np.unique(np.floor((bearings + np.pi) / (2 * np.pi) * 360)))
+    assert len(scan) < len(ys)          # 201 wall columns fall in 54 one-degree bearings
+    # Lowering the ceiling to below the shelf keeps the wall only; raising it adds the shelf,
+    # which is nearer (x = 1) and so replaces the wall in its bearings.
+    with_shelf = planar_scan(cloud, min_z=0.05, max_z=3.0, bins=360)
+    assert np.all(with_shelf[:, 0] == 1.0)
+    assert planar_scan(floor, 0.05, 2.0).shape == (0, 2)
+    assert planar_scan(np.zeros((0, 3)), 0.05, 2.0).shape == (0, 2)

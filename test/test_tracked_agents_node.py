@@ -113,3 +113,84 @@ def test_laser_scans_become_obstacles_and_bad_ones_are_named(ros, capfd):
     pub.publish(_scan(ros, [1.0] * 11, frame='robot0/laser'))
     assert logged(ros, capfd, r"robot0: ignoring a scan: header.frame_id 'robot0/laser' is not "
                               r"the robot's base frame 'robot0/base_link'")
+
+
+def _static_mount(ros, parent, child, x, z, yaw):
+    """A sensor mount on /tf_static (prefixed layout), as robot_state_publisher sends it."""
+    import tf2_msgs.msg
+    from geometry_msgs.msg import TransformStamped
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+    from orca_nav.ros.convert import yaw_to_quaternion
+    pub = ros.publisher(tf2_msgs.msg.TFMessage, '/tf_static',
+                        QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    tf = TransformStamped()
+    tf.header.frame_id, tf.child_frame_id = parent, child
+    tf.header.stamp = _time(ros.clock.now_s)
+    tf.transform.translation.x, tf.transform.translation.z = float(x), float(z)
+    tf.transform.rotation = yaw_to_quaternion(yaw)
+    pub.publish(tf2_msgs.msg.TFMessage(transforms=[tf]))
+    buffer = ros.node._poses.buffer
+    assert ros.wait_for(lambda: buffer.parent_of(child) == parent)
+
+
+def _slows_for(ros, cmds, send):
+    """The robot gets up to speed, then `send()` shows it a wall 0.6 m ahead every tick: it
+    must not drive on."""
+    ros.run({'robot0': (0.0, 0.0)}, [cmds], 8)
+    assert cmds[-1].linear.x > 0.5
+    for _ in range(12):     # (slowing down at max_accel)
+        send()
+        ros.tick({'robot0': (0.0, 0.0)}, [cmds])
+    assert cmds[-1].linear.x < 0.2
+
+
+def test_a_scan_from_a_mounted_lidar_is_placed_through_tf(ros, capfd):
+    from sensor_msgs.msg import LaserScan
+    pytest.importorskip('tf2_msgs.msg')
+    ros.orca(['robot0'], scan_topic='scan', tf_layout='prefixed',
+             **{'robot0.goal': [5.0, 0.0, 0.0], 'deadlock.enabled': False})
+    cmds = ros.collect(Twist, '/robot0/cmd_vel')
+    pub = ros.publisher(LaserScan, '/robot0/scan', qos_profile_sensor_data)
+    # The lidar sits 0.1 m ahead of the centre, 0.2 m up, turned to look left: the robot's
+    # forward is its -y. Beams around -90 degrees see the wall at x = 0.6 in the base frame;
+    # read as if in the base frame they would be on the robot's right, out of its way.
+    _static_mount(ros, 'robot0/base_link', 'robot0/laser', 0.1, 0.2, math.pi / 2)
+    angles = [-math.pi / 2 - 0.5 + 0.1 * k for k in range(11)]
+
+    def send():
+        msg = _scan(ros, [0.5 / math.cos(a + math.pi / 2) for a in angles], frame='robot0/laser')
+        msg.angle_min = angles[0]
+        pub.publish(msg)
+    _slows_for(ros, cmds, send)
+    pub.publish(_scan(ros, [1.0] * 11, frame='robot0/nowhere'))
+    assert logged(ros, capfd, r'robot0: ignoring a scan: no transform robot0/base_link <- '
+                              r'robot0/nowhere')
+
+
+def test_a_point_cloud_becomes_obstacles_within_its_height_band(ros, capfd):
+    from sensor_msgs.msg import PointCloud2
+    from orca_nav.ros.convert import points_to_cloud
+    pytest.importorskip('tf2_msgs.msg')
+    ros.orca(['robot0'], cloud_topic='points', tf_layout='prefixed',
+             **{'robot0.goal': [5.0, 0.0, 0.0], 'deadlock.enabled': False})
+    cmds = ros.collect(Twist, '/robot0/cmd_vel')
+    pub = ros.publisher(PointCloud2, '/robot0/points', qos_profile_sensor_data)
+    _static_mount(ros, 'robot0/base_link', 'robot0/camera', 0.0, 0.5, 0.0)
+    # In the camera frame (0.5 m up): the floor ahead at z = -0.5 (no obstacle), a wall 0.6 m
+    # ahead from the floor to 1.5 m.
+    ys = np.linspace(-0.5, 0.5, 21)
+    floor = [(x, y, -0.5) for x in np.linspace(0.3, 2.0, 10) for y in ys]
+    wall = [(0.6, y, z) for y in ys for z in np.linspace(-0.5, 1.0, 7)]
+
+    # The floor alone does not stop the robot.
+    ros.run({'robot0': (0.0, 0.0)}, [cmds], 8)
+    for _ in range(6):
+        pub.publish(points_to_cloud(floor, 'robot0/camera', _time(ros.clock.now_s)))
+        ros.tick({'robot0': (0.0, 0.0)}, [cmds])
+    assert cmds[-1].linear.x > 0.5
+    _slows_for(ros, cmds, lambda: pub.publish(points_to_cloud(
+        floor + wall, 'robot0/camera', _time(ros.clock.now_s))))
+    broken = points_to_cloud(wall, 'robot0/camera', _time(ros.clock.now_s))
+    broken.fields = broken.fields[:2]
+    pub.publish(broken)
+    assert logged(ros, capfd, r'robot0: ignoring a point cloud: fields: no z field')

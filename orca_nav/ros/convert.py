@@ -221,9 +221,14 @@ _CLOUD_FLOATS = {PointField.FLOAT32: 'f4', PointField.FLOAT64: 'f8'}
 
 
 def grid_to_cloud(grid: OccupancyGrid, frame_id: str, stamp) -> PointCloud2:
-    """A 3-D core grid as sensor_msgs/PointCloud2 of its occupied voxel centres (x, y, z
-    float32, little-endian, unordered: height 1, dense)."""
-    points = occupied_centres(grid)
+    """A 3-D core grid as sensor_msgs/PointCloud2 of its occupied voxel centres."""
+    return points_to_cloud(occupied_centres(grid), frame_id, stamp)
+
+
+def points_to_cloud(points, frame_id: str, stamp) -> PointCloud2:
+    """(K, 3) points as sensor_msgs/PointCloud2 (x, y, z float32, little-endian, unordered:
+    height 1; dense unless a point is not finite)."""
+    points = np.asarray(points, dtype=float).reshape(-1, 3)
     msg = PointCloud2()
     msg.header.frame_id = frame_id
     msg.header.stamp = stamp
@@ -233,7 +238,7 @@ def grid_to_cloud(grid: OccupancyGrid, frame_id: str, stamp) -> PointCloud2:
     msg.is_bigendian = False
     msg.point_step = 12
     msg.row_step = 12 * msg.width
-    msg.is_dense = True
+    msg.is_dense = bool(np.isfinite(points).all())
     msg.data = array.array('B', np.ascontiguousarray(points, dtype='<f4').tobytes())
     return msg
 

@@ -133,7 +133,7 @@ class OrcaNode(ManagedNode):
                     lambda msg, i=i: self._on_trajectory(i, msg), latched_qos())
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
         self._others = TrackedAgentsInput(self, self.fleet, self._cfg, self.global_frame, self._warn)
-        ScanInput(self, self.fleet, self._cfg, self._poses.names, self.commanded, self._warn)
+        ScanInput(self, self.fleet, self._cfg, self._poses, self.commanded, self._warn)
         self._drone_map = DroneMap(self)
         self._timer = self._marker_timer = None
         self._make_control_timer()

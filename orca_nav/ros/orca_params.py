@@ -83,9 +83,17 @@ NODE_SPECS = [
               max=50.0),
     ParamSpec('tracked_agent_timeout', 1.0, 'A tracked agent not heard of for this long is '
               'dropped (s)', min=0.01, max=3600.0),
-    ParamSpec('scan_topic', '', "Per-robot sensor_msgs/LaserScan (/<robot>/<scan_topic>, frame: "
-              "the robot's base frame); its points are obstacles for sensor_persistence. "
-              'Empty: no scans', read_only=True),
+    ParamSpec('scan_topic', '', 'Per-robot sensor_msgs/LaserScan (/<robot>/<scan_topic>, in the '
+              "robot's base frame or one TF connects to it); its points are obstacles for "
+              'sensor_persistence. Empty: no scans', read_only=True),
+    ParamSpec('cloud_topic', '', 'Per-robot sensor_msgs/PointCloud2 (/<robot>/<cloud_topic>, '
+              "frames as scan_topic): its points within cloud_min_z..cloud_max_z of the base "
+              'frame, nearest per bearing, are obstacles like a scan. Empty: no clouds',
+              read_only=True),
+    ParamSpec('cloud_min_z', 0.05, 'Lowest point of a cloud that is an obstacle, above the base '
+              'frame (m): the floor is not', min=-10.0, max=10.0),
+    ParamSpec('cloud_max_z', 2.0, 'Highest point of a cloud that is an obstacle, above the base '
+              'frame (m): what the robot passes under is not', min=-10.0, max=100.0),
     ParamSpec('sensor_persistence', 1.0, 'How long sensor points stay obstacles (s)', min=0.01,
               max=60.0),
     ParamSpec('sensor_max_points', 180, 'Sensor points kept per robot (thinned evenly; bounds '

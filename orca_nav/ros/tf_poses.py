@@ -66,6 +66,24 @@ class FleetPoses:
         yaw = float(wrap_angle(state.yaw + yaw_of(tf.rotation)))
         return position, velocity, yaw
 
+    def in_base_frame(self, robot: str, frame_id: str, stamp: float, points) -> np.ndarray:
+        """(M, 3) points given in `frame_id` (e.g. a sensor mounted on the robot) expressed in
+        the robot's base frame; ValueError naming the frames when TF does not connect them."""
+        names = self.names[robot]
+        points = np.asarray(points, dtype=float).reshape(-1, 3)
+        if frame_id == names.base_frame:
+            return points
+        if names.tf_layout == 'none':
+            raise ValueError(f'header.frame_id {frame_id!r} is not the robot\'s base frame '
+                             f'{names.base_frame!r} (tf_layout none: no TF to place a sensor)')
+        try:
+            tf = self._lookup(names.buffer_frame(names.base_frame), names.buffer_frame(frame_id),
+                              stamp)
+        except TransformError as err:
+            raise ValueError(f'no transform {names.base_frame} <- {frame_id} at {stamp:.3f} s: '
+                             f'{err}') from None
+        return quaternion_rotate(tf.rotation, points) + tf.translation
+
     def _lookup(self, target: str, source: str, stamp: float):
         try:
             return self.buffer.lookup(target, source, stamp)

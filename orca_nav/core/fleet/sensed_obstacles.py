@@ -104,6 +104,23 @@ class SensedObstacles:
         return np.concatenate([edges, lone_edges])
 
 
+def planar_scan(points, min_z: float, max_z: float, bins: int = 360) -> np.ndarray:
+    """A 3-D point cloud in a robot's base frame as the scan a planar laser would give: the
+    points whose z is within [min_z, max_z] (not the floor, not what passes overhead), projected
+    on the ground, the nearest in each of `bins` bearings around the robot, in bearing order.
+    (K, 2), K <= bins: the scan-ordered input `SensedObstacles.add_scan` links into runs."""
+    points = np.asarray(points, dtype=float).reshape(-1, 3)
+    band = points[np.isfinite(points).all(axis=1) & (points[:, 2] >= min_z)
+                  & (points[:, 2] <= max_z), :2]
+    if len(band) == 0:
+        return np.zeros((0, 2))
+    bearing = np.floor((np.arctan2(band[:, 1], band[:, 0]) + np.pi) / (2.0 * np.pi) * bins)
+    bearing = np.minimum(bearing.astype(int), bins - 1)
+    order = np.lexsort((np.hypot(band[:, 0], band[:, 1]), bearing))   # by bearing, nearest first
+    first = np.concatenate([[True], np.diff(bearing[order]) != 0])
+    return band[order[first]]
+
+
 def _simplified(points: np.ndarray, run: np.ndarray, tolerance: float) -> np.ndarray:
     """(M,) bool: the Douglas-Peucker vertices of every run of the polyline `points` (runs by
     id, ascending), all runs and all splits of one level at once."""

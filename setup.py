@@ -45,6 +45,7 @@ setup(
             'planner_node = orca_nav.ros.planner_node:main',
             'fleet_sim_node = orca_nav.ros.fleet_sim_node:main',
             'map_publisher = orca_nav.ros.map_publisher:main',
+            'map_3d_publisher = orca_nav.ros.map_3d_publisher:main',
             'mission_node = orca_nav.ros.mission_node:main',
             'orca-nav = orca_nav.bringup.cli:main',
         ],

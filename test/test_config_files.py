@@ -8,6 +8,7 @@ rclpy = pytest.importorskip('rclpy')
 from rclpy.parameter import Parameter  # noqa: E402
 
 from orca_nav.ros.fleet_sim_node import FleetSimNode  # noqa: E402
+from orca_nav.ros.map_3d_publisher import Map3dPublisher  # noqa: E402
 from orca_nav.ros.map_publisher import MapPublisher  # noqa: E402
 from orca_nav.ros.mission_node import MissionNode  # noqa: E402
 from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
@@ -17,7 +18,8 @@ from orca_nav.ros.planner_node import PlannerNode  # noqa: E402
 pytestmark = pytest.mark.ros
 REPO = Path(__file__).resolve().parents[1]
 NODE_CLASSES = {'orca_node': OrcaNode, 'fleet_sim': FleetSimNode, 'planner_node': PlannerNode,
-                'map_publisher': MapPublisher, 'mission_node': MissionNode}
+                'map_publisher': MapPublisher, 'mission_node': MissionNode,
+                'map_3d_publisher': Map3dPublisher}
 PARAM_FILES = sorted(p for p in (REPO / 'config').glob('*.yaml') if 'ros__parameters' in p.read_text())
 
 

@@ -101,7 +101,8 @@ def test_colcon_build_installs_executables_and_share_files(tmp_path):
                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     install = tmp_path / 'install' / 'orca_nav'
-    for exe in ('orca_node', 'planner_node', 'fleet_sim_node', 'map_publisher', 'orca-nav'):
+    for exe in ('orca_node', 'planner_node', 'fleet_sim_node', 'map_publisher', 'map_3d_publisher',
+                'orca-nav'):
         assert (install / 'lib' / 'orca_nav' / exe).exists(), exe
     share = install / 'share' / 'orca_nav'
     assert (share / 'package.xml').exists()

@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from orca_nav.core.grid import OccupancyGrid  # noqa: E402  (needs the repository on sys.path)
+from orca_nav.core.voxel_map import load_voxel_map, save_voxel_map  # noqa: E402
 
 Rect = Tuple[float, float, float, float]       # xmin, ymin, xmax, ymax (m)
 
@@ -103,10 +104,39 @@ def forest_2d(shared: Path) -> OccupancyGrid:
     return OccupancyGrid(coarse, 2.0 * res, tuple(float(v) for v in data['origin'][:2]))
 
 
+def _with_floor(occupied: np.ndarray, ceiling: bool = False) -> np.ndarray:
+    """`occupied` [iz, iy, ix] with a one-voxel floor below it (and a ceiling above it): the
+    point list of the map then spans the whole map (`orca_nav.core.voxel_map`)."""
+    layer = np.ones((1,) + occupied.shape[1:], dtype=bool)
+    return np.concatenate([layer, occupied] + ([layer] if ceiling else []), axis=0)
+
+
+def forest_3d(shared: Path) -> OccupancyGrid:
+    """../shared/refdata/planners/forest_3d.npz (40 x 40 x 5 m) at 0.2 m voxels, a coarse
+    voxel occupied if any of its eight 0.1 m voxels is (conservative), on a floor (z -0.2..0)."""
+    fine = OccupancyGrid.from_npz(shared / 'refdata' / 'planners' / 'forest_3d.npz')
+    nz, ny, nx = fine.shape
+    coarse = fine.occupied.reshape(nz // 2, 2, ny // 2, 2, nx // 2, 2).any(axis=(1, 3, 5))
+    res = 2.0 * fine.resolution
+    return OccupancyGrid(_with_floor(coarse), res, fine.origin - np.array([0.0, 0.0, res]))
+
+
+def open_3d() -> OccupancyGrid:
+    """An empty 30 x 30 x 16 m volume (x, y -15..15, z 0..16), 0.2 m voxels, between a floor
+    (z -0.2..0) and a ceiling (z 16..16.2): open space for drones."""
+    res = 0.2
+    empty = np.zeros((80, 150, 150), dtype=bool)
+    return OccupancyGrid(_with_floor(empty, ceiling=True), res, (-15.0, -15.0, -res))
+
+
 def all_maps(shared: Path) -> Dict[str, OccupancyGrid]:
     return {'open_40x40': open_40x40(), 'corridor': corridor(), 'blocks': blocks(),
             'warehouse': warehouse(), 'parking_2d': parking_2d(shared),
             'forest_2d': forest_2d(shared)}
+
+
+def voxel_maps(shared: Path) -> Dict[str, OccupancyGrid]:
+    return {'forest_3d': forest_3d(shared), 'open_3d': open_3d()}
 
 
 def write_maps(out: Path, shared: Path) -> List[Path]:
@@ -114,7 +144,21 @@ def write_maps(out: Path, shared: Path) -> List[Path]:
     written = []
     for name, grid in all_maps(shared).items():
         written.extend(grid.save_map_yaml(out / name))
+    for name, grid in voxel_maps(shared).items():
+        written.extend(save_voxel_map(grid, out / name))
     return written
+
+
+def _same(fresh: Path, committed: Path) -> bool:
+    """Same file contents; an .npz (whose zip entries carry a time stamp) by its grid."""
+    if not committed.is_file():
+        return False
+    if fresh.suffix != '.npz':
+        return filecmp.cmp(fresh, committed, shallow=False)
+    a = load_voxel_map(fresh.with_suffix('.yaml'))
+    b = load_voxel_map(committed.with_suffix('.yaml'))
+    return (a.resolution == b.resolution and np.array_equal(a.origin, b.origin)
+            and np.array_equal(a.occupied, b.occupied))
 
 
 def main(argv=None) -> int:
@@ -131,9 +175,7 @@ def main(argv=None) -> int:
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         fresh = write_maps(Path(tmp), args.shared)
-        stale = [p.name for p in fresh
-                 if not (args.out / p.name).is_file()
-                 or not filecmp.cmp(p, args.out / p.name, shallow=False)]
+        stale = [p.name for p in fresh if not _same(p, args.out / p.name)]
     if stale:
         print(f'out of date in {args.out}: {", ".join(stale)}', file=sys.stderr)
         return 1

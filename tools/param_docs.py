@@ -16,8 +16,8 @@ from typing import Iterable, List, Tuple
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from orca_nav.ros import (fleet_sim_node, map_publisher, mission_node, orca_node,  # noqa: E402
-                          planner_node)
+from orca_nav.ros import (fleet_sim_node, map_3d_publisher, map_publisher, mission_node,  # noqa: E402
+                          orca_node, planner_node)
 from orca_nav.ros.lifecycle import AUTOSTART  # noqa: E402
 from orca_nav.ros.params import ROBOT_SPECS, ParamSpec  # noqa: E402
 
@@ -42,6 +42,8 @@ def sections() -> List[Tuple[str, str, List[Tuple[str, ParamSpec]]]]:
          + named(fleet_sim_node.FAULT_SPECS, 'fault.')),
         ('map_publisher', 'orca_nav/ros/map_publisher.py: NODE_SPECS; lifecycle.py',
          named(map_publisher.NODE_SPECS) + named([AUTOSTART])),
+        ('map_3d_publisher', 'orca_nav/ros/map_3d_publisher.py: NODE_SPECS; lifecycle.py',
+         named(map_3d_publisher.NODE_SPECS) + named([AUTOSTART])),
         ('mission_node', 'orca_nav/ros/mission_node.py: NODE_SPECS, goals_spec',
          named(mission_node.NODE_SPECS) + [('<robot>.goals', mission_node.goals_spec('<robot>'))]),
         ('Per-robot parameters `<robot>.<field>` (orca_node, planner_node, fleet_sim)',

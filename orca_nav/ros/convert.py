@@ -5,7 +5,7 @@ import array
 import math
 import struct
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
@@ -14,8 +14,10 @@ from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
+from sensor_msgs.msg import PointCloud2, PointField
 
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.voxel_map import grid_from_centres, occupied_centres
 
 
 def latched_qos(depth: int = 1) -> QoSProfile:
@@ -200,3 +202,86 @@ def msg_to_grid(msg: OccupancyGridMsg, unknown_occupied: bool = True,
     return OccupancyGrid.from_int8(data, info.width, info.height, info.resolution,
                                    (info.origin.position.x, info.origin.position.y),
                                    unknown_occupied=unknown_occupied)
+
+
+_XYZ = ('x', 'y', 'z')
+_CLOUD_FLOATS = {PointField.FLOAT32: 'f4', PointField.FLOAT64: 'f8'}
+
+
+def grid_to_cloud(grid: OccupancyGrid, frame_id: str, stamp) -> PointCloud2:
+    """A 3-D core grid as sensor_msgs/PointCloud2 of its occupied voxel centres (x, y, z
+    float32, little-endian, unordered: height 1, dense)."""
+    points = occupied_centres(grid)
+    msg = PointCloud2()
+    msg.header.frame_id = frame_id
+    msg.header.stamp = stamp
+    msg.height, msg.width = 1, int(len(points))
+    msg.fields = [PointField(name=axis, offset=4 * k, datatype=PointField.FLOAT32, count=1)
+                  for k, axis in enumerate(_XYZ)]
+    msg.is_bigendian = False
+    msg.point_step = 12
+    msg.row_step = 12 * msg.width
+    msg.is_dense = True
+    msg.data = array.array('B', np.ascontiguousarray(points, dtype='<f4').tobytes())
+    return msg
+
+
+def cloud_xyz(msg: PointCloud2) -> np.ndarray:
+    """(K, 3) float64 x, y, z of every point of a PointCloud2 (NaN ones included). ValueError
+    naming the field when x, y or z is missing or not a float, or data does not fit the layout."""
+    layout = {}
+    for f in msg.fields:
+        if f.name in _XYZ:
+            if f.datatype not in _CLOUD_FLOATS or f.count != 1:
+                raise ValueError(f'fields: {f.name} must be one FLOAT32 or FLOAT64, got datatype '
+                                 f'{f.datatype} count {f.count}')
+            layout[f.name] = (f.offset, _CLOUD_FLOATS[f.datatype])
+    missing = [axis for axis in _XYZ if axis not in layout]
+    if missing:
+        raise ValueError(f'fields: no {", ".join(missing)} field (have '
+                         f'{[f.name for f in msg.fields]})')
+    count = int(msg.width) * int(msg.height)
+    end = '>' if msg.is_bigendian else '<'
+    widest = max(offset + int(kind[1]) for offset, kind in layout.values())
+    if msg.point_step < widest or msg.row_step < msg.point_step * msg.width:
+        raise ValueError(f'point_step {msg.point_step} / row_step {msg.row_step}: too small for '
+                         f'the x, y, z fields ({widest} bytes a point, width {msg.width})')
+    if len(msg.data) < msg.row_step * msg.height:
+        raise ValueError(f'data: {len(msg.data)} bytes, but row_step x height = '
+                         f'{msg.row_step} x {msg.height}')
+    if count == 0:
+        return np.zeros((0, 3))
+    dtype = np.dtype({'names': list(_XYZ), 'offsets': [layout[a][0] for a in _XYZ],
+                      'formats': [end + layout[a][1] for a in _XYZ],
+                      'itemsize': int(msg.point_step)})
+    raw = np.frombuffer(msg.data, dtype=np.uint8)
+    rows = raw[:msg.row_step * msg.height].reshape(msg.height, msg.row_step)
+    points = rows[:, :msg.point_step * msg.width].copy().view(dtype).reshape(-1)
+    return np.stack([points[a].astype(np.float64) for a in _XYZ], axis=1)
+
+
+def cloud_to_grid(msg: PointCloud2, resolution: float,
+                  frame_id: Optional[str] = None) -> Tuple[OccupancyGrid, Optional[str]]:
+    """A PointCloud2 of occupied voxel centres -> 3-D core grid of `resolution` (its extent:
+    the points' bounding box, `orca_nav.core.voxel_map`). Points with a NaN or infinite
+    coordinate are dropped (as sensor drivers mark invalid points); the second value then says
+    how many, naming the field. ValueError naming the field for an empty cloud (or one with no
+    valid point), a cloud in another frame than `frame_id` (when given) or a bad layout."""
+    if frame_id is not None and msg.header.frame_id != frame_id:
+        raise ValueError(f'header.frame_id {msg.header.frame_id!r} is not the global frame '
+                         f'{frame_id!r}')
+    points = cloud_xyz(msg)
+    if len(points) == 0:
+        raise ValueError(f'width x height = {msg.width} x {msg.height}: the cloud has no points '
+                         '(a 3-D map needs its occupied voxels)')
+    finite = np.isfinite(points).all(axis=1)
+    note = None
+    if not finite.all():
+        bad = int(np.flatnonzero(~finite)[0])
+        note = (f'data: {int((~finite).sum())} of {len(points)} points have a NaN or infinite '
+                f'x, y or z (first: point {bad}, {points[bad].tolist()}); dropped')
+        points = points[finite]
+        if len(points) == 0:
+            raise ValueError(f'data: none of the {len(finite)} points is finite '
+                             '(every x, y or z is NaN or infinite)')
+    return grid_from_centres(points, resolution), note

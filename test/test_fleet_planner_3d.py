@@ -19,7 +19,8 @@ SETTINGS = PlanSettings(safety_margin=0.05, plan_time_budget=3.0)
 
 def wall_with_window():
     """10 x 10 x 4 m at 0.2 m: a wall across x 4.8..5.2 with one window at y 3..7, z 2..3.6,
-    the only way from the west half to the east half."""
+    the only way from the west half to the east half; a floor (z 0..0.2) and a ceiling
+    (z 3.8..4) span the map, so its occupied voxels (the cloud on ROS) span it too."""
     nx, ny, nz = 50, 50, 20
     occ = np.zeros((nz, ny, nx), bool)
     x = (np.arange(nx) + 0.5) * RES3
@@ -29,6 +30,7 @@ def wall_with_window():
     window = ((y > 3.0) & (y < 7.0))[None, :, None] & ((z > 2.0) & (z < 3.6))[:, None, None]
     occ[:, :, wall] = True
     occ &= ~(window & wall[None, None, :])
+    occ[0] = occ[-1] = True
     return OccupancyGrid(occ, RES3, (0.0, 0.0, 0.0))
 
 

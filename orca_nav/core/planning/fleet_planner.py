@@ -348,7 +348,8 @@ def _goal_problem(grid: OccupancyGrid, goal: np.ndarray) -> Optional[Tuple[PlanS
     text = '(' + ', '.join(f'{v:g}' for v in position) + ')'
     if not grid.in_bounds(position[None])[0]:
         lower, upper = grid.extent
-        spans = ', '.join(f'{axis} {lo:g}..{hi:g}' for axis, lo, hi in zip('xyz', lower, upper))
+        spans = ', '.join(f'{axis} {round(lo, 3) + 0.0:g}..{round(hi, 3) + 0.0:g}'
+                          for axis, lo, hi in zip('xyz', lower, upper))
         return PlanStatus.OUT_OF_MAP, f'{field} {text} is outside the map (it spans {spans})'
     if grid.occupied_at(position[None])[0]:
         return PlanStatus.GOAL_IN_COLLISION, f'{field} {text} is in an occupied cell'

@@ -8,8 +8,8 @@ import importlib
 import sys
 import time
 
-AREAS = ('orca', 'orca3d', 'kinodynamic', 'hybrid', 'fleet', 'pipeline', 'transforms',
-         'noisy_map')
+AREAS = ('orca', 'orca3d', 'kinodynamic', 'planner3d', 'hybrid', 'fleet', 'pipeline',
+         'transforms', 'noisy_map')
 
 
 def main(argv=None):

@@ -100,8 +100,7 @@ def _draw(ax, tracks: Sequence[RobotTrack], starts: np.ndarray, plans, colours,
     from matplotlib.patches import Circle
 
     def project(points):
-        points = np.asarray(points, dtype=float)
-        points = points.reshape(-1, points.shape[-1] if points.ndim > 1 else 2)
+        points = np.atleast_2d(np.asarray(points, dtype=float))
         padded = np.zeros((len(points), 3))
         padded[:, :points.shape[1]] = points
         return padded[:, axes[0]], padded[:, axes[1]]

@@ -9,6 +9,11 @@ others as reciprocal agents). Each control cycle, for all robots at once:
            -> ORCA (radius enlarged by the NH-ORCA tracking-error bound for diff-drive/car)
            -> body twists per kinematic model -> acceleration limits
 
+Drones (kinematics ``quadrotor``) run the same cycle in 3-D: straight toward their 3-D goal,
+3-D ORCA against each other, the 3-D map's voxels (`set_map_3d`) and the ground robots, and a
+climb rate vz next to their twist (`ControlOutput.climb_rates`); the ground robots keep 2-D
+ORCA and see low drones as discs (the layer rule: `drones`, docs/orca3d.md).
+
 Time is passed in, never read: `now` and the state stamps are seconds on one clock (a ROS
 node's clock, simulated or not). A robot is commanded from the first cycle in which it is
 ready: its state is known, the map is prepared (`require_map`) and, with `trajectories_only`,
@@ -36,13 +41,16 @@ from orca_nav.core.avoidance import OrcaLines, OrcaParams, prepare_obstacles, so
 from orca_nav.core.avoidance.map_polygons import grid_to_polygons
 from orca_nav.core.avoidance.obstacles import ObstacleSet
 from orca_nav.core.fleet.deadlock import DeadlockBreaker, DeadlockParams
+from orca_nav.core.fleet.drones import (Map3dModel, goal_problem_3d, ground_robot_spheres,
+                                        keep_right, low_flying)
 from orca_nav.core.fleet.guidance import GeodesicGuidance
-from orca_nav.core.fleet.kinematics import (CAR, DIFF_DRIVE, RobotLimits, limit_twist,
-                                            tracking_error_bound)
+from orca_nav.core.fleet.kinematics import (CAR, DIFF_DRIVE, QUADROTOR, RobotLimits,
+                                            limit_twist, limit_velocity_3d, tracking_error_bound)
 from orca_nav.core.fleet.preferred_velocity import goal_velocities
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.tracking import FleetTracker, TrackingCommand, TrackingParams, tracking_twist
 from orca_nav.core.fleet.velocity_filter import filtered_twists, preferred_from_twists
+from orca_nav.core.geometry import world_to_body
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.reference import Reference
 
@@ -74,6 +82,8 @@ class ControllerParams:
     require_map: bool = False           # robots hold still until the first map is prepared
     filter_mode: bool = False           # preferred velocities are input twists (velocity_filter)
     source_timeout: float = 0.5         # s: in filter mode, older input twists stop the robot
+    ground_clearance: float = 1.0       # m: height of the ground robots' layer (drones.py)
+    require_map_3d: bool = False        # drones hold still until the first 3-D map is set
     deadlock: Optional[DeadlockParams] = field(default_factory=DeadlockParams)   # None: off
 
     def __post_init__(self):
@@ -83,7 +93,7 @@ class ControllerParams:
             if not (np.isfinite(value) and value > 0.0):
                 raise ValueError(f'{name} must be finite and > 0, got {value}')
         for name in ('neighbor_dist', 'max_neighbors', 'safety_margin', 'command_latency',
-                     'goal_tolerance', 'map_inflation'):
+                     'goal_tolerance', 'map_inflation', 'ground_clearance'):
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0.0):
                 raise ValueError(f'{name} must be finite and >= 0, got {value}')
@@ -130,6 +140,7 @@ class ControlOutput(NamedTuple):
     ran: np.ndarray             # (N,) bool: commanded robots with live state (the others: zero)
     publish: np.ndarray         # (N,) bool: robots to send their twist (engaged, commanded)
     newly_stale: List[int]      # robots whose state went stale in this cycle
+    climb_rates: Optional[np.ndarray] = None    # (N,) vz of drones (cmd_vel linear.z); else 0
 
 
 @dataclass
@@ -180,6 +191,11 @@ class FleetController:
         self._stamp = np.full(n, -np.inf)
         self._fresh = np.zeros(n, dtype=bool)       # new state since the last cycle
         self._goal = np.full((n, 2), np.nan)
+        self._altitude = np.zeros(n)                # drones: z and vz of the last state
+        self._climb = np.zeros(n)
+        self._goal_z = np.full(n, np.nan)           # drones' goal altitude; NaN: keep flying level
+        self._climb_out = np.zeros(n)               # drones: last commanded vz
+        self._map_3d: Optional[Map3dModel] = None
         self._twist = np.zeros((n, 3))              # last commanded twist
         self._orca_velocity = np.zeros((n, 2))
         self._arrived = np.zeros(n, dtype=bool)
@@ -247,6 +263,7 @@ class FleetController:
                                           [x.max_accel for x in r], [x.max_yaw_rate for x in r],
                                           [x.min_turning_radius for x in r])
         self._radius = np.array([x.radius for x in r], dtype=float)
+        self._flying = self._limits.model == QUADROTOR
         # NH-ORCA: a diff-drive/car robot tracks the ORCA velocity only up to a bounded error,
         # so ORCA keeps it apart by its radius plus that bound (kinematics.tracking_error_bound).
         non_holonomic = (self._limits.model == DIFF_DRIVE) | (self._limits.model == CAR)
@@ -288,6 +305,9 @@ class FleetController:
                 self._jump_until[i] = stamp + JUMP_MARGIN_HOLD_S
         self._position[i] = position[:2]
         self._velocity[i] = velocity[:2]
+        if len(position) > 2:
+            self._altitude[i] = position[2]
+            self._climb[i] = velocity[2] if len(velocity) > 2 else 0.0
         self._yaw[i] = yaw
         self._stamp[i] = stamp
         self._fresh[i] = True
@@ -297,25 +317,38 @@ class FleetController:
         its status says why once it goes stale."""
         self._input_problem[i] = problem
 
-    def set_goal(self, i: int, xy) -> Optional[str]:
+    def set_goal(self, i: int, xy, altitude: Optional[float] = None) -> Optional[str]:
         """Sets (or clears, xy None) robot i's goal. Returns why it was refused (inside an
-        obstacle of the current map), else None. Setting the goal it already has changes nothing."""
+        obstacle of the current map; for a drone, of the 3-D map, or outside it), else None.
+        Setting the goal it already has changes nothing. A drone's goal altitude is `altitude`;
+        None or 0 (a goal pose from a 2-D tool) keeps the altitude it flies at."""
+        goal_z = np.nan
+        if altitude is not None and self._flying[i]:
+            if not np.isfinite(altitude):
+                return f'goal altitude {altitude} is not finite'
+            goal_z = float(altitude) if altitude != 0.0 else np.nan
         if xy is not None:
             xy = np.asarray(xy, dtype=float)[:2]
             if not np.all(np.isfinite(xy)):
                 return f'goal {xy.tolist()} is not finite'
-            if np.array_equal(xy, self._goal[i]):
+            if np.array_equal(xy, self._goal[i]) and np.array_equal(goal_z, self._goal_z[i],
+                                                                     equal_nan=True):
                 return None
-            reason = self._goal_problem(i, xy)
+            reason = self._goal_problem(i, xy, goal_z)
             if reason is not None:
                 return reason
         self._goal[i] = xy if xy is not None else np.nan
+        self._goal_z[i] = goal_z
         self._arrived[i] = False
         if self._breaker is not None:
             self._breaker.reset(i)
         return None
 
-    def _goal_problem(self, i: int, xy: np.ndarray) -> Optional[str]:
+    def _goal_problem(self, i: int, xy: np.ndarray, goal_z: float = np.nan) -> Optional[str]:
+        if self._flying[i]:     # a drone's map is the 3-D one
+            z = self._altitude[i] if np.isnan(goal_z) else goal_z
+            return goal_problem_3d(self._map_3d.grid if self._map_3d is not None else None,
+                                   (xy[0], xy[1], z), self._radius[i])
         if self._map is None:
             return None
         clearance = float(self._map.grid.clearance_near(xy[None, :], self._radius[i])[0])
@@ -354,6 +387,22 @@ class FleetController:
                 dropped.append((int(i), reason))
         return dropped
 
+    def set_map_3d(self, model: Map3dModel) -> List[Tuple[int, str]]:
+        """Switches the drones to a prepared 3-D map; drone goals now outside it or inside an
+        obstacle are dropped: returns (robot index, reason) for each."""
+        self._map_3d = model
+        dropped = []
+        for i in np.flatnonzero(self._flying & np.isfinite(self._goal[:, 0])):
+            reason = self._goal_problem(i, self._goal[i], self._goal_z[i])
+            if reason is not None:
+                self._goal[i] = np.nan
+                dropped.append((int(i), reason))
+        return dropped
+
+    @property
+    def map_3d(self) -> Optional[Map3dModel]:
+        return self._map_3d
+
     def goals_to_prepare(self) -> Tuple[np.ndarray, np.ndarray]:
         """(goals (K, 2), radii (K,)) of the commanded robots with a goal: the distance fields
         `prepare_map` should build ahead of time."""
@@ -367,6 +416,8 @@ class FleetController:
             ready = np.zeros_like(ready)
         if p.trajectories_only and not p.filter_mode:
             ready &= self._has_trajectory
+        if p.require_map_3d and self._map_3d is None:
+            ready &= ~self._flying
         return ready
 
     def engage(self, now: float) -> np.ndarray:
@@ -428,10 +479,12 @@ class FleetController:
             twist[rows] = self._command(rows, live[rows], run[rows], now, dt)
         twist[~run] = 0.0
         self._twist = twist
+        self._climb_out = np.where(run & self._flying, self._climb_out, 0.0)
         stale = self.commanded & known & ~live
         newly_stale = np.flatnonzero(stale & ~self._stale).tolist()
         self._stale = stale
-        return ControlOutput(twist, run, self.commanded & self._engaged, newly_stale)
+        return ControlOutput(twist, run, self.commanded & self._engaged, newly_stale,
+                             self._climb_out.copy())
 
     def _agents(self, known: np.ndarray, run: np.ndarray) -> np.ndarray:
         """Indices of the agents ORCA needs: the robots to command and every known robot within
@@ -446,11 +499,13 @@ class FleetController:
         return np.union1d(commanded, candidates[np.isfinite(nearest)])
 
     def _command(self, rows: np.ndarray, live: np.ndarray, run: np.ndarray, now: float,
-                 dt: float) -> np.ndarray:
+                 dt: float, layered: bool = True) -> np.ndarray:
         """Body twists (len(rows), 3) for the agents `rows`; `run` marks those commanded.
         Agents not commanded here keep their measured velocity as preferred velocity; stale
-        ones are static agents at their last pose."""
+        ones are static agents at their last pose. With drones among them: `_command_layers`."""
         p = self.params
+        if layered and not p.filter_mode and self._flying[rows].any():
+            return self._command_layers(rows, live, run, now, dt)
         positions = self._position[rows]
         velocities = np.where(live[:, None], self._velocity[rows], 0.0)
         limits = self._limits.subset(rows)
@@ -478,6 +533,72 @@ class FleetController:
         command = tracking_twist(solution.velocities, self._yaw[rows], limits, tracking)
         twist = limit_twist(command, self._twist[rows], limits, dt)
         return np.where(run[:, None], twist, 0.0)
+
+    def _command_layers(self, rows: np.ndarray, live: np.ndarray, run: np.ndarray, now: float,
+                        dt: float) -> np.ndarray:
+        """Ground robots in 2-D with the low drones as their agents, then the drones in 3-D with
+        the ground robots as enclosing spheres (`drones`); sets the drones' climb rates."""
+        p = self.params
+        flying = self._flying[rows]
+        altitude = self._altitude[rows]
+        twist = np.zeros((len(rows), 3))
+        ground = ~flying | low_flying(altitude, self._radius[rows], p.ground_clearance)
+        if (run & ~flying).any():
+            twist[ground] = self._command(rows[ground], live[ground], (run & ~flying)[ground],
+                                          now, dt, layered=False)
+        centre_z, spheres = ground_robot_spheres(self._radius[rows], p.ground_clearance)
+        positions = np.column_stack([self._position[rows], np.where(flying, altitude, centre_z)])
+        velocities = np.where(live[:, None], np.column_stack(
+            [self._velocity[rows], np.where(flying, self._climb[rows], 0.0)]), 0.0)
+        drive = flying & run
+        pref = velocities.copy()
+        if drive.any():
+            pref[drive] = keep_right(self._drone_preferred(rows[drive], positions[drive], now))
+        limits = self._limits.subset(rows)
+        margin = np.where(now < self._jump_until[rows], self._jump_margin[rows], 0.0)
+        orca = OrcaParams(time_step=p.period, neighbor_dist=p.neighbor_dist,
+                          max_neighbors=p.max_neighbors, time_horizon=p.time_horizon,
+                          time_horizon_obst=p.time_horizon_obst,
+                          radius=np.where(flying, self._orca_radius[rows],
+                                          spheres + p.safety_margin) + margin,
+                          max_speed=limits.max_speed)
+        solution = solve(positions, velocities, pref, orca,
+                         self._map_3d.obstacles if self._map_3d is not None else None)
+        drones = rows[flying]
+        self._orca_velocity[drones] = solution.velocities[flying, :2]
+        self._orca_cycles[drones] += run[flying]
+        self._infeasible_cycles[drones] += (run & solution.infeasible)[flying]
+        if drive.any():
+            moving = rows[drive]
+            wanted = np.column_stack([world_to_body(solution.velocities[drive, :2],
+                                                    self._yaw[moving]),
+                                      solution.velocities[drive, 2]])
+            held = np.column_stack([self._twist[moving, :2], self._climb_out[moving]])
+            linear = limit_velocity_3d(wanted, held, limits.max_speed[drive],
+                                       limits.max_accel[drive], dt)
+            twist[drive] = np.column_stack([linear[:, :2], np.zeros(len(moving))])
+            self._climb_out[moving] = linear[:, 2]
+        return twist
+
+    def _drone_preferred(self, drones: np.ndarray, positions: np.ndarray,
+                         now: float) -> np.ndarray:
+        """(K, 3) preferred velocities of drones: straight to the 3-D goal with the braking
+        profile (a NaN goal altitude: level flight); a drone with a trajectory follows it in
+        x, y (the tracker is planar) and climbs to its goal altitude."""
+        goals = np.column_stack([self._goal[drones], np.where(
+            np.isnan(self._goal_z[drones]), positions[:, 2], self._goal_z[drones])])
+        goals[np.isnan(goals[:, 0]), 2] = np.nan
+        limits = self._limits.subset(drones)
+        pref, arrived = goal_velocities(positions, goals, limits.max_speed, limits.max_accel,
+                                        self.params.goal_tolerance, time_step=self.params.period)
+        self._arrived[drones] = arrived
+        tracked = self._tracked[drones]
+        if tracked.any():
+            track = self._tracker.update(now, np.nan_to_num(self._position), self._yaw,
+                                         self._limits.max_speed, self._limits.max_yaw_rate)
+            pref[tracked, :2] = track.pref_velocity[drones[tracked]]
+            self._arrived[drones[tracked]] = track.reached[drones[tracked]]
+        return pref
 
     def _preferred(self, rows, live, positions, limits, now) -> Tuple[np.ndarray, TrackingCommand]:
         """Trajectory tracking where a robot is tracked, else toward the goal (around the map's
@@ -541,6 +662,8 @@ class FleetController:
                     message += f'; newer odometry refused: {self._input_problem[i]}'
             elif waiting_for_map:
                 level, message = WARN, 'waiting for the map: holding still'
+            elif self._flying[i] and self.params.require_map_3d and self._map_3d is None:
+                level, message = WARN, 'waiting for the 3-D map: holding still'
             elif self.params.filter_mode:
                 input_age = now - self._input_stamp[i]
                 level, message = OK, ('ok: filtering its input twist'

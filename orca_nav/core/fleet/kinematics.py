@@ -6,8 +6,10 @@ Conventions
 * A *twist* is the body-frame velocity (vx, vy, wz) a robot executes, as in a ROS `cmd_vel`
   (geometry_msgs/Twist: linear.x, linear.y, angular.z in `base_link`, REP-105).
 * Models (`KINEMATIC_MODELS`):
-  - ``holonomic`` and ``quadrotor`` (a quadrotor is treated as holonomic in the plane): any
-    (vx, vy); |(vx, vy)| <= max_speed; |wz| <= max_yaw_rate.
+  - ``holonomic`` and ``quadrotor``: any (vx, vy); |(vx, vy)| <= max_speed;
+    |wz| <= max_yaw_rate. A quadrotor also climbs: its linear velocity (vx, vy, vz) is bounded
+    as a 3-D vector, |(vx, vy, vz)| <= max_speed, and its change by max_accel * dt
+    (`limit_velocity_3d`); its altitude integrates vz.
   - ``diff_drive`` (unicycle): vy = 0; |vx| <= max_speed; |wz| <= max_yaw_rate.
   - ``car`` (kinematic bicycle, reference point = rear-axle centre): vy = 0; |vx| <= max_speed;
     the path curvature wz / vx is limited by the steering: |wz| <= |vx| / min_turning_radius
@@ -147,6 +149,19 @@ def limit_twist(command, previous, limits: RobotLimits, dt: float) -> np.ndarray
         out[car, 2] = np.clip(curvature * out[car, 0], -limits.max_yaw_rate[car],
                               limits.max_yaw_rate[car])
     return out
+
+
+def limit_velocity_3d(command, previous, max_speed, max_accel, dt: float) -> np.ndarray:
+    """The linear velocities (N,3) a quadrotor executes over the next `dt` when commanded
+    `command` (N,3), having held `previous` (N,3): the command clipped to max_speed (as a 3-D
+    vector), then reached from `previous` by a step of at most max_accel * dt (a 3-D vector)."""
+    if not (np.isfinite(dt) and dt > 0.0):
+        raise ValueError(f'dt must be finite and > 0, got {dt}')
+    n = len(np.atleast_2d(command))
+    target = _clip_norm(finite_array('command', command, (n, 3)), _per_robot('max_speed', max_speed, n))
+    previous = finite_array('previous', previous, (n, 3))
+    step = _clip_norm(target - previous, _per_robot('max_accel', max_accel, n) * dt)
+    return previous + step
 
 
 def integrate_pose(pose, twist, dt: float) -> np.ndarray:

@@ -26,10 +26,10 @@ def per_robot_values(name, value, n, allow_zero=False):
     return arr
 
 
-def points(name, value, n=None):
+def points(name, value, n=None, dims=(2,)):
     arr = np.asarray(value, dtype=float)
-    if arr.ndim != 2 or arr.shape[1] != 2 or (n is not None and arr.shape[0] != n):
-        expected = f'({n}, 2)' if n is not None else '(N, 2)'
+    if arr.ndim != 2 or arr.shape[1] not in dims or (n is not None and arr.shape[0] != n):
+        expected = (f'({n}, ' if n is not None else '(N, ') + ' or '.join(map(str, dims)) + ')'
         raise ValueError(f'{name} must have shape {expected}, got {arr.shape}')
     bad = np.argwhere(~np.isfinite(arr))
     if bad.size:
@@ -41,7 +41,8 @@ def goal_velocities(positions, goals, max_speed, max_accel, goal_tolerance, time
                     headings=None, route_lengths=None):
     """Goal-seeking preferred velocities with a braking profile.
 
-    positions, goals: (N, 2); a goal row of NaN means "no goal" (zero preferred velocity).
+    positions, goals: (N, 2), or (N, 3) for drones flying straight to 3-D goals; a goal row of
+    NaN means "no goal" (zero preferred velocity).
     headings, route_lengths: optional (N, 2) unit directions and (N,) path lengths to the goal
     around obstacles (`guidance.GeodesicGuidance.directions`); without them the robot
     heads straight for the goal and brakes on the straight distance.
@@ -49,11 +50,11 @@ def goal_velocities(positions, goals, max_speed, max_accel, goal_tolerance, time
     time_step: the control period; caps the speed at distance / time_step (None = no cap).
     Returns (pref_velocities (N, 2), arrived (N,) bool; robots without a goal count as arrived).
     """
-    positions = points('positions', positions)
-    n = len(positions)
+    positions = points('positions', positions, dims=(2, 3))
+    n, dim = positions.shape
     goals = np.asarray(goals, dtype=float)
-    if goals.shape != (n, 2):
-        raise ValueError(f'goals must have shape ({n}, 2), got {goals.shape}')
+    if goals.shape != (n, dim):
+        raise ValueError(f'goals must have shape ({n}, {dim}), got {goals.shape}')
     partial = np.flatnonzero(np.isnan(goals).any(axis=1) & ~np.isnan(goals).all(axis=1))
     infinite = np.flatnonzero(np.isinf(goals).any(axis=1))
     if partial.size or infinite.size:
@@ -64,7 +65,7 @@ def goal_velocities(positions, goals, max_speed, max_accel, goal_tolerance, time
     goal_tolerance = per_robot_values('goal_tolerance', goal_tolerance, n, allow_zero=True)
     has_goal = ~np.isnan(goals[:, 0])
     offset = np.where(has_goal[:, None], goals - positions, 0.0)
-    distance = np.hypot(offset[:, 0], offset[:, 1])
+    distance = np.linalg.norm(offset, axis=1)
     arrived = ~has_goal | (distance <= goal_tolerance)
     speed = np.minimum(max_speed, np.sqrt(2.0 * max_accel * distance))
     if time_step is not None:
@@ -76,8 +77,8 @@ def goal_velocities(positions, goals, max_speed, max_accel, goal_tolerance, time
         return offset * np.where(arrived, 0.0, scale)[:, None], arrived
     headings = np.asarray(headings, dtype=float)
     route = np.asarray(route_lengths, dtype=float)
-    if headings.shape != (n, 2) or route.shape != (n,):
-        raise ValueError(f'headings and route_lengths must have shapes ({n}, 2) and ({n},), '
+    if headings.shape != (n, dim) or route.shape != (n,):
+        raise ValueError(f'headings and route_lengths must have shapes ({n}, {dim}) and ({n},), '
                          f'got {headings.shape} and {route.shape}')
     # Brake on the route length (never shorter than the straight distance).
     route = np.fmax(np.nan_to_num(route, nan=0.0, posinf=0.0), distance)

@@ -1,9 +1,14 @@
-"""A fleet simulator without ROS: N planar robots, per-robot kinematics, noise, latency, collisions.
+"""A fleet simulator without ROS: N robots (planar, and quadrotors in 3-D), per-robot kinematics,
+noise, latency, collisions.
 
 * Motion: each robot executes a body twist (vx, vy, wz) under its model's limits
   (`kinematics.limit_twist`, zero-order hold per step) and its pose is integrated exactly
   (`kinematics.integrate_pose`), so the result does not depend on the step size except through
   the acceleration ramp.
+* Quadrotors (kinematics ``quadrotor``) fly: they also take a climb rate vz with their twist,
+  their linear velocity (vx, vy, vz) is limited as a 3-D vector (`kinematics.limit_velocity_3d`:
+  |v| <= max_speed, |dv| <= max_accel * dt) and their altitude z integrates vz. Every other
+  robot stays on the ground, z = 0 (`altitudes`).
 * Latency: a command given at time t takes effect in the first step that starts at or after
   t + cmd_latency (a FIFO delay queue).
 * Watchdog (``cmd_timeout``, 0 disables it): a robot whose last command took effect more than
@@ -15,10 +20,14 @@
     carries it, as with wheel slip.
   - ``noise_pos_std``: measurement noise on the reported odometry position (per axis).
 * Collisions are checked on the true poses after every step:
-  - robot-robot: centres closer than r_i + r_j (pairs found with a cKDTree);
+  - robot-robot: centres closer than r_i + r_j (pairs found with a cKDTree); two drones by the
+    3-D distance of their centres (spheres); a drone and a ground robot when their discs overlap
+    in x, y and the drone's sphere reaches below `ground_clearance` (a ground robot is a
+    vertical cylinder of that height, the layer rule of docs/orca3d.md);
   - robot-map: the robot's disc overlaps an occupied cell square or leaves the map (exact
     point-to-square distance, not the cell-centre clearance, so a robot hugging a wall that is
-    legally r away from the cells' edges is not reported).
+    legally r away from the cells' edges is not reported); for a drone, its sphere against the
+    voxel cubes of the 3-D map (`set_grid_3d`; without one, drones have no map contacts).
   An event is returned once when a contact starts; the contact must end before the same pair
   (or robot and map) is reported again.
 
@@ -46,12 +55,15 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.fleet.kinematics import (RobotLimits, admissible_twist, finite_array, integrate_pose,
-                                      limit_twist)
+from orca_nav.core.fleet.kinematics import (QUADROTOR, RobotLimits, admissible_twist,
+                                            finite_array, integrate_pose, limit_twist,
+                                            limit_velocity_3d)
 
 ROBOT_ROBOT = 'robot_robot'
 ROBOT_MAP = 'robot_map'
 _TIME_TOL = 1e-9    # absorbs the rounding of summed step sizes when comparing times
+# m: height of the ground layer (ground robots are cylinders this tall; docs/orca3d.md)
+GROUND_CLEARANCE = 1.0
 
 
 def _finite_at_least_zero(name: str, value: float, positive: bool = False) -> float:
@@ -66,13 +78,14 @@ class CollisionEvent:
     """A contact that started at `time`: robots (i, j) for robot_robot, (i,) for robot_map.
 
     `position` is the contact point: on the segment between the two centres for robot_robot
-    (where the discs first touch), the robot's centre for robot_map.
+    (where the discs first touch), the robot's centre for robot_map; (x, y, z) when a drone is
+    involved, else (x, y).
     """
 
     time: float
     kind: str
     robots: Tuple[int, ...]
-    position: Tuple[float, float]
+    position: Tuple[float, ...]
 
 
 NO_ROBOT = -1
@@ -157,7 +170,8 @@ class FleetSim:
     def __init__(self, limits: RobotLimits, radius, start_poses, grid: Optional[OccupancyGrid] = None,
                  noise_pos_std: float = 0.0, noise_vel_std: float = 0.0, cmd_latency: float = 0.0,
                  seed: Optional[int] = None, cmd_timeout: float = 0.0,
-                 faults: Faults = Faults()):
+                 faults: Faults = Faults(), start_altitudes=None,
+                 ground_clearance: float = GROUND_CLEARANCE):
         n = len(limits)
         faults.check_robots(n)
         self.faults = faults
@@ -171,6 +185,18 @@ class FleetSim:
             raise ValueError(f'radius[{int(bad[0])}] must be finite and > 0, '
                              f'got {self.radius[bad[0]]}')
         self._pose = finite_array('start_poses', start_poses, (n, 3)).copy()
+        flying = limits.model == QUADROTOR
+        self._altitude = np.zeros(n) if start_altitudes is None else \
+            finite_array('start_altitudes', start_altitudes, (n,)).copy()
+        grounded = np.flatnonzero(~flying & (self._altitude != 0.0))
+        if grounded.size:
+            i = int(grounded[0])
+            raise ValueError(f'start_altitudes[{i}] must be 0 for a ground robot '
+                             f'(kinematics {limits.model[i]}), got {self._altitude[i]}')
+        self.ground_clearance = _finite_at_least_zero('ground_clearance', ground_clearance)
+        self._climb = np.zeros(n)              # vz executed during the last step (drones)
+        self._climb_command = np.zeros(n)      # vz in effect (after latency)
+        self.grid_3d: Optional[OccupancyGrid] = None
         self.noise_pos_std = _finite_at_least_zero('noise_pos_std', noise_pos_std)
         self.noise_vel_std = _finite_at_least_zero('noise_vel_std', noise_vel_std)
         self.cmd_latency = _finite_at_least_zero('cmd_latency', cmd_latency)
@@ -180,7 +206,7 @@ class FleetSim:
         self._command = np.zeros((n, 3))       # in effect (after latency)
         self._command_time = np.full(n, -np.inf)   # when each robot's command took effect
         self.commanded_since = np.full(n, np.inf)  # when each robot's first command took effect
-        self._pending = deque()                # (due_time, robot indices, twists), FIFO
+        self._pending = deque()                # (due_time, robot indices, twists, vz), FIFO
         self.time = 0.0
         self.grid = grid
         self._robot_contacts: set = set()
@@ -194,6 +220,16 @@ class FleetSim:
     def poses(self) -> np.ndarray:
         """(N,3) true poses x, y, yaw (a copy)."""
         return self._pose.copy()
+
+    @property
+    def altitudes(self) -> np.ndarray:
+        """(N,) true altitudes z (0 for ground robots; a copy)."""
+        return self._altitude.copy()
+
+    @property
+    def climb_rates(self) -> np.ndarray:
+        """(N,) vz executed during the last step (0 for ground robots; a copy)."""
+        return self._climb.copy()
 
     @property
     def twists(self) -> np.ndarray:
@@ -229,6 +265,13 @@ class FleetSim:
             raise ValueError(f'grid must be 2-D, got {grid.ndim}-D')
         self.grid = grid
         self._map_contacts[:] = False
+
+    def set_grid_3d(self, grid: Optional[OccupancyGrid]) -> None:
+        """3-D map for drone-map collisions (voxels); None disables them."""
+        if grid is not None and grid.ndim != 3:
+            raise ValueError(f'grid must be 3-D, got {grid.ndim}-D')
+        self.grid_3d = grid
+        self._map_contacts[self.limits.model == QUADROTOR] = False
 
     def odometry(self) -> Tuple[np.ndarray, np.ndarray]:
         """(poses (N,3), body twists (N,3)) as odometry reports them: position noise and the
@@ -273,14 +316,26 @@ class FleetSim:
             command[f.dead_robot] = 0.0
         return command
 
+    def _obeyed_climb(self) -> np.ndarray:
+        f = self.faults
+        if self._fault_started(f.dead_robot, f.dead_time):
+            climb = self._climb_command.copy()
+            climb[f.dead_robot] = 0.0
+            return climb
+        return self._climb_command
+
     # ------------------------------------------------------------------ commands and steps
-    def set_commands(self, twists, robots: Optional[Sequence[int]] = None) -> None:
-        """Command body twists (K,3) for `robots` (default all); effective after cmd_latency."""
+    def set_commands(self, twists, robots: Optional[Sequence[int]] = None,
+                     climb_rates=None) -> None:
+        """Command body twists (K,3) for `robots` (default all), and climb rates vz (K,) (default
+        0; ground robots ignore them); effective after cmd_latency."""
         idx = np.arange(len(self)) if robots is None else np.asarray(robots, dtype=int).reshape(-1)
         if idx.size and (idx.min() < 0 or idx.max() >= len(self)):
             raise ValueError(f'robots: index out of range 0..{len(self) - 1}: {idx.tolist()}')
         twists = finite_array('twists', twists, (idx.size, 3))
-        self._pending.append((self.time + self.cmd_latency, idx, twists.copy()))
+        climb = np.zeros(idx.size) if climb_rates is None else \
+            finite_array('climb_rates', climb_rates, (idx.size,))
+        self._pending.append((self.time + self.cmd_latency, idx, twists.copy(), climb.copy()))
 
     def step(self, dt: float, commands=None) -> List[CollisionEvent]:
         """Advance by dt (optionally commanding all robots first); returns new collision events."""
@@ -288,19 +343,34 @@ class FleetSim:
         if commands is not None:
             self.set_commands(commands)
         while self._pending and self._pending[0][0] <= self.time + _TIME_TOL:
-            due, idx, twists = self._pending.popleft()
+            due, idx, twists, climb = self._pending.popleft()
             self._command[idx] = twists
+            self._climb_command[idx] = climb
             self._command_time[idx] = due
             self.commanded_since[idx] = np.minimum(self.commanded_since[idx], due)
         if self.cmd_timeout > 0.0:
-            self._command[self.command_age > self.cmd_timeout + _TIME_TOL] = 0.0
-        twist = limit_twist(self._obeyed_commands(), self._twist, self.limits, dt)
+            expired = self.command_age > self.cmd_timeout + _TIME_TOL
+            self._command[expired] = 0.0
+            self._climb_command[expired] = 0.0
+        command = self._obeyed_commands()
+        twist = limit_twist(command, self._twist, self.limits, dt)
+        flying = self.limits.model == QUADROTOR
+        climb = np.zeros(len(self))
+        if flying.any():
+            linear = limit_velocity_3d(
+                np.column_stack([command[flying, :2], self._obeyed_climb()[flying]]),
+                np.column_stack([self._twist[flying, :2], self._climb[flying]]),
+                self.limits.max_speed[flying], self.limits.max_accel[flying], dt)
+            twist[flying, :2] = linear[:, :2]
+            climb[flying] = linear[:, 2]
         if self.noise_vel_std > 0.0:
             noise = self._rng.normal(0.0, self.noise_vel_std, size=(len(self), 2))
             twist[:, :2] += noise
             twist = admissible_twist(twist, self.limits)
         self._pose = integrate_pose(self._pose, twist, dt)
+        self._altitude += climb * dt
         self._twist = twist
+        self._climb = climb
         self.time += dt
         return self.check_collisions()
 
@@ -324,10 +394,21 @@ class FleetSim:
         if len(self) < 2:
             return []
         pairs = cKDTree(pos).query_pairs(2.0 * float(self.radius.max()), output_type='ndarray')
+        flying = self.limits.model == QUADROTOR
         if pairs.size:
             i, j = pairs[:, 0], pairs[:, 1]
             reach = self.radius[i] + self.radius[j]
             touching = np.linalg.norm(pos[i] - pos[j], axis=1) < reach
+            if flying.any():
+                z = self._altitude
+                both = flying[i] & flying[j]
+                spheres = np.sqrt(np.sum((pos[i] - pos[j]) ** 2, axis=1)
+                                  + (z[i] - z[j]) ** 2) < reach
+                # A drone meets a ground robot (a cylinder ground_clearance tall) only low.
+                drone = np.where(flying[i], i, j)
+                low = z[drone] - self.radius[drone] < self.ground_clearance
+                touching = np.where(both, spheres,
+                                    np.where(flying[i] | flying[j], touching & low, touching))
             pairs = pairs[touching]
         contacts = {(int(a), int(b)) for a, b in pairs}
         started = sorted(contacts - self._robot_contacts)
@@ -335,26 +416,41 @@ class FleetSim:
         events = []
         for a, b in started:
             share = self.radius[a] / (self.radius[a] + self.radius[b])
-            point = pos[a] + share * (pos[b] - pos[a])
+            centres = self._positions([a, b])
+            point = centres[0] + share * (centres[1] - centres[0])
             events.append(CollisionEvent(self.time, ROBOT_ROBOT, (a, b),
-                                         (float(point[0]), float(point[1]))))
+                                         tuple(float(v) for v in point)))
         return events
 
+    def _positions(self, robots: Sequence[int]) -> np.ndarray:
+        """(K, 3) x, y, z of `robots` if any of them flies, else (K, 2)."""
+        rows = np.asarray(robots)
+        if (self.limits.model[rows] == QUADROTOR).any():
+            return np.column_stack([self._pose[rows, :2], self._altitude[rows]])
+        return self._pose[rows, :2]
+
     def _robot_map_events(self) -> List[CollisionEvent]:
-        if self.grid is None:
-            return []
-        touching = map_overlap(self.grid, self._pose[:, :2], self.radius)
+        flying = self.limits.model == QUADROTOR
+        touching = np.zeros(len(self), dtype=bool)
+        if self.grid is not None and (~flying).any():
+            touching[~flying] = map_overlap(self.grid, self._pose[~flying, :2],
+                                            self.radius[~flying])
+        if self.grid_3d is not None and flying.any():
+            centres = np.column_stack([self._pose[flying, :2], self._altitude[flying]])
+            touching[flying] = map_overlap(self.grid_3d, centres, self.radius[flying])
         started = np.flatnonzero(touching & ~self._map_contacts)
         self._map_contacts = touching
         return [CollisionEvent(self.time, ROBOT_MAP, (int(i),),
-                               (float(self._pose[i, 0]), float(self._pose[i, 1]))) for i in started]
+                               tuple(float(v) for v in self._positions([i])[0]))
+                for i in started]
 
 
 def map_overlap(grid: OccupancyGrid, positions: np.ndarray, radius: np.ndarray) -> np.ndarray:
-    """(N,) bool: the disc of `radius` at each position overlaps an occupied cell or the outside.
+    """(N,) bool: the disc (2-D grid) or ball (3-D grid) of `radius` at each position (N, ndim)
+    overlaps an occupied cell or the outside.
 
     The cell-centre clearance screens out robots far from everything; the rest test the exact
-    distance from the centre to every cell square in a window around it.
+    distance from the centre to every cell square (voxel cube) in a window around it.
     """
     if len(positions) == 0:
         return np.zeros(0, dtype=bool)
@@ -367,18 +463,17 @@ def map_overlap(grid: OccupancyGrid, positions: np.ndarray, radius: np.ndarray) 
     rad = radius[near]
     half = int(np.ceil(rad.max() / res)) + 1
     offsets = np.arange(-half, half + 1)
-    ox, oy = np.meshgrid(offsets, offsets, indexing='xy')
-    centre = grid.world_to_cell(pos)                                     # (K, 2) ix, iy
-    cells = centre[:, None, :] + np.stack([ox.ravel(), oy.ravel()], axis=1)[None]   # (K, W, 2)
-    flat = cells.reshape(-1, 2)
-    ny, nx = grid.shape
-    inside = (flat[:, 0] >= 0) & (flat[:, 0] < nx) & (flat[:, 1] >= 0) & (flat[:, 1] < ny)
+    window = np.stack([axis.ravel() for axis in np.meshgrid(*[offsets] * grid.ndim)], axis=1)
+    centre = grid.world_to_cell(pos)                                     # (K, ndim) ix, iy[, iz]
+    cells = centre[:, None, :] + window[None]                            # (K, W, ndim)
+    flat = cells.reshape(-1, grid.ndim)
+    inside = np.all((flat >= 0) & (flat < grid.size_cells), axis=1)
     blocked = np.ones(flat.shape[0], dtype=bool)                         # outside the map
-    blocked[inside] = grid.occupied[flat[inside, 1], flat[inside, 0]]
-    lower = grid.origin[:2] + flat * res                                 # cell square corner
+    blocked[inside] = grid.occupied[tuple(flat[inside, ::-1].T)]
+    lower = grid.origin + flat * res                                     # cell corner
     p = np.repeat(pos, cells.shape[1], axis=0)
     gap = np.maximum(np.maximum(lower - p, p - (lower + res)), 0.0)
-    dist = np.where(blocked, np.hypot(gap[:, 0], gap[:, 1]), np.inf).reshape(cells.shape[:2])
+    dist = np.where(blocked, np.linalg.norm(gap, axis=1), np.inf).reshape(cells.shape[:2])
     out[near] = dist.min(axis=1) < rad
     return out
 

@@ -147,3 +147,11 @@ def test_a_3d_tracker_follows_a_ground_robots_2d_reference_in_the_plane():
             break
     assert cmd.reached[0]
     np.testing.assert_allclose(position[0], [8.0, 5.0, 0.0], atol=0.2)
+
+
+def test_a_drone_goal_at_z_0_keeps_the_altitude_it_flies_at():
+    planner = fleet(DRONE)
+    planner.set_map(wall_with_window(), now=0.0)
+    planner.set_start_state('drone0', drone_state(2.0, 5.0, 2.8), now=0.0)
+    (request,) = planner.set_goal('drone0', [8.0, 5.0, 0.0, 0.0], now=0.0).plan
+    np.testing.assert_allclose(request.goal, [8.0, 5.0, 2.8, 0.0])

@@ -24,7 +24,8 @@ Drones plan in 3-D (:func:`planning_dim`): a ``quadrotor`` robot's poses are (x,
 start velocity (vx, vy, vz), and it plans with the 3-D kinodynamic A* on the 3-D map; every other
 robot's poses are (x, y, yaw) on the 2-D map. The supervisor keeps one map per dimension
 (``set_map`` files a grid by its ``ndim``), so a mixed fleet plans ground robots on ``/map`` and
-drones through the 3-D map at once. A goal outside its map's bounds or in an occupied cell ends
+drones through the 3-D map at once. A drone goal at z = 0 (a goal pose from a 2-D tool such as
+RViz's) keeps the altitude the drone flies at when the goal is planned, as orca_node does. A goal outside its map's bounds or in an occupied cell ends
 at once (``out_of_map`` / ``goal_in_collision``), naming the robot's goal field and value.
 
 A goal ends (``Actions.ended``, what a navigate_to_pose server reports): reached; planning
@@ -608,6 +609,8 @@ class FleetPlanner:
         if robot.start is None:
             return self._hold(name, Level.OK, 'no odometry yet: holding still until it '
                                               'arrives', now, waiting=True)
+        if dim == 3 and robot.goal[2] == 0.0:      # a 2-D tool's goal: keep flying level
+            robot.goal[2] = robot.start.position[2]
         problem = _goal_problem(held.grid, robot.goal)
         if problem is not None:
             status, message = problem

@@ -58,8 +58,8 @@ NODE_SECTIONS = ('orca_node', 'fleet_sim_node', 'planner_node', 'map_publisher')
 
 DEFAULTABLE_FIELDS = tuple(f.name for f in ROBOT_FIELDS)
 ROBOT_KEYS = ('name', 'start', 'goal', 'goals') + DEFAULTABLE_FIELDS
-TOP_LEVEL_KEYS = ('name', 'global_frame', 'tf_layout', 'use_sim_time', 'map', 'defaults',
-                  'robots', 'planner', 'demo') + NODE_SECTIONS
+TOP_LEVEL_KEYS = ('name', 'global_frame', 'tf_layout', 'use_sim_time', 'map', 'map_3d',
+                  'defaults', 'robots', 'planner', 'demo') + NODE_SECTIONS
 DEMO_DEFAULTS = {'duration': 60.0, 'goal_tolerance': 0.25}
 
 _PARAM_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z')
@@ -77,10 +77,26 @@ class FleetFileError(ValueError):
 
 @dataclass(frozen=True)
 class RobotConfig(RobotSpec):
-    """One robot: its model and limits (RobotSpec), start pose and the goals it visits in turn."""
+    """One robot: its model and limits (RobotSpec), start pose and the goals it visits in turn.
+    A drone (quadrotor) also has its start altitude and one altitude per goal (a fleet file
+    gives its poses as [x, y, z, yaw]); every other robot is at z = 0."""
 
     start: Pose = (0.0, 0.0, 0.0)
     goals: Tuple[Pose, ...] = ()
+    start_z: float = 0.0
+    goal_z: Tuple[float, ...] = ()
+
+    @property
+    def flies(self) -> bool:
+        return self.kinematics == 'quadrotor'
+
+    def position(self, pose: Pose, z: float) -> Tuple[float, ...]:
+        """(x, y) of a ground robot's pose, (x, y, z) of a drone's."""
+        return (pose[0], pose[1], z) if self.flies else (pose[0], pose[1])
+
+    def yaml_pose(self, pose: Pose, z: float) -> List[float]:
+        """The pose as a fleet file writes it: [x, y, yaw], [x, y, z, yaw] for a drone."""
+        return [float(v) for v in ((pose[0], pose[1], z, pose[2]) if self.flies else pose)]
 
     def ros_parameters(self) -> Dict[str, Any]:
         """The `<field>: value` parameters of TEAM.md for this robot (goal = the first goal).
@@ -91,6 +107,10 @@ class RobotConfig(RobotSpec):
         params.update({name: float(getattr(self, name)) for name in NUMERIC_FIELDS})
         if self.goals:
             params['goal'] = list(self.goals[0])
+        if self.flies:
+            params['start_z'] = float(self.start_z)
+            if self.goals:
+                params['goal_z'] = float(self.goal_z[0])
         return params
 
 
@@ -111,6 +131,7 @@ class FleetConfig:
     global_frame: str = 'map'
     tf_layout: str = 'none'                 # how robots' odometry and TF are named (TF_LAYOUTS)
     map_path: Optional[Path] = None
+    map_3d_path: Optional[Path] = None      # a voxel map YAML (orca_nav.core.voxel_map): drones
     planner_enabled: bool = False
     use_sim_time: Optional[bool] = None     # None: when the embedded simulator runs
     # node name (NODE_SECTIONS) -> flat {parameter name: value}; planner params land in planner_node
@@ -142,6 +163,9 @@ class FleetConfig:
             out['use_sim_time'] = self.use_sim_time
         if self.map_path is not None:
             out['map'] = str(_relative_to(self.map_path, base_dir) if base_dir else self.map_path)
+        if self.map_3d_path is not None:
+            out['map_3d'] = str(_relative_to(self.map_3d_path, base_dir) if base_dir
+                                else self.map_3d_path)
         # Fields every robot shares go to `defaults`; robots list only what differs.
         shared = {f: getattr(self.robots[0], f) for f in DEFAULTABLE_FIELDS
                   if len({getattr(r, f) for r in self.robots}) == 1}
@@ -150,11 +174,13 @@ class FleetConfig:
         for robot in self.robots:
             entry = {'name': robot.name}
             entry.update({f: getattr(robot, f) for f in DEFAULTABLE_FIELDS if f not in shared})
-            entry['start'] = [float(v) for v in robot.start]
-            if len(robot.goals) == 1:
-                entry['goal'] = [float(v) for v in robot.goals[0]]
-            elif robot.goals:
-                entry['goals'] = [[float(v) for v in g] for g in robot.goals]
+            entry['start'] = robot.yaml_pose(robot.start, robot.start_z)
+            goals = [robot.yaml_pose(g, z) for g, z in
+                     zip(robot.goals, robot.goal_z or (0.0,) * len(robot.goals))]
+            if len(goals) == 1:
+                entry['goal'] = goals[0]
+            elif goals:
+                entry['goals'] = goals
             robots.append(entry)
         out['robots'] = robots
         planner = dict(self.node_parameters['planner_node'])
@@ -219,6 +245,10 @@ def _pose_text(pose: Sequence[float]) -> str:
     return '[' + ', '.join(f'{v:g}' for v in pose) + ']'
 
 
+def _start_text(robot: RobotConfig) -> str:
+    return _pose_text(robot.yaml_pose(robot.start, robot.start_z))
+
+
 def placement_problems(robots: Sequence[RobotConfig], grid: Optional[OccupancyGrid] = None,
                        indices: Optional[Sequence[int]] = None) -> List[str]:
     """Where the robots are cannot work: a start or goal outside the map or with the robot's
@@ -253,14 +283,16 @@ def placement_problems(robots: Sequence[RobotConfig], grid: Optional[OccupancyGr
                                     f'robot\'s disc (radius {r:g} m) overlaps an occupied cell '
                                     'or the map border')
     if len(robots) > 1:
-        starts = np.array([robot.start[:2] for robot in robots], dtype=float)
+        # Drones at their altitudes (ground robots at z = 0): drones stacked above each other
+        # do not overlap.
+        starts = np.array([(*robot.start[:2], robot.start_z) for robot in robots], dtype=float)
         radius = np.array([robot.radius for robot in robots], dtype=float)
         distance = np.linalg.norm(starts[:, None] - starts[None], axis=2)
         overlap = np.triu(distance < radius[:, None] + radius[None], k=1)
         for i, j in zip(*np.nonzero(overlap)):
             problems.append(
-                f'robots[{indices[j]}].start: {_pose_text(robots[j].start)} overlaps '
-                f'robots[{indices[i]}] ({robots[i].name} at {_pose_text(robots[i].start)}): '
+                f'robots[{indices[j]}].start: {_start_text(robots[j])} overlaps '
+                f'robots[{indices[i]}] ({robots[i].name} at {_start_text(robots[i])}): '
                 f'centres {distance[i, j]:.3g} m apart, radii {radius[i]:g} + {radius[j]:g} m')
     return problems
 
@@ -287,10 +319,15 @@ def _parse(raw, folder: Path, default_name: str, path: Optional[Path],
     except ValueError as err:
         problems.append(str(err))
         map_path = None
+    try:
+        map_3d_path = _parse_map_3d(raw.get('map_3d'), folder)
+    except ValueError as err:
+        problems.append(str(err))
+        map_3d_path = None
     # Where the robots are is checked for every robot that parsed, whatever else failed.
     problems += placement_problems(robots, _load_grid(map_path, problems), indices=list(parsed))
     try:
-        cfg = _parse_rest(raw, default_name, path, robots, map_path)
+        cfg = _parse_rest(raw, default_name, path, robots, map_path, map_3d_path)
     except ValueError as err:
         problems.append(str(err))
         return None
@@ -298,7 +335,8 @@ def _parse(raw, folder: Path, default_name: str, path: Optional[Path],
 
 
 def _parse_rest(raw: Mapping, default_name: str, path: Optional[Path],
-                robots: Tuple[RobotConfig, ...], map_path: Optional[Path]) -> FleetConfig:
+                robots: Tuple[RobotConfig, ...], map_path: Optional[Path],
+                map_3d_path: Optional[Path] = None) -> FleetConfig:
     _reject_unknown(raw, TOP_LEVEL_KEYS, '')
     name = _string(raw.get('name', default_name), 'name')
     global_frame = _string(raw.get('global_frame', 'map'), 'global_frame')
@@ -319,7 +357,7 @@ def _parse_rest(raw: Mapping, default_name: str, path: Optional[Path],
     planner_params = {k: v for k, v in planner_raw.items() if k != 'enabled'}
 
     reserved = {'robots', 'global_frame', 'tf_layout', 'use_sim_time'} | {
-        f'{r.name}.{f}' for r in robots for f in ROBOT_KEYS + ('goal',)}
+        f'{r.name}.{f}' for r in robots for f in ROBOT_KEYS + ('goal', 'start_z', 'goal_z')}
     sections = {}
     for section in NODE_SECTIONS:
         sections[section] = _node_parameters(raw.get(section, {}), section, reserved)
@@ -337,7 +375,7 @@ def _parse_rest(raw: Mapping, default_name: str, path: Optional[Path],
                            for key, default in DEMO_DEFAULTS.items()})
     return FleetConfig(
         name=name, robots=robots, global_frame=global_frame, tf_layout=tf_layout,
-        map_path=map_path,
+        map_path=map_path, map_3d_path=map_3d_path,
         planner_enabled=enabled, use_sim_time=use_sim_time,
         node_parameters=MappingProxyType({k: MappingProxyType(v) for k, v in sections.items()}),
         demo=demo, source=path)
@@ -376,11 +414,19 @@ def _number(value, where: str, low: Optional[float] = None, high: Optional[float
     return float(value)
 
 
-def _pose(value, where: str) -> Pose:
+def _pose(value, where: str, flies: bool = False) -> Tuple[Pose, float]:
+    """(x, y, yaw) and the altitude: [x, y] or [x, y, yaw] at z = 0; a drone's [x, y, z] or
+    [x, y, z, yaw]."""
+    if flies:
+        if not isinstance(value, (list, tuple)) or len(value) not in (3, 4):
+            raise ValueError(f'{where}: expected [x, y, z] or [x, y, z, yaw] (a quadrotor), '
+                             f'got {value!r}')
+        numbers = [_number(v, f'{where}[{i}]') for i, v in enumerate(value)]
+        return (numbers[0], numbers[1], numbers[3] if len(numbers) == 4 else 0.0), numbers[2]
     if not isinstance(value, (list, tuple)) or len(value) not in (2, 3):
         raise ValueError(f'{where}: expected [x, y] or [x, y, yaw], got {value!r}')
     numbers = [_number(v, f'{where}[{i}]') for i, v in enumerate(value)]
-    return (numbers[0], numbers[1], numbers[2] if len(numbers) == 3 else 0.0)
+    return (numbers[0], numbers[1], numbers[2] if len(numbers) == 3 else 0.0), 0.0
 
 
 def _robot_field(key: str, value, where: str):
@@ -440,19 +486,38 @@ def _parse_robot(index: int, entry, defaults: Mapping[str, Any],
             values[key] = _robot_field(key, entry[key], f'{where}.{key}')
     if 'start' not in entry:
         raise ValueError(f'{where}.start: missing (give [x, y, yaw])')
-    start = _pose(entry['start'], f'{where}.start')
+    flies = values['kinematics'] == 'quadrotor'
+    start, start_z = _pose(entry['start'], f'{where}.start', flies)
     if 'goal' in entry and 'goals' in entry:
         raise ValueError(f'{where}.goals: give either goal or goals, not both')
     if 'goals' in entry:
         goals_raw = entry['goals']
         if not isinstance(goals_raw, list):
             raise ValueError(f'{where}.goals: expected a list of poses, got {goals_raw!r}')
-        goals = tuple(_pose(g, f'{where}.goals[{i}]') for i, g in enumerate(goals_raw))
+        parsed = [_pose(g, f'{where}.goals[{i}]', flies) for i, g in enumerate(goals_raw)]
     elif entry.get('goal') is not None:
-        goals = (_pose(entry['goal'], f'{where}.goal'),)
+        parsed = [_pose(entry['goal'], f'{where}.goal', flies)]
     else:
-        goals = ()
-    return RobotConfig(name=name, start=start, goals=goals, **values)
+        parsed = []
+    goals = tuple(pose for pose, _ in parsed)
+    goal_z = tuple(z for _, z in parsed) if flies else ()
+    return RobotConfig(name=name, start=start, goals=goals, start_z=start_z, goal_z=goal_z,
+                       **values)
+
+
+def _parse_map_3d(raw, folder: Path) -> Optional[Path]:
+    """The voxel map YAML of `map_3d` (checked to load: `voxel_map.load_voxel_map`)."""
+    if raw is None:
+        return None
+    from orca_nav.core.voxel_map import load_voxel_map
+    path = Path(_string(raw, 'map_3d'))
+    if not path.is_absolute():
+        path = (folder / path).resolve()
+    try:
+        load_voxel_map(path)
+    except ValueError as err:
+        raise ValueError(f'map_3d: {err}') from None
+    return path
 
 
 def _parse_map(raw, folder: Path) -> Optional[Path]:

@@ -1,4 +1,5 @@
-"""Built-in demo scenarios: generated fleets (circle, crossing, corridor, blocks) and fleet files.
+"""Built-in demo scenarios: generated fleets (circle, crossing, corridor, blocks, drones,
+drones_sphere) and fleet files.
 
 `scenario_config(name, robots=None)` returns a FleetConfig. A generated scenario takes a robot
 count; any other name is looked up as `config/fleets/<name>.yaml` in the package share folder,
@@ -40,12 +41,16 @@ def _robots(starts: np.ndarray, goals: np.ndarray, **fields) -> List[dict]:
 
 
 def _fleet(name: str, robots: List[dict], duration: float, map_file: Optional[str] = None,
+           defaults: Optional[dict] = None, map_3d: Optional[str] = None,
            **sections) -> FleetConfig:
-    raw = {'name': name, 'defaults': {'kinematics': 'holonomic', 'radius': ROBOT_RADIUS,
-                                      'max_speed': MAX_SPEED, 'max_accel': 2.0},
+    raw = {'name': name, 'defaults': defaults or {'kinematics': 'holonomic',
+                                                  'radius': ROBOT_RADIUS,
+                                                  'max_speed': MAX_SPEED, 'max_accel': 2.0},
            'robots': robots, 'demo': {'duration': duration, 'goal_tolerance': 0.25}, **sections}
     if map_file is not None:
         raw['map'] = str(maps_dir() / map_file)
+    if map_3d is not None:
+        raw['map_3d'] = str(maps_dir() / map_3d)
     return load_fleet_config(raw)
 
 
@@ -140,11 +145,90 @@ def blocks(robots: int = 20) -> FleetConfig:
     return _fleet('blocks', fleet, map_file='blocks.yaml', duration=120.0)
 
 
+DRONE = {'kinematics': 'quadrotor', 'radius': 0.3, 'max_speed': 2.0, 'max_accel': 2.0,
+         'max_yaw_rate': 2.0}
+FOREST_SIZE = 40.0          # config/maps/forest_3d.yaml: x, y 0..40, z 0..5 above its floor
+FOREST_CLEARANCE = 0.9      # m from the nearest trunk to a drone's start or goal centre
+
+
+def _drone_robots(starts: np.ndarray, goals: np.ndarray) -> List[dict]:
+    """Drone entries `drone<i>` from (N, 3) start and goal positions (yaw 0: drones face +x)."""
+    flat = np.zeros((len(starts), 1))
+    robots = _robots(np.hstack([starts, flat]), np.hstack([goals, flat]))
+    for entry in robots:
+        entry['name'] = entry['name'].replace('robot', 'drone')
+    return robots
+
+
+def _clear_row(grid, x_ends, y: float, z_ends) -> float:
+    """The y nearest to `y` (0.1 m steps) where both ends (x, y, z) of a row are at least
+    FOREST_CLEARANCE from the trunks."""
+    for offset in np.arange(0.0, 3.0, 0.1):
+        for candidate in (y + offset, y - offset):
+            ends = np.column_stack([x_ends, [candidate, candidate], z_ends])
+            if (grid.clearance_at(ends) >= FOREST_CLEARANCE).all():
+                return round(float(candidate), 1)
+    raise ValueError(f'no clear row near y = {y} in the forest')
+
+
+def drones(robots: int = 12) -> FleetConfig:
+    """Drones swap sides of the 3-D forest (config/maps/forest_3d.yaml: 120 trunks on 40 x 40 m,
+    5 m high), planner on: pairs of rows from y 8 to 32, one drone on the west edge (x 2) and
+    one on the east edge (x 38) per row, each flying to the other's place. Every pair flies at
+    its own altitudes (the west drone low to high, the east drone high to low, levels 1.0 to
+    4.0 m across the rows), so they meet mid-way at the same height and pass in 3-D, and the
+    planner climbs and descends through the trunks. Rows are nudged (0.1 m steps) so that no
+    start or goal is within FOREST_CLEARANCE of a trunk."""
+    _check_count('drones', robots, 2, 24)
+    if robots % 2:
+        raise ValueError(f'robots: scenario \'drones\' swaps pairs: an even count, got {robots}')
+    from orca_nav.core.voxel_map import load_voxel_map
+    grid = load_voxel_map(maps_dir() / 'forest_3d.yaml')
+    rows = robots // 2
+    levels = np.linspace(1.0, 4.0, 4)
+    starts, goals = [], []
+    for k, y in enumerate(np.linspace(8.0, 32.0, rows)):
+        low, high = levels[k % 4], levels[(k + 2) % 4]
+        y = _clear_row(grid, [2.0, 38.0], float(y), [low, high])
+        west, east = np.array([2.0, y, low]), np.array([38.0, y, high])
+        starts += [west, east]
+        goals += [east, west]
+    return _fleet('drones', _drone_robots(np.array(starts), np.array(goals)), duration=120.0,
+                  defaults=DRONE, map_3d='forest_3d.yaml',
+                  planner={'enabled': True, 'plan_time_budget': 2.0, 'safety_margin': 0.1})
+
+
+SPHERE_CENTRE = (0.0, 0.0, 8.0)     # the middle of config/maps/open_3d.yaml (z 0..16)
+
+
+def drones_sphere(robots: int = 24) -> FleetConfig:
+    """RVO2-3D's Sphere example in open space (config/maps/open_3d.yaml): drones evenly spread
+    on a sphere (a Fibonacci lattice) around (0, 0, 8) each fly to the antipodal point, all
+    through the centre at once: the symmetric case. The radius keeps neighbours 4 radii
+    apart; no planner (nothing to plan around)."""
+    _check_count('drones_sphere', robots, 2, 200)
+    index = np.arange(robots) + 0.5
+    polar = np.arccos(1.0 - 2.0 * index / robots)
+    azimuth = np.pi * (1.0 + 5.0 ** 0.5) * index
+    unit = np.column_stack([np.sin(polar) * np.cos(azimuth), np.sin(polar) * np.sin(azimuth),
+                            np.cos(polar)])
+    # Neighbours on the lattice are about sqrt(4 pi / N) R apart.
+    radius = max(6.0, 4.0 * DRONE['radius'] / (4.0 * np.pi / robots) ** 0.5)
+    if radius > 7.0:
+        raise ValueError(f'robots: {robots} drones need a {radius:.1f} m sphere; open_3d fits 7 m')
+    centre = np.array(SPHERE_CENTRE)
+    return _fleet('drones_sphere', _drone_robots(centre + radius * unit, centre - radius * unit),
+                  duration=60.0 + 4.0 * radius, defaults={**DRONE, 'max_speed': 1.5},
+                  map_3d='open_3d.yaml')
+
+
 GENERATORS: Dict[str, Callable[[int], FleetConfig]] = {
     'circle': circle,
     'crossing': crossing,
     'corridor': corridor,
     'blocks': blocks,
+    'drones': drones,
+    'drones_sphere': drones_sphere,
 }
 
 

@@ -33,8 +33,7 @@ def plot_trajectories(path, tracks: Sequence[RobotTrack], starts: np.ndarray,
     import matplotlib.pyplot as plt
 
     aerial = any(track.xy.shape[1] == 3 for track in tracks)
-    starts = np.asarray(starts, dtype=float)
-    starts = starts.reshape(len(tracks), -1) if len(tracks) else starts.reshape(0, 2)
+    starts = [np.asarray(start, dtype=float) for start in starts]    # (2,) or (3,) each
     if aerial:
         fig, (top, side) = plt.subplots(1, 2, figsize=(15, 7.5), dpi=110,
                                         gridspec_kw={'width_ratios': [1.0, 1.0]})
@@ -93,7 +92,7 @@ def _free_bounds(grid: OccupancyGrid) -> List[float]:
     return [float(z0 + free[0] * res), float(z0 + (free[-1] + 1) * res)]
 
 
-def _draw(ax, tracks: Sequence[RobotTrack], starts: np.ndarray, plans, colours,
+def _draw(ax, tracks: Sequence[RobotTrack], starts: List[np.ndarray], plans, colours,
           axes) -> None:
     """Every robot's plans, trace, start disc and goals, projected on `axes` (0 x, 1 y, 2 z;
     a 2-D track's z is 0)."""

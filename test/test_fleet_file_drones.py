@@ -72,3 +72,24 @@ def test_the_sphere_scenario_sends_24_drones_to_their_antipodes_inside_open_spac
     assert distance.min() > 4 * 0.3
     lower, upper = load_voxel_map(cfg.map_3d_path).extent
     assert (starts > lower + 1.0).all() and (starts < upper - 1.0).all()
+
+
+def test_the_drones_graph_publishes_the_3d_map_and_rviz_shows_it():
+    from orca_nav.bringup.graph import describe_graph, share_dir
+    from orca_nav.bringup.rviz import rviz_config
+    cfg = drones()
+    specs = {s.name: s for s in describe_graph(cfg, use_sim=True)}
+    assert 'map_publisher' not in specs
+    publisher = specs['map_3d_publisher'].parameters[0]
+    assert publisher['yaml_filename'] == str(cfg.map_3d_path)
+    assert publisher['map_3d_resolution'] == 0.2
+    for node in ('planner_node', 'orca_node', 'fleet_sim'):
+        params = specs[node].parameters[0]
+        assert params['map_3d_resolution'] == 0.2 and params['drone0.start_z'] == 1.0
+    assert specs['planner_node'].parameters[0]['drone0.goal_z'] == 3.0
+    assert specs['orca_node'].parameters[0]['require_map_3d'] is True
+    displays = rviz_config(cfg, share_dir() / 'config' / 'orca_nav.rviz')[
+        'Visualization Manager']['Displays']
+    cloud = [d for d in displays if d['Name'] == 'Map 3-D']
+    assert cloud and cloud[0]['Topic']['Value'] == '/map_3d' and cloud[0]['Size (m)'] == 0.2
+    assert all(d['Enabled'] for d in displays if d['Name'].startswith('Plan drone'))

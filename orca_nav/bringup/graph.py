@@ -21,6 +21,7 @@ PACKAGE = 'orca_nav'
 # Node names the graph uses (topics that carry a node name, like /fleet_sim/collisions, follow).
 MAP_PUBLISHER = 'map_publisher'
 MAP_3D_PUBLISHER = 'map_3d_publisher'
+MAP_3D_TOPIC = '/map_3d'        # map_3d_publisher's, and every drone node's map_3d_topic
 FLEET_SIM = 'fleet_sim'
 ORCA = 'orca_node'
 PLANNER = 'planner_node'

@@ -7,6 +7,7 @@ A fleet config is a YAML file (or the equivalent dict)::
     tf_layout: none               # none | namespaced | prefixed (core/fleet/names.py)
     use_sim_time: true            # nodes on /clock (default: when the embedded simulator runs)
     map: ../maps/corridor.yaml    # map_server YAML, relative to this file; omit for open space
+    map_3d: ../maps/forest_3d.yaml          # voxel map YAML (core/voxel_map.py): drones fly in it
     defaults:                     # applied to every robot, each robot may override
       kinematics: diff_drive
       radius: 0.25
@@ -19,6 +20,10 @@ A fleet config is a YAML file (or the equivalent dict)::
         kinematics: holonomic
         start: [4.0, 0.0, 3.14159]
         goals: [[-4.0, 0.0], [4.0, 1.0]]    # several goals, visited in turn
+      - name: drone0
+        kinematics: quadrotor               # a drone: poses are x, y, z, yaw (yaw may be omitted)
+        start: [0.0, 3.0, 1.5, 0.0]
+        goal: [0.0, -3.0, 2.5, 0.0]
     planner: {enabled: false}     # other keys are planner_node parameters
     orca_node: {time_horizon: 5.0}          # parameters of each node
     fleet_sim_node: {rate: 50.0}

@@ -281,7 +281,7 @@ def test_non_finite_cmd_vel_is_rejected_with_a_warning(ros, capfd):
     assert np.all(np.isfinite(node.sim.poses))
     err = capfd.readouterr().err
     assert err.count('robot0: ignoring cmd_vel with non-finite values '
-                     '(linear.x, linear.y, angular.z) = (nan, 0, 0)') == 1, err
+                     '(linear.x, linear.y, angular.z, linear.z) = (nan, 0, 0, 0)') == 1, err
     assert 'lockstep: no cmd_vel from robot0 at t = 0.020 s' in err, err
 
 

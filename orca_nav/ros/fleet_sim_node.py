@@ -8,6 +8,11 @@ twist in the child frame `<robot>/base_link`, as a wheel-odometry driver reports
 `/diagnostics` (one status per robot, ERROR while it is in contact) and, with `publish_clock`,
 `/clock`.
 
+Drones (kinematics `quadrotor`) fly: cmd_vel's linear.z is their climb rate, odometry carries
+their altitude (pose z) and climb rate (twist linear.z), start altitudes are `<robot>.start_z`,
+and their map is the 3-D one on `map_3d_topic` (PointCloud2, transient local; drone-voxel
+collisions). Ground robots are cylinders `ground_clearance` tall for drone-ground collisions.
+
 With `tf_layout` `namespaced` or `prefixed` it speaks like a real robot stack instead: odometry
 in each robot's drifting odom frame, `odom -> base_link` and a simulated localization's
 `map -> odom` on TF, a static lidar mount on tf_static (`orca_nav.ros.sim_tf`).
@@ -47,17 +52,18 @@ from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallba
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock as ClockMsg
+from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import String
 
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.names import robot_names
 from orca_nav.core.fleet.sim import (NO_ROBOT, ROBOT_ROBOT, CollisionEvent, Faults, FleetSim,
                                      Lockstep, OdometryLink, PeriodicSchedule)
-from orca_nav.ros.convert import (latched_qos, msg_to_grid, node_now,
+from orca_nav.ros.convert import (cloud_to_grid, latched_qos, msg_to_grid, node_now,
                                   seconds_to_time, state_to_odom)
 from orca_nav.ros.node_main import run_node
-from orca_nav.ros.params import (ParamSpec, declare_parameters, declare_robot_parameters,
-                                 on_parameters_changed)
+from orca_nav.ros.params import (SHARED_SPECS, ParamSpec, declare_parameters,
+                                 declare_robot_parameters, on_parameters_changed)
 from orca_nav.ros.sim_tf import TF_SPECS, SimTfPublisher
 
 NODE_SPECS = [
@@ -101,6 +107,9 @@ NODE_SPECS = [
     ParamSpec('lockstep_subscribers', 1, 'Lockstep: the first exchange also waits until every '
               "robot's odometry has this many subscribers (controllers, planners, recorders), so "
               'nobody misses the start', min=1, max=10000, read_only=True),
+    SHARED_SPECS['ground_clearance'],
+    SHARED_SPECS['map_3d_topic'],
+    SHARED_SPECS['map_3d_resolution'],
 ]
 
 # ---- Fault injection (all off by default; `fault.<name>`, read only; see core.fleet.sim.Faults).
@@ -189,6 +198,11 @@ class FleetSimNode(Node):
         self.robot_params = declare_robot_parameters(self, self.robots)
         self.global_frame = self.params['global_frame']
         starts = np.array([self.robot_params[r]['start'] for r in self.robots], dtype=float)
+        altitudes = np.array([self.robot_params[r]['start_z'] for r in self.robots])
+        for robot, z in zip(self.robots, altitudes):
+            if z != 0.0 and self.robot_params[robot]['kinematics'] != 'quadrotor':
+                raise ValueError(f'{robot}.start_z: {z:g} m, but only quadrotors fly (a '
+                                 f"{self.robot_params[robot]['kinematics']} robot is at z = 0)")
         faults = faults_from_parameters(declare_parameters(self, FAULT_SPECS, prefix='fault.'),
                                         self.robots)
         _check_fault_combinations(self.params, faults)
@@ -196,7 +210,9 @@ class FleetSimNode(Node):
                             noise_pos_std=self.params['noise_pos_std'],
                             noise_vel_std=self.params['noise_vel_std'],
                             cmd_latency=self.params['cmd_latency'], seed=self.params['seed'],
-                            cmd_timeout=self.params['cmd_timeout'], faults=faults)
+                            cmd_timeout=self.params['cmd_timeout'], faults=faults,
+                            start_altitudes=altitudes,
+                            ground_clearance=self.params['ground_clearance'])
         # Lost or late odometry passes through a link; without those faults it goes out directly.
         self.odometry_link = OdometryLink(faults) if faults.odometry_faulty else None
         on_parameters_changed(self, self._apply_changes)
@@ -221,9 +237,9 @@ class FleetSimNode(Node):
                            for r in self.robots]
         names = [robot_names(r, self.params['tf_layout'], self.global_frame)
                  for r in self.robots]
-        self._odom_msgs = [state_to_odom(start[:2], start[2], (0.0, 0.0), 0.0,
+        self._odom_msgs = [state_to_odom((start[0], start[1], z), start[2], (0.0, 0.0), 0.0,
                                          seconds_to_time(0.0), n.odom_frame, n.base_frame)
-                           for n, start in zip(names, starts)]
+                           for n, start, z in zip(names, starts, altitudes)]
         self._tf = (SimTfPublisher(self, names, starts, self.params)
                     if self.params['tf_layout'] != 'none' else None)
         self._cmd_subs = [self.create_subscription(cmd_type, robot_names(robot).cmd_vel_topic,
@@ -231,6 +247,9 @@ class FleetSimNode(Node):
                                                    10, event_callbacks=quiet_sub)
                           for index, robot in enumerate(self.robots)]
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
+        if any(self.robot_params[r]['kinematics'] == 'quadrotor' for r in self.robots):
+            self.create_subscription(PointCloud2, self.params['map_3d_topic'], self._on_map_3d,
+                                     latched_qos())
         # Transient local with a deep history: a listener that connects late (the demo's
         # recorder, a test) still gets every contact, including one at t = 0.
         self._collision_pub = self.create_publisher(String, '~/collisions',
@@ -293,6 +312,7 @@ class FleetSimNode(Node):
         self.sim.noise_vel_std = self.params['noise_vel_std']
         self.sim.cmd_latency = self.params['cmd_latency']
         self.sim.cmd_timeout = self.params['cmd_timeout']
+        self.sim.ground_clearance = self.params['ground_clearance']
         if self._tf is not None:
             self._tf.set_localization_jump(self.params['localization_jump'])
 
@@ -421,12 +441,12 @@ class FleetSimNode(Node):
         robot = self.robots[index]
         twist = msg.twist if isinstance(msg, TwistStamped) else msg
         values = (twist.linear.x, twist.linear.y, twist.angular.z)
-        if not all(math.isfinite(v) for v in values):
-            shown = ', '.join(f'{v:.6g}' for v in values)
+        if not all(math.isfinite(v) for v in values + (twist.linear.z,)):
+            shown = ', '.join(f'{v:.6g}' for v in values + (twist.linear.z,))
             self._warn_throttled(robot, f'{robot}: ignoring cmd_vel with non-finite values '
-                                        f'(linear.x, linear.y, angular.z) = ({shown})')
+                                        f'(linear.x, linear.y, angular.z, linear.z) = ({shown})')
             return
-        self.sim.set_commands([values], robots=[index])
+        self.sim.set_commands([values], robots=[index], climb_rates=[twist.linear.z])
         if self.lockstep is not None:
             self.lockstep.answer(index)
             if self.lockstep.answered_all:
@@ -440,6 +460,21 @@ class FleetSimNode(Node):
             return
         self.get_logger().info(f'/map: {msg.info.width} x {msg.info.height} cells at '
                                f'{msg.info.resolution:.4g} m for robot-map collisions')
+
+    def _on_map_3d(self, msg: PointCloud2) -> None:
+        topic = self.params['map_3d_topic']
+        try:
+            grid, note = cloud_to_grid(msg, self.params['map_3d_resolution'],
+                                       frame_id=self.global_frame)
+        except ValueError as err:
+            self.get_logger().error(f'{topic}: ignoring the 3-D map: {err}')
+            return
+        if note is not None:
+            self.get_logger().warn(f'{topic}: {note}')
+        self.sim.set_grid_3d(grid)
+        nz, ny, nx = grid.shape
+        self.get_logger().info(f'{topic}: {nx} x {ny} x {nz} voxels at {grid.resolution:.4g} m '
+                               'for drone-map collisions')
 
     # ------------------------------------------------------------------ outputs
     def _publish_outputs(self, now: float, events: List[CollisionEvent]) -> None:
@@ -471,15 +506,16 @@ class FleetSimNode(Node):
                   'position': list(event.position), 'count': self._collisions_reported}
         self._collision_pub.publish(String(data=json.dumps(record)))
         what = ' and '.join(names) if event.kind == ROBOT_ROBOT else f'{names[0]} and the map'
-        self.get_logger().warn(f'collision between {what} at '
-                               f'({event.position[0]:.2f}, {event.position[1]:.2f})')
+        where = ', '.join(f'{v:.2f}' for v in event.position)
+        self.get_logger().warn(f'collision between {what} at ({where})')
 
     def _publish_odometry(self, now: float) -> None:
         poses, twists = self.sim.odometry()
         if self._tf is not None:
             poses = self._tf.odometry_poses(now, self.sim.poses, poses)
+        altitudes, climb = self.sim.altitudes.tolist(), self.sim.climb_rates.tolist()
         if self.odometry_link is not None:
-            self.odometry_link.send(now, np.hstack([poses, twists]))
+            self.odometry_link.send(now, np.column_stack([poses, twists, altitudes, climb]))
             self._deliver_late_odometry(now)
             return
         stamp = seconds_to_time(now)
@@ -493,6 +529,7 @@ class FleetSimNode(Node):
             msg.header.stamp = stamp
             pose, twist = msg.pose.pose, msg.twist.twist
             pose.position.x, pose.position.y = poses[index][0], poses[index][1]
+            pose.position.z, twist.linear.z = altitudes[index], climb[index]
             pose.orientation.z, pose.orientation.w = qz[index], qw[index]
             twist.linear.x, twist.linear.y = twists[index][0], twists[index][1]
             twist.angular.z = twists[index][2]
@@ -510,11 +547,12 @@ class FleetSimNode(Node):
             pose.orientation.z, pose.orientation.w = math.sin(0.5 * row[2]), math.cos(0.5 * row[2])
             twist.linear.x, twist.linear.y, twist.angular.z = (float(row[3]), float(row[4]),
                                                                float(row[5]))
+            pose.position.z, twist.linear.z = float(row[6]), float(row[7])
             msg.pose.covariance[0] = msg.pose.covariance[7] = pos_var
             self._odom_pubs[index].publish(msg)
 
     def _publish_diagnostics(self, now: float) -> None:
-        poses, twists = self.sim.poses, self.sim.twists
+        poses, twists, altitudes = self.sim.poses, self.sim.twists, self.sim.altitudes
         partners = {i: [] for i in range(len(self.robots))}
         for a, b in self.sim.robot_contacts:
             partners[a].append(self.robots[b])
@@ -535,6 +573,7 @@ class FleetSimNode(Node):
             status.values = [
                 KeyValue(key='x', value=f'{poses[i, 0]:.3f}'),
                 KeyValue(key='y', value=f'{poses[i, 1]:.3f}'),
+                KeyValue(key='z', value=f'{altitudes[i]:.3f}'),
                 KeyValue(key='yaw', value=f'{poses[i, 2]:.3f}'),
                 KeyValue(key='speed', value=f'{float(np.hypot(*twists[i, :2])):.3f}'),
                 KeyValue(key='collisions', value=str(int(self._collision_counts[i]))),

@@ -6,7 +6,8 @@ in `global_frame`, or with `tf_layout` in any frame TF connects to it: `tf_poses
 state counts at the message stamp); per commanded robot
 `/<robot>/goal_pose` (PoseStamped) and `/<robot>/trajectory` (MultiDOFJointTrajectory, transient
 local: a restarted node gets the current plan); `/map` (OccupancyGrid, transient local),
-prepared for avoidance on a worker thread. Out: `/<robot>/cmd_vel` (Twist or TwistStamped),
+prepared for avoidance on a worker thread; drones: `map_3d_topic` (`orca_drones`). Out:
+`/<robot>/cmd_vel` (Twist or TwistStamped; linear.z: a drone's climb rate),
 `/orca_nav/markers`, `/diagnostics`.
 
 A cycle starts as soon as every robot with live odometry has sent a new message since the last
@@ -44,6 +45,7 @@ from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.markers import fleet_markers
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.offload import Offloaded
+from orca_nav.ros.orca_drones import DroneMap
 from orca_nav.ros.orca_params import (DEADLOCK_SPECS, NODE_SPECS, controller_params,
                                       robot_specs)
 from orca_nav.ros.params import declare_parameters, declare_robot_parameters, on_parameters_changed
@@ -84,7 +86,7 @@ class OrcaNode(ManagedNode):
         self.commanded = [r for r in self.robots if self.fleet.commanded[self.fleet.index[r]]]
         for robot, fields in self._robot_cfg.items():
             if len(fields['goal']) == 3:
-                self._set_goal(self.fleet.index[robot], fields['goal'], 'parameter')
+                self._set_goal(self.fleet.index[robot], fields['goal'], 'parameter', fields['goal_z'])
 
         self._last_warn: Dict[tuple, float] = {}
         self._unstamped: set = set()            # robots warned about odometry without a stamp
@@ -128,6 +130,7 @@ class OrcaNode(ManagedNode):
                     MultiDOFJointTrajectory, self._poses.names[robot].trajectory_topic,
                     lambda msg, i=i: self._on_trajectory(i, msg), latched_qos())
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
+        self._drone_map = DroneMap(self)
         self._timer = self._marker_timer = None
         self._make_control_timer()
         self._set_marker_timer(self._cfg['marker_rate'])
@@ -172,7 +175,8 @@ class OrcaNode(ManagedNode):
         for note in self.fleet.configure(controller_params(self._cfg, self._deadlock_cfg), robot_specs(self.robots, self._robot_cfg)):
             self.get_logger().warning(note)
         for robot, goal in goals.items():
-            self._set_goal(self.fleet.index[robot], goal if len(goal) == 3 else None, 'parameter')
+            self._set_goal(self.fleet.index[robot], goal if len(goal) == 3 else None, 'parameter',
+                           self._robot_cfg[robot]['goal_z'])
         if changed.keys() & {'control_rate', 'cycle_trigger'}:
             self._make_control_timer()
         if 'marker_rate' in changed:
@@ -242,10 +246,10 @@ class OrcaNode(ManagedNode):
                                   f'{self.global_frame!r}')
             return
         p = msg.pose.position
-        self._set_goal(i, (p.x, p.y), 'goal_pose')
+        self._set_goal(i, (p.x, p.y), 'goal_pose', p.z)
 
-    def _set_goal(self, i: int, xy, source: str) -> None:
-        reason = self.fleet.set_goal(i, xy)
+    def _set_goal(self, i: int, xy, source: str, altitude=None) -> None:
+        reason = self.fleet.set_goal(i, xy, altitude)
         if reason is not None:
             self._goal_warning(i, f'{self.robots[i]}: refusing goal from {source}: {reason}')
 
@@ -329,7 +333,7 @@ class OrcaNode(ManagedNode):
         if self._cfg['cycle_trigger'] == 'odometry':
             self._timer.reset()     # the timer waits for late odometry from now on
         out = self.fleet.step(now)
-        self._publish_commands(out.twists, out.publish)
+        self._publish_commands(out.twists, out.publish, out.climb_rates)
         if self.fleet.params.require_map and self.fleet.map is None and not self._said_waiting:
             self._said_waiting = True      # normal start-up: said once, at INFO
             self.get_logger().info('waiting for /map (require_map): holding every robot still')
@@ -344,10 +348,11 @@ class OrcaNode(ManagedNode):
             for history in (self._cycle_ms, self._cycle_cpu_ms):
                 del history[:max(0, len(history) - _CYCLE_HISTORY)]
 
-    def _publish_commands(self, twists, publish) -> None:
+    def _publish_commands(self, twists, publish, climb_rates=None) -> None:
         stamped = self._cfg['cmd_vel_stamped']
         stamp = self.get_clock().now().to_msg() if stamped else None
         values = twists.tolist()
+        climb = np.zeros(len(values)).tolist() if climb_rates is None else climb_rates.tolist()
         for row, pub, msg in self._cmd_out:
             if not publish[row]:
                 continue
@@ -355,6 +360,7 @@ class OrcaNode(ManagedNode):
             if stamped:
                 msg.header.stamp = stamp
             body.linear.x, body.linear.y, body.angular.z = values[row]
+            body.linear.z = climb[row]
             pub.publish(msg)
 
     # ------------------------------------------------------------------ outputs

@@ -7,7 +7,7 @@ from typing import Any, Dict, List
 from orca_nav.core.fleet.controller import MODES, ControllerParams
 from orca_nav.core.fleet.deadlock import DeadlockParams
 from orca_nav.core.fleet.robots import RobotSpec
-from orca_nav.ros.params import SHARED_SPECS, ParamSpec
+from orca_nav.ros.params import POSE_FIELDS, SHARED_SPECS, ParamSpec
 
 TRIGGERS = ('odometry', 'timer')
 
@@ -54,6 +54,11 @@ NODE_SPECS = [
               'obstacle polygons (set when the fleet has a map, so nobody drives before the '
               'walls are known)', read_only=True),
     SHARED_SPECS['goal_tolerance'],
+    SHARED_SPECS['ground_clearance'],
+    SHARED_SPECS['map_3d_topic'],
+    SHARED_SPECS['map_3d_resolution'],
+    ParamSpec('require_map_3d', False, 'Drones hold still until the first 3-D map (map_3d_topic) '
+              'has been received', read_only=True),
     ParamSpec('map_inflation', 0.0, 'Margin added around occupied map cells before they become '
               'ORCA polygons (m)', min=0.0, max=100.0),
     ParamSpec('publish_orca_lines', False, "Add each robot's ORCA half-plane lines to "
@@ -87,7 +92,7 @@ DEADLOCK_SPECS = [
 def robot_specs(robots: List[str], fields: Dict[str, Dict[str, Any]]) -> List[RobotSpec]:
     """The robots' `<robot>.<field>` parameters as core RobotSpecs."""
     return [RobotSpec(r, **{k: v for k, v in fields[r].items()
-                            if k not in ('start', 'goal')}) for r in robots]
+                            if k not in POSE_FIELDS}) for r in robots]
 
 
 def controller_params(c: Dict[str, Any], d: Dict[str, Any]) -> ControllerParams:
@@ -106,4 +111,5 @@ def controller_params(c: Dict[str, Any], d: Dict[str, Any]) -> ControllerParams:
         goal_tolerance=c['goal_tolerance'], map_inflation=c['map_inflation'],
         trajectories_only=c['trajectories_only'], require_map=c['require_map'],
         filter_mode=bool(c['cmd_vel_in']), source_timeout=c['source_timeout'],
+        ground_clearance=c['ground_clearance'], require_map_3d=c['require_map_3d'],
         deadlock=None if c['cmd_vel_in'] else deadlock)

@@ -183,8 +183,15 @@ ROBOT_SPECS: List[ParamSpec] = [
               length=(3,)),
     ParamSpec('goal', [], 'Goal pose x, y, yaw (m, m, rad); empty for none',
               type_hint='double_array', length=(0, 3)),
+    ParamSpec('start_z', 0.0, 'Start altitude of a quadrotor (m); 0 for every ground robot',
+              min=-1e4, max=1e4),
+    ParamSpec('goal_z', 0.0, 'Goal altitude of a quadrotor (m); 0: keep the altitude it flies at',
+              min=-1e4, max=1e4),
 ]
 
+
+# The per-robot parameters that place a robot rather than describe it (not RobotSpec fields).
+POSE_FIELDS = ('start', 'goal', 'start_z', 'goal_z')
 
 # Parameters every fleet node that needs them declares alike (one name, one meaning, one default).
 SHARED_SPECS: Dict[str, ParamSpec] = {spec.name: spec for spec in [
@@ -197,6 +204,14 @@ SHARED_SPECS: Dict[str, ParamSpec] = {spec.name: spec for spec in [
               '(odometry is in it), namespaced (<robot>/tf trees with frames map, odom, '
               'base_link) or prefixed (one /tf, frames <robot>/odom, <robot>/base_link)',
               choices=TF_LAYOUTS, read_only=True),
+    ParamSpec('ground_clearance', 1.0, 'Height of the ground robots\' layer: a ground robot is a '
+              'cylinder this tall, a drone whose sphere reaches below it meets ground robots '
+              '(docs/orca3d.md, Drones in a fleet) (m)', min=0.0, max=100.0),
+    ParamSpec('map_3d_topic', '/map_3d', 'Topic of the 3-D map (sensor_msgs/PointCloud2 of '
+              'occupied voxel centres, transient local) that drones use; read only when a robot '
+              'is a quadrotor', read_only=True),
+    ParamSpec('map_3d_resolution', 0.2, 'Voxel size of the 3-D map (m): map_3d_publisher\'s '
+              'resolution', min=0.001, max=100.0, read_only=True),
     ParamSpec('transform_tolerance', 1.0, 'Odometry may be this much newer than the newest '
               'global <- odom transform (localization is slower than odometry) (s)',
               min=0.0, max=60.0, read_only=True),

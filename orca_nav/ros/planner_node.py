@@ -4,8 +4,8 @@ Per robot (parameter `robots`, per-robot fields `<robot>.<field>` of TEAM.md) it
 `/<robot>/odom` and `/<robot>/goal_pose`, and to the latched `/map` for ground robots and the
 latched 3-D map (`map_3d_topic`, sensor_msgs/PointCloud2 of occupied voxel centres,
 `map_3d_resolution`) for drones: a `quadrotor` plans in 3-D, its start altitude from its
-odometry and its goal altitude from the goal's `pose.position.z` (the `<robot>.goal` parameter
-is then x, y, z, yaw). The planning policy (which
+odometry and its goal altitude from the goal's `pose.position.z` (`<robot>.goal_z` for the
+configured goal; 0 keeps the altitude the drone flies at). The planning policy (which
 planner, when to plan, replan, hold still or call a goal reached) is the core's
 `FleetPlanner` (`orca_nav.core.planning.fleet_planner`); this node converts messages, runs the
 plan requests it returns and publishes what it decides:
@@ -43,7 +43,7 @@ from trajectory_msgs.msg import MultiDOFJointTrajectory
 from orca_nav.core.fleet.robots import ROBOT_FIELDS, RobotSpec
 from orca_nav.core.planning.fleet_planner import (Actions, FleetPlanner, Level,
                                                   PlanSettings, ReplanPolicy, RobotStatus,
-                                                  StartState, pose_fields, run_request)
+                                                  StartState, run_request)
 from orca_nav.ros.convert import (cloud_to_grid, latched_qos, msg_to_grid, node_now,
                                   odom_state_from_cdr, quaternion_to_yaw, seconds_to_time)
 from orca_nav.ros.lifecycle import ManagedNode
@@ -86,10 +86,8 @@ NODE_SPECS = [
     SHARED_SPECS['goal_tolerance'],
     ParamSpec('unknown_is_occupied', True, 'Unknown map cells (-1) count as obstacles',
               read_only=True),
-    ParamSpec('map_3d_topic', '/map_3d', 'The 3-D map drones plan in (PointCloud2 of occupied '
-              'voxel centres, transient local)', read_only=True),
-    ParamSpec('map_3d_resolution', 0.2, 'Voxel size of the 3-D map (m): the map publisher\'s '
-              'resolution', min=0.01, max=10.0, read_only=True),
+    SHARED_SPECS['map_3d_topic'],
+    SHARED_SPECS['map_3d_resolution'],
     ParamSpec('plan_configured_goals', True, "Plan to each robot's <robot>.goal parameter once "
               'the map and its odometry are in'),
     ParamSpec('jam_timeout', 30.0, 'A navigate_to_pose goal aborts when its robot got no '
@@ -175,15 +173,10 @@ class PlannerNode(ManagedNode):
     def activated(self) -> None:
         if self.settings['plan_configured_goals']:
             for name, config in self.robot_configs.items():
-                if len(config['goal']) == 0:
-                    continue
-                dim = self.supervisor.dim(name)
-                if len(config['goal']) != dim + 1:
-                    self._apply(self.supervisor.reject_goal(
-                        name, f'{name}.goal must be {dim + 1} values ({pose_fields(dim)}), '
-                              f'got {list(config["goal"])}'))
-                    continue
-                self._apply(self.supervisor.set_goal(name, config['goal'], node_now(self)))
+                if len(config['goal']) == 3:
+                    x, y, yaw = config['goal']
+                    goal = goal_values(self.supervisor.dim(name), x, y, config['goal_z'], yaw)
+                    self._apply(self.supervisor.set_goal(name, goal, node_now(self)))
 
     # ------------------------------------------------------------------ inputs
     def _on_parameters(self, changed: Dict[str, object]) -> None:

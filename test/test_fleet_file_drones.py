@@ -82,7 +82,7 @@ def test_the_drones_graph_publishes_the_3d_map_and_rviz_shows_it():
     assert 'map_publisher' not in specs
     publisher = specs['map_3d_publisher'].parameters[0]
     assert publisher['yaml_filename'] == str(cfg.map_3d_path)
-    assert publisher['map_3d_resolution'] == 0.2
+    assert publisher['resolution'] == 0.2
     for node in ('planner_node', 'orca_node', 'fleet_sim'):
         params = specs[node].parameters[0]
         assert params['map_3d_resolution'] == 0.2 and params['drone0.start_z'] == 1.0

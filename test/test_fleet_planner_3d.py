@@ -130,25 +130,6 @@ def test_the_tracker_follows_a_3d_plan_climbing_and_descending():
     assert max(heights) > 2.0      # it climbed to the window and came down again
 
 
-def test_a_3d_tracker_follows_a_ground_robots_2d_reference_in_the_plane():
-    planner = FleetPlanner({'robot0': GROUND}, SETTINGS, POLICY)
-    planner.set_map(room(), now=0.0)
-    planner.set_start_state('robot0', StartState([2.0, 5.0, 0.0], [0.0, 0.0], 0.0), now=0.0)
-    (request,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], now=0.0).plan
-    flat = run_request(request).reference
-    tracker = FleetTracker([False, False], dim=3)
-    tracker.set_reference(0, flat, start_time=0.0)
-    position, dt = np.array([[2.0, 5.0, 0.0], [5.0, 5.0, 1.5]]), 0.05
-    for k in range(int((flat.duration + 5.0) / dt)):
-        cmd = tracker.update(k * dt, position, [0.0, 0.0], max_speed=1.0)
-        assert cmd.pref_velocity[0, 2] == 0.0 and not cmd.pref_velocity[1].any()
-        position = position + cmd.pref_velocity * dt
-        if cmd.reached[0]:
-            break
-    assert cmd.reached[0]
-    np.testing.assert_allclose(position[0], [8.0, 5.0, 0.0], atol=0.2)
-
-
 def test_a_drone_goal_at_z_0_keeps_the_altitude_it_flies_at():
     planner = fleet(DRONE)
     planner.set_map(wall_with_window(), now=0.0)

@@ -142,7 +142,7 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
     if cfg.map_3d_path is not None:
         specs.append(NodeSpec(MAP_3D_PUBLISHER, MAP_3D_PUBLISHER, parameters=[{
             'yaml_filename': str(cfg.map_3d_path), 'frame_id': cfg.global_frame, **clock,
-            **map_3d_parameters(cfg)}]))
+            'resolution': map_3d_parameters(cfg)['map_3d_resolution']}]))
     if use_sim:
         sim = {**fleet, 'publish_clock': sim_time, **layout,
                **sections['fleet_sim_node'],

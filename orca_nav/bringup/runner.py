@@ -35,6 +35,7 @@ NODE_CLASSES = {
     'orca_node': 'orca_nav.ros.orca_node:OrcaNode',
     'fleet_sim_node': 'orca_nav.ros.fleet_sim_node:FleetSimNode',
     'map_publisher': 'orca_nav.ros.map_publisher:MapPublisher',
+    'map_3d_publisher': 'orca_nav.ros.map_3d_publisher:Map3dPublisher',
     'planner_node': 'orca_nav.ros.planner_node:PlannerNode',
     'mission_node': 'orca_nav.ros.mission_node:MissionNode',
 }

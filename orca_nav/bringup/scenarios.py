@@ -195,7 +195,7 @@ def drones(robots: int = 12) -> FleetConfig:
         goals += [east, west]
     return _fleet('drones', _drone_robots(np.array(starts), np.array(goals)), duration=120.0,
                   defaults=DRONE, map_3d='forest_3d.yaml',
-                  planner={'enabled': True, 'plan_time_budget': 2.0, 'safety_margin': 0.1})
+                  planner={'enabled': True, 'plan_time_budget': 2.0, 'safety_margin': 0.3})
 
 
 SPHERE_CENTRE = (0.0, 0.0, 8.0)     # the middle of config/maps/open_3d.yaml (z 0..16)

@@ -22,9 +22,8 @@ a sideways error up to ``car_lateral_tolerance`` (a larger one is the planner's 
 replanning). ``yaw_rate`` gives yaw-aware robots a heading command
 (reference yaw rate + feedback on the yaw error) that diff-drive robots use to turn in place.
 
-In 3-D (``dim`` 3: drones follow (x, y, z) references and get (vx, vy, vz) preferred velocities)
-a mixed fleet keeps one tracker: a ground robot's 2-D reference is *planar* in it, tracked in
-x, y only (its z neither matched, fed back nor asked to change: z velocity 0).
+In 3-D (``dim`` 3) the same law gives drones (vx, vy, vz) preferred velocities from their
+(x, y, z) references: the fleet controller keeps one 3-D tracker for its drones' 3-D plans.
 
 numpy only; no ROS.
 """
@@ -101,18 +100,16 @@ class FleetTracker:
         self._tau = np.zeros(self.n)            # reference clock
         self._last_now = np.full(self.n, np.nan)   # NaN: first update after set_reference
         self._progress = np.zeros(self.n, dtype=np.int64)
-        self._axis_weight = np.ones((self.n, dim))     # 0 on z for a planar reference
         self._pack()
 
     # ------------------------------------------------------------------ references
     def set_reference(self, index: int, reference: Optional[Reference], start_time: float) -> None:
         """Robot ``index`` follows ``reference`` whose t = 0 is wall time ``start_time``;
-        ``None`` clears it (the robot holds still). A 3-D tracker takes 2-D references too
-        (planar: see the module docstring)."""
+        ``None`` clears it (the robot holds still)."""
         if not 0 <= index < self.n:
             raise ValueError(f'index {index} out of range for {self.n} robots')
         if reference is not None:
-            if reference.dim > self.dim:
+            if reference.dim != self.dim:
                 raise ValueError(f'reference for robot {index} is {reference.dim}-D, tracker is {self.dim}-D')
             if not np.isfinite(start_time):
                 raise ValueError(f'start_time must be finite, got {start_time}')
@@ -121,8 +118,6 @@ class FleetTracker:
         self._tau[index] = 0.0
         self._last_now[index] = np.nan
         self._progress[index] = 0
-        planar = reference is not None and reference.dim < self.dim
-        self._axis_weight[index] = [1.0, 1.0, 0.0] if planar else 1.0
         self._pack()
 
     def clear(self, index: int) -> None:
@@ -131,13 +126,17 @@ class FleetTracker:
     def reference(self, index: int) -> Optional[Reference]:
         return self._refs[index]
 
+    @property
+    def has_reference(self) -> np.ndarray:
+        """(N,) bool: the robot follows a reference."""
+        return self._has.copy()
+
     def _pack(self) -> None:
         """Padded (N, K_max) copies of all references; padding repeats the last sample."""
         lengths = np.array([len(r) if r is not None else 2 for r in self._refs], dtype=np.int64)
         k_max = int(lengths.max()) if self.n else 2
         n, d = self.n, self.dim
         self._len = lengths
-        self._any_planar = bool((self._axis_weight == 0.0).any())
         self._has = np.array([r is not None for r in self._refs], dtype=bool)
         self._t = np.full((n, k_max), np.inf)
         self._t[:, :2] = [0.0, 1.0]
@@ -152,9 +151,8 @@ class FleetTracker:
                 continue
             k = len(ref)
             self._t[i, :k] = ref.times
-            rd = ref.dim
-            self._p[i, :k, :rd], self._p[i, k:, :rd] = ref.positions, ref.positions[-1]
-            self._v[i, :k, :rd] = ref.velocities
+            self._p[i, :k], self._p[i, k:] = ref.positions, ref.positions[-1]
+            self._v[i, :k] = ref.velocities
             self._yaw[i, :k], self._yaw[i, k:] = ref.yaw, ref.yaw[-1]
             self._yaw_rate[i, :k] = ref.yaw_rate
             self._dir[i, :k], self._dir[i, k:] = ref.direction, ref.direction[-1]
@@ -185,11 +183,7 @@ class FleetTracker:
         # The first step after set_reference searches the whole first segment.
         horizon = np.where(first, np.inf, t_prog + prm.progress_window)
         window = (k >= prog[:, None]) & (k <= seg_end[:, None]) & (self._t <= horizon[:, None])
-        weight = self._axis_weight
-        offset = self._p - p[:, None, :]
-        if self._any_planar:
-            offset *= weight[:, None, :]
-        dist2 = np.sum(offset ** 2, axis=2)
+        dist2 = np.sum((self._p - p[:, None, :]) ** 2, axis=2)
         yaw_err2 = wrap_angle(self._yaw - yaw[:, None]) ** 2
         match = dist2 + np.where(self.yaw_aware, prm.yaw_distance_scale ** 2, 0.0)[:, None] * yaw_err2
         prog = np.argmin(np.where(window, match, np.inf), axis=1)
@@ -209,8 +203,6 @@ class FleetTracker:
         a = alpha[:, None]
         p_ref = (1 - a) * self._p[rows, idx] + a * self._p[rows, idx + 1]
         v_ref = (1 - a) * self._v[rows, idx] + a * self._v[rows, idx + 1]
-        if self._any_planar:
-            p_ref = np.where(weight > 0.0, p_ref, p)    # planar: z stays where the robot is
         yaw0 = self._yaw[rows, idx]
         yaw_ref = yaw0 + alpha * wrap_angle(self._yaw[rows, idx + 1] - yaw0)
         yaw_rate_ref = (1 - alpha) * self._yaw_rate[rows, idx] + alpha * self._yaw_rate[rows, idx + 1]
@@ -222,7 +214,7 @@ class FleetTracker:
         pref = pref * scale[:, None]
 
         at_end = (seg_end == last) & (tau >= self._t[rows, last])
-        goal_vec = (self._p[rows, last] - p) * weight
+        goal_vec = self._p[rows, last] - p
         goal_err = np.linalg.norm(goal_vec, axis=1)
         yaw_err = wrap_angle(self._yaw[rows, last] - yaw)
         # Cars at the end: close the error along the heading only.

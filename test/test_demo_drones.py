@@ -25,7 +25,7 @@ def test_drone_demos_reach_every_3d_goal_without_collisions(tmp_path, capsys, sc
     assert fleet['separation'] == '3-D' and report['map_3d'] == str(cfg.map_3d_path)
     for robot in cfg.robots:
         entry = report['robots'][robot.name]
-        goal = np.array([*robot.goals[0][:2], robot.goal_z[0]])
+        goal = np.array([*robot.goals[0][:2], robot.goal_z])
         assert entry['reached'] and entry['collisions'] == 0
         assert np.linalg.norm(np.array(entry['final_position']) - goal) <= \
             2 * cfg.demo.goal_tolerance

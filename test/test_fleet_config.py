@@ -155,7 +155,7 @@ def test_robot_fields_come_from_the_one_robot_schema():
     fields, defaults and ranges, and a value the schema refuses is refused by both."""
     params = pytest.importorskip('orca_nav.ros.params')
     specs = {spec.name: spec for spec in params.ROBOT_SPECS}
-    assert list(specs) == [f.name for f in ROBOT_FIELDS] + ['start', 'goal']
+    assert list(specs) == [f.name for f in ROBOT_FIELDS] + list(params.POSE_FIELDS)
     for field in ROBOT_FIELDS:
         spec = specs[field.name]
         assert (spec.default, spec.min, spec.max, spec.choices) == \

@@ -164,7 +164,8 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     fleet = report['fleet']
     makespan = f'{fleet["makespan"]:.1f} s' if fleet['makespan'] is not None else 'not all reached'
     plot_trajectories(out_dir / 'trajectories.png', tracks,
-                      starts=[r.position(r.start, r.start_z) for r in cfg.robots], grid=grid,
+                      starts=[(*r.start[:2], r.start_z) if r.flies else r.start[:2]
+                              for r in cfg.robots], grid=grid,
                       grid_3d=grid_3d, plans=plans,
                       title=f'{cfg.name}: {len(tracks)} robots, makespan {makespan}, '
                             f'collisions {fleet["collisions"]}')

@@ -7,7 +7,7 @@ A fleet config is a YAML file (or the equivalent dict)::
     tf_layout: none               # none | namespaced | prefixed (core/fleet/names.py)
     use_sim_time: true            # nodes on /clock (default: when the embedded simulator runs)
     map: ../maps/corridor.yaml    # map_server YAML, relative to this file; omit for open space
-    map_3d: ../maps/forest_3d.yaml          # voxel map YAML (core/voxel_map.py): drones fly in it
+    map_3d: ../maps/forest_3d.yaml   # voxel map YAML for drones (quadrotors); omit for none
     defaults:                     # applied to every robot, each robot may override
       kinematics: diff_drive
       radius: 0.25
@@ -21,9 +21,11 @@ A fleet config is a YAML file (or the equivalent dict)::
         start: [4.0, 0.0, 3.14159]
         goals: [[-4.0, 0.0], [4.0, 1.0]]    # several goals, visited in turn
       - name: drone0
-        kinematics: quadrotor               # a drone: poses are x, y, z, yaw (yaw may be omitted)
-        start: [0.0, 3.0, 1.5, 0.0]
-        goal: [0.0, -3.0, 2.5, 0.0]
+        kinematics: quadrotor
+        start: [0.0, 3.0]
+        start_z: 1.5                        # altitude (m); quadrotors only, others are at 0
+        goal: [0.0, -3.0]
+        goal_z: 2.0                         # goal altitude (m); 0 or omitted: keep flying level
     planner: {enabled: false}     # other keys are planner_node parameters
     orca_node: {time_horizon: 5.0}          # parameters of each node
     fleet_sim_node: {rate: 50.0}
@@ -35,7 +37,11 @@ Robot fields, their defaults and ranges come from the one robot schema
 (`orca_nav.core.fleet.robots`), as do the per-robot ROS parameters. A config that passes the
 schema is then checked for where its robots are (`placement_problems`): no start or goal outside
 the map or with the robot's disc on an occupied cell (the simulator's own contact test), no two
-robots overlapping at their starts. Every problem found is reported at once, one line each,
+robots overlapping at their starts. Drones (quadrotors) are placed in the 3-D map instead
+(`map_3d`): their start (x, y, start_z) and goals (x, y, goal_z, or start_z when goal_z is 0)
+must be inside it with the drone's ball clear of occupied voxels; two drones overlap by the
+distance of their centres, a drone and a ground robot when their discs overlap and the drone
+reaches below `ground_clearance` (1 m; docs/orca3d.md). Every problem found is reported at once, one line each,
 starting with the field path (``robots[3].start``) and giving the value and the reason:
 `FleetFileError`, a ValueError whose `problems` lists the lines.
 """
@@ -56,15 +62,17 @@ import yaml
 from orca_nav.core.fleet.names import TF_LAYOUTS
 from orca_nav.core.fleet.robots import (FIELDS_BY_NAME, NUMERIC_FIELDS, ROBOT_FIELDS, Pose,
                                         RobotSpec, check_robot_name, field_problem)
-from orca_nav.core.fleet.sim import map_overlap
+from orca_nav.core.fleet.sim import GROUND_CLEARANCE, map_overlap
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.voxel_map import load_voxel_map
 
-NODE_SECTIONS = ('orca_node', 'fleet_sim_node', 'planner_node', 'map_publisher')
+NODE_SECTIONS = ('orca_node', 'fleet_sim_node', 'planner_node', 'map_publisher',
+                 'map_3d_publisher')
 
 DEFAULTABLE_FIELDS = tuple(f.name for f in ROBOT_FIELDS)
-ROBOT_KEYS = ('name', 'start', 'goal', 'goals') + DEFAULTABLE_FIELDS
-TOP_LEVEL_KEYS = ('name', 'global_frame', 'tf_layout', 'use_sim_time', 'map', 'map_3d',
-                  'defaults', 'robots', 'planner', 'demo') + NODE_SECTIONS
+ROBOT_KEYS = ('name', 'start', 'goal', 'goals', 'start_z', 'goal_z') + DEFAULTABLE_FIELDS
+TOP_LEVEL_KEYS = ('name', 'global_frame', 'tf_layout', 'use_sim_time', 'map', 'map_3d', 'defaults',
+                  'robots', 'planner', 'demo') + NODE_SECTIONS
 DEMO_DEFAULTS = {'duration': 60.0, 'goal_tolerance': 0.25}
 
 _PARAM_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z')
@@ -82,26 +90,16 @@ class FleetFileError(ValueError):
 
 @dataclass(frozen=True)
 class RobotConfig(RobotSpec):
-    """One robot: its model and limits (RobotSpec), start pose and the goals it visits in turn.
-    A drone (quadrotor) also has its start altitude and one altitude per goal (a fleet file
-    gives its poses as [x, y, z, yaw]); every other robot is at z = 0."""
+    """One robot: its model and limits (RobotSpec), start pose and the goals it visits in turn."""
 
     start: Pose = (0.0, 0.0, 0.0)
     goals: Tuple[Pose, ...] = ()
-    start_z: float = 0.0
-    goal_z: Tuple[float, ...] = ()
+    start_z: float = 0.0        # altitudes of a quadrotor (m); goal_z 0: keep flying level
+    goal_z: float = 0.0
 
     @property
     def flies(self) -> bool:
         return self.kinematics == 'quadrotor'
-
-    def position(self, pose: Pose, z: float) -> Tuple[float, ...]:
-        """(x, y) of a ground robot's pose, (x, y, z) of a drone's."""
-        return (pose[0], pose[1], z) if self.flies else (pose[0], pose[1])
-
-    def yaml_pose(self, pose: Pose, z: float) -> List[float]:
-        """The pose as a fleet file writes it: [x, y, yaw], [x, y, z, yaw] for a drone."""
-        return [float(v) for v in ((pose[0], pose[1], z, pose[2]) if self.flies else pose)]
 
     def ros_parameters(self) -> Dict[str, Any]:
         """The `<field>: value` parameters of TEAM.md for this robot (goal = the first goal).
@@ -113,9 +111,7 @@ class RobotConfig(RobotSpec):
         if self.goals:
             params['goal'] = list(self.goals[0])
         if self.flies:
-            params['start_z'] = float(self.start_z)
-            if self.goals:
-                params['goal_z'] = float(self.goal_z[0])
+            params.update(start_z=float(self.start_z), goal_z=float(self.goal_z))
         return params
 
 
@@ -136,7 +132,7 @@ class FleetConfig:
     global_frame: str = 'map'
     tf_layout: str = 'none'                 # how robots' odometry and TF are named (TF_LAYOUTS)
     map_path: Optional[Path] = None
-    map_3d_path: Optional[Path] = None      # a voxel map YAML (orca_nav.core.voxel_map): drones
+    map_3d_path: Optional[Path] = None      # voxel map YAML for the drones
     planner_enabled: bool = False
     use_sim_time: Optional[bool] = None     # None: when the embedded simulator runs
     # node name (NODE_SECTIONS) -> flat {parameter name: value}; planner params land in planner_node
@@ -179,18 +175,18 @@ class FleetConfig:
         for robot in self.robots:
             entry = {'name': robot.name}
             entry.update({f: getattr(robot, f) for f in DEFAULTABLE_FIELDS if f not in shared})
-            entry['start'] = robot.yaml_pose(robot.start, robot.start_z)
-            goals = [robot.yaml_pose(g, z) for g, z in
-                     zip(robot.goals, robot.goal_z or (0.0,) * len(robot.goals))]
-            if len(goals) == 1:
-                entry['goal'] = goals[0]
-            elif goals:
-                entry['goals'] = goals
+            entry['start'] = [float(v) for v in robot.start]
+            if len(robot.goals) == 1:
+                entry['goal'] = [float(v) for v in robot.goals[0]]
+            elif robot.goals:
+                entry['goals'] = [[float(v) for v in g] for g in robot.goals]
+            if robot.flies:
+                entry.update(start_z=float(robot.start_z), goal_z=float(robot.goal_z))
             robots.append(entry)
         out['robots'] = robots
         planner = dict(self.node_parameters['planner_node'])
         out['planner'] = {'enabled': self.planner_enabled}
-        for section in ('orca_node', 'fleet_sim_node', 'map_publisher'):
+        for section in ('orca_node', 'fleet_sim_node', 'map_publisher', 'map_3d_publisher'):
             if self.node_parameters[section]:
                 out[section] = dict(self.node_parameters[section])
         if planner:
@@ -250,31 +246,77 @@ def _pose_text(pose: Sequence[float]) -> str:
     return '[' + ', '.join(f'{v:g}' for v in pose) + ']'
 
 
-def _start_text(robot: RobotConfig) -> str:
-    return _pose_text(robot.yaml_pose(robot.start, robot.start_z))
+def _placements(robots, indices, flying: bool):
+    """(field paths, points, radii) of the starts and goals of the robots that fly (or not):
+    (x, y, z) for drones, the poses (x, y, yaw) of ground robots."""
+    fields, points, radii = [], [], []
+    for index, robot in zip(indices, robots):
+        if robot.flies != flying:
+            continue
+        goal_z = robot.goal_z if robot.goal_z != 0.0 else robot.start_z
+        fields.append(f'robots[{index}].start')
+        points.append(tuple(robot.start[:2]) + (robot.start_z,) if flying else robot.start)
+        radii.append(robot.radius)
+        key = 'goal' if len(robot.goals) == 1 else 'goals'
+        for g, goal in enumerate(robot.goals):
+            fields.append(f'robots[{index}].{key}' + (f'[{g}]' if key == 'goals' else ''))
+            points.append(tuple(goal[:2]) + (goal_z,) if flying else goal)
+            radii.append(robot.radius)
+    return fields, points, radii
+
+
+def placement_problems_3d(robots: Sequence[RobotConfig], grid: Optional[OccupancyGrid],
+                          indices: Sequence[int]) -> List[str]:
+    """The drones' starts and goals against the 3-D map: outside it, or the drone's ball on an
+    occupied voxel (the simulator's contact test)."""
+    fields, points, radii = _placements(robots, indices, flying=True)
+    if grid is None or not points:
+        return []
+    lower, upper = grid.extent
+    bounds = (f'the 3-D map spans x {lower[0]:g}..{upper[0]:g}, y {lower[1]:g}..{upper[1]:g}, '
+              f'z {lower[2]:g}..{upper[2]:g}')
+    xyz, radius = np.array(points, dtype=float), np.array(radii, dtype=float)
+    problems = []
+    for name, point, r, inside, touches in zip(fields, points, radius, grid.in_bounds(xyz),
+                                               map_overlap(grid, xyz, radius)):
+        if not inside:
+            problems.append(f'{name}: (x, y, z) {_pose_text(point)} is outside the 3-D map '
+                            f'({bounds})')
+        elif touches:
+            problems.append(f'{name}: (x, y, z) {_pose_text(point)} is inside an obstacle of '
+                            f'the 3-D map: the drone\'s ball (radius {r:g} m) overlaps an '
+                            'occupied voxel or the map border')
+    return problems
+
+
+def _starts_overlap(a: RobotConfig, b: RobotConfig) -> Tuple[bool, float]:
+    """Whether two robots overlap at their starts, and the distance that says so (the layer
+    rule of docs/orca3d.md: drones as balls, ground robots as cylinders GROUND_CLEARANCE tall)."""
+    flat = float(np.hypot(a.start[0] - b.start[0], a.start[1] - b.start[1]))
+    reach = a.radius + b.radius
+    if a.flies and b.flies:
+        distance = float(np.hypot(flat, a.start_z - b.start_z))
+        return distance < reach, distance
+    drone = a if a.flies else b if b.flies else None
+    low = drone is None or drone.start_z - drone.radius < GROUND_CLEARANCE
+    return low and flat < reach, flat
 
 
 def placement_problems(robots: Sequence[RobotConfig], grid: Optional[OccupancyGrid] = None,
-                       indices: Optional[Sequence[int]] = None) -> List[str]:
-    """Where the robots are cannot work: a start or goal outside the map or with the robot's
-    disc on an occupied cell (the simulator's contact test, `map_overlap`), or two robots whose
-    discs overlap at their starts. One line per problem: field path (`robots[<index>]`, the
+                       indices: Optional[Sequence[int]] = None,
+                       grid_3d: Optional[OccupancyGrid] = None) -> List[str]:
+    """Where the robots are cannot work: a ground robot's start or goal outside the map or with
+    its disc on an occupied cell (the simulator's contact test, `map_overlap`), a drone's outside
+    the 3-D map or with its ball on an occupied voxel (`placement_problems_3d`), or two robots
+    that overlap at their starts. One line per problem: field path (`robots[<index>]`, the
     index from `indices`, default the position in `robots`), value, reason."""
     problems: List[str] = []
     indices = list(range(len(robots))) if indices is None else list(indices)
+    problems += placement_problems_3d(robots, grid_3d, indices)
     if grid is not None and grid.ndim == 2:
         lower, upper = grid.extent
         bounds = (f'the map spans x {lower[0]:g}..{upper[0]:g}, y {lower[1]:g}..{upper[1]:g}')
-        fields, poses, radii = [], [], []
-        for index, robot in zip(indices, robots):
-            fields.append(f'robots[{index}].start')
-            poses.append(robot.start)
-            radii.append(robot.radius)
-            key = 'goal' if len(robot.goals) == 1 else 'goals'
-            for g, goal in enumerate(robot.goals):
-                fields.append(f'robots[{index}].{key}' + (f'[{g}]' if key == 'goals' else ''))
-                poses.append(goal)
-                radii.append(robot.radius)
+        fields, poses, radii = _placements(robots, indices, flying=False)
         if poses:
             xy = np.array(poses, dtype=float)[:, :2]
             radius = np.array(radii, dtype=float)
@@ -288,17 +330,17 @@ def placement_problems(robots: Sequence[RobotConfig], grid: Optional[OccupancyGr
                                     f'robot\'s disc (radius {r:g} m) overlaps an occupied cell '
                                     'or the map border')
     if len(robots) > 1:
-        # Drones at their altitudes (ground robots at z = 0): drones stacked above each other
-        # do not overlap.
-        starts = np.array([(*robot.start[:2], robot.start_z) for robot in robots], dtype=float)
+        starts = np.array([robot.start[:2] for robot in robots], dtype=float)
         radius = np.array([robot.radius for robot in robots], dtype=float)
         distance = np.linalg.norm(starts[:, None] - starts[None], axis=2)
         overlap = np.triu(distance < radius[:, None] + radius[None], k=1)
         for i, j in zip(*np.nonzero(overlap)):
-            problems.append(
-                f'robots[{indices[j]}].start: {_start_text(robots[j])} overlaps '
-                f'robots[{indices[i]}] ({robots[i].name} at {_start_text(robots[i])}): '
-                f'centres {distance[i, j]:.3g} m apart, radii {radius[i]:g} + {radius[j]:g} m')
+            touching, apart = _starts_overlap(robots[i], robots[j])
+            if touching:
+                problems.append(
+                    f'robots[{indices[j]}].start: {_pose_text(robots[j].start)} overlaps '
+                    f'robots[{indices[i]}] ({robots[i].name} at {_pose_text(robots[i].start)}): '
+                    f'centres {apart:.3g} m apart, radii {radius[i]:g} + {radius[j]:g} m')
     return problems
 
 
@@ -324,13 +366,10 @@ def _parse(raw, folder: Path, default_name: str, path: Optional[Path],
     except ValueError as err:
         problems.append(str(err))
         map_path = None
-    try:
-        map_3d_path = _parse_map_3d(raw.get('map_3d'), folder)
-    except ValueError as err:
-        problems.append(str(err))
-        map_3d_path = None
+    map_3d_path, grid_3d = _parse_map_3d(raw.get('map_3d'), folder, problems)
     # Where the robots are is checked for every robot that parsed, whatever else failed.
-    problems += placement_problems(robots, _load_grid(map_path, problems), indices=list(parsed))
+    problems += placement_problems(robots, _load_grid(map_path, problems), indices=list(parsed),
+                                   grid_3d=grid_3d)
     try:
         cfg = _parse_rest(raw, default_name, path, robots, map_path, map_3d_path)
     except ValueError as err:
@@ -362,7 +401,7 @@ def _parse_rest(raw: Mapping, default_name: str, path: Optional[Path],
     planner_params = {k: v for k, v in planner_raw.items() if k != 'enabled'}
 
     reserved = {'robots', 'global_frame', 'tf_layout', 'use_sim_time'} | {
-        f'{r.name}.{f}' for r in robots for f in ROBOT_KEYS + ('goal', 'start_z', 'goal_z')}
+        f'{r.name}.{f}' for r in robots for f in ROBOT_KEYS + ('goal',)}
     sections = {}
     for section in NODE_SECTIONS:
         sections[section] = _node_parameters(raw.get(section, {}), section, reserved)
@@ -419,19 +458,11 @@ def _number(value, where: str, low: Optional[float] = None, high: Optional[float
     return float(value)
 
 
-def _pose(value, where: str, flies: bool = False) -> Tuple[Pose, float]:
-    """(x, y, yaw) and the altitude: [x, y] or [x, y, yaw] at z = 0; a drone's [x, y, z] or
-    [x, y, z, yaw]."""
-    if flies:
-        if not isinstance(value, (list, tuple)) or len(value) not in (3, 4):
-            raise ValueError(f'{where}: expected [x, y, z] or [x, y, z, yaw] (a quadrotor), '
-                             f'got {value!r}')
-        numbers = [_number(v, f'{where}[{i}]') for i, v in enumerate(value)]
-        return (numbers[0], numbers[1], numbers[3] if len(numbers) == 4 else 0.0), numbers[2]
+def _pose(value, where: str) -> Pose:
     if not isinstance(value, (list, tuple)) or len(value) not in (2, 3):
         raise ValueError(f'{where}: expected [x, y] or [x, y, yaw], got {value!r}')
     numbers = [_number(v, f'{where}[{i}]') for i, v in enumerate(value)]
-    return (numbers[0], numbers[1], numbers[2] if len(numbers) == 3 else 0.0), 0.0
+    return (numbers[0], numbers[1], numbers[2] if len(numbers) == 3 else 0.0)
 
 
 def _robot_field(key: str, value, where: str):
@@ -491,38 +522,26 @@ def _parse_robot(index: int, entry, defaults: Mapping[str, Any],
             values[key] = _robot_field(key, entry[key], f'{where}.{key}')
     if 'start' not in entry:
         raise ValueError(f'{where}.start: missing (give [x, y, yaw])')
-    flies = values['kinematics'] == 'quadrotor'
-    start, start_z = _pose(entry['start'], f'{where}.start', flies)
+    start = _pose(entry['start'], f'{where}.start')
     if 'goal' in entry and 'goals' in entry:
         raise ValueError(f'{where}.goals: give either goal or goals, not both')
     if 'goals' in entry:
         goals_raw = entry['goals']
         if not isinstance(goals_raw, list):
             raise ValueError(f'{where}.goals: expected a list of poses, got {goals_raw!r}')
-        parsed = [_pose(g, f'{where}.goals[{i}]', flies) for i, g in enumerate(goals_raw)]
+        goals = tuple(_pose(g, f'{where}.goals[{i}]') for i, g in enumerate(goals_raw))
     elif entry.get('goal') is not None:
-        parsed = [_pose(entry['goal'], f'{where}.goal', flies)]
+        goals = (_pose(entry['goal'], f'{where}.goal'),)
     else:
-        parsed = []
-    goals = tuple(pose for pose, _ in parsed)
-    goal_z = tuple(z for _, z in parsed) if flies else ()
-    return RobotConfig(name=name, start=start, goals=goals, start_z=start_z, goal_z=goal_z,
-                       **values)
-
-
-def _parse_map_3d(raw, folder: Path) -> Optional[Path]:
-    """The voxel map YAML of `map_3d` (checked to load: `voxel_map.load_voxel_map`)."""
-    if raw is None:
-        return None
-    from orca_nav.core.voxel_map import load_voxel_map
-    path = Path(_string(raw, 'map_3d'))
-    if not path.is_absolute():
-        path = (folder / path).resolve()
-    try:
-        load_voxel_map(path)
-    except ValueError as err:
-        raise ValueError(f'map_3d: {err}') from None
-    return path
+        goals = ()
+    altitudes = {}
+    for key in ('start_z', 'goal_z'):
+        if key in entry:
+            altitudes[key] = _number(entry[key], f'{where}.{key}', low=-1e4, high=1e4)
+            if altitudes[key] != 0.0 and values['kinematics'] != 'quadrotor':
+                raise ValueError(f'{where}.{key}: {altitudes[key]:g} m, but only quadrotors fly '
+                                 f"(a {values['kinematics']} robot is at z = 0)")
+    return RobotConfig(name=name, start=start, goals=goals, **altitudes, **values)
 
 
 def _parse_map(raw, folder: Path) -> Optional[Path]:
@@ -539,6 +558,23 @@ def _parse_map(raw, folder: Path) -> Optional[Path]:
     if not image_path.is_file():
         raise ValueError(f'map: image {image_path} (named in {path}) not found')
     return path
+
+
+def _parse_map_3d(raw, folder: Path, problems: List[str]):
+    """(path, grid) of the `map_3d` voxel map, (None, None) without one or with a problem."""
+    if raw is None:
+        return None, None
+    try:
+        path = Path(_string(raw, 'map_3d'))
+    except ValueError as err:
+        problems.append(str(err))
+        return None, None
+    path = path if path.is_absolute() else (folder / path).resolve()
+    try:
+        return path, load_voxel_map(path)
+    except ValueError as err:
+        problems.append(f'map_3d: {err}')
+        return None, None
 
 
 def _node_parameters(raw, section: str, reserved) -> Dict[str, Any]:

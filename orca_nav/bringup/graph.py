@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from orca_nav.bringup.fleet_file import FleetConfig
 from orca_nav.bringup.rviz import rviz_remappings, write_rviz_config
 from orca_nav.core.fleet.controller import MODES
+from orca_nav.core.voxel_map import load_voxel_map
 
 PACKAGE = 'orca_nav'
 
@@ -71,15 +72,6 @@ def fleet_parameters(cfg: FleetConfig) -> Dict[str, Any]:
     return params
 
 
-def map_3d_parameters(cfg: FleetConfig) -> Dict[str, Any]:
-    """What every drone-serving node needs to rebuild the 3-D map from its cloud: the voxel
-    size (map_3d_resolution) of the fleet's voxel map; {} without one."""
-    if cfg.map_3d_path is None:
-        return {}
-    from orca_nav.core.voxel_map import load_voxel_map
-    return {'map_3d_resolution': float(load_voxel_map(cfg.map_3d_path).resolution)}
-
-
 def has_mission(cfg: FleetConfig) -> bool:
     """Some robot has goals after its first: mission_node steps them."""
     return any(len(robot.goals) > 1 for robot in cfg.robots)
@@ -108,8 +100,7 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
                    rviz: bool = False, use_sim_time: Optional[bool] = None,
                    sim_overrides: Optional[Dict[str, Any]] = None,
                    observers: int = 0) -> List[NodeSpec]:
-    """The nodes that run `cfg`: map publisher (with a map), 3-D map publisher (with a 3-D map:
-    drones), simulator (use_sim), ORCA
+    """The nodes that run `cfg`: map publisher (with a map), simulator (use_sim), ORCA
     (one node, or one per robot namespace in 'per_robot' mode), planner (when enabled), the
     mission (when a robot has several goals), RViz.
 
@@ -123,17 +114,20 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
         raise ValueError(f'mode: {mode!r} is not one of {", ".join(MODES)}')
     sim_time = uses_sim_time(cfg, use_sim, use_sim_time)
     clock = {'use_sim_time': sim_time}
-    fleet = {**fleet_parameters(cfg), **map_3d_parameters(cfg)}
+    fleet = fleet_parameters(cfg)
     sections = cfg.node_parameters
     # With a planner every goal gets a trajectory: robots wait for it instead of heading
     # straight at the goal meanwhile; with a map nobody moves before it is known (a fleet
     # file may still say otherwise).
     # Every node that reads odometry takes poses from TF in the fleet's layout.
     layout = {'tf_layout': cfg.tf_layout}
+    # Drones wait for the 3-D map as everyone waits for /map; the nodes rebuild its voxels with
+    # the map's resolution.
+    map_3d = {} if cfg.map_3d_path is None else {
+        'map_3d_resolution': load_voxel_map(cfg.map_3d_path).resolution}
     orca = {**fleet, **clock, **layout, 'trajectories_only': cfg.planner_enabled,
-            'require_map': cfg.map_path is not None,
-            **({'require_map_3d': True} if cfg.map_3d_path is not None else {}),
-            **sections['orca_node']}
+            'require_map': cfg.map_path is not None, **map_3d,
+            'require_map_3d': cfg.map_3d_path is not None, **sections['orca_node']}
     specs: List[NodeSpec] = []
     if cfg.map_path is not None:
         specs.append(NodeSpec(MAP_PUBLISHER, MAP_PUBLISHER, parameters=[{
@@ -142,9 +136,9 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
     if cfg.map_3d_path is not None:
         specs.append(NodeSpec(MAP_3D_PUBLISHER, MAP_3D_PUBLISHER, parameters=[{
             'yaml_filename': str(cfg.map_3d_path), 'frame_id': cfg.global_frame, **clock,
-            'resolution': map_3d_parameters(cfg)['map_3d_resolution']}]))
+            **sections['map_3d_publisher']}]))
     if use_sim:
-        sim = {**fleet, 'publish_clock': sim_time, **layout,
+        sim = {**fleet, 'publish_clock': sim_time, **layout, **map_3d,
                **sections['fleet_sim_node'],
                **(sim_overrides or {})}
         if sim.get('lockstep'):
@@ -167,7 +161,7 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
             for name in cfg.robot_names)
     if cfg.planner_enabled:
         specs.append(NodeSpec('planner_node', PLANNER,
-                              parameters=[{**fleet, **clock, **layout,
+                              parameters=[{**fleet, **clock, **layout, **map_3d,
                                            **sections['planner_node']}]))
     if has_mission(cfg):
         specs.append(NodeSpec(MISSION, MISSION, parameters=[mission_parameters(cfg, clock)]))

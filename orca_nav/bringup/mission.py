@@ -50,6 +50,12 @@ class _RobotLog:
     plans: List[np.ndarray] = field(default_factory=list)
 
 
+def goal_altitude(robot: RobotConfig) -> float:
+    """The altitude a drone's goals are at: goal_z, or its start altitude for goal_z 0 (flying
+    level); 0 for a ground robot."""
+    return (robot.goal_z or robot.start_z) if robot.flies else 0.0
+
+
 class DemoMission(Node):
     """Goal sequencing and recording for one fleet run (see the module docstring)."""
 
@@ -125,9 +131,8 @@ class DemoMission(Node):
                 robot = log.config
                 dim = 3 if robot.flies else 2
                 samples = np.array(log.samples, dtype=float).reshape(-1, 4)
-                goals = np.array([robot.position(g, z) for g, z in zip(
-                    robot.goals, robot.goal_z or (0.0,) * len(robot.goals))],
-                    dtype=float).reshape(-1, dim)
+                goals = np.array([(*g[:2], goal_altitude(robot)) for g in robot.goals],
+                                 dtype=float)[:, :dim].reshape(-1, dim)
                 out.append(RobotTrack(name=name, radius=robot.radius, t=samples[:, 0],
                                       xy=samples[:, 1:1 + dim], goals=goals,
                                       goal_times=list(self._goals.reach_times[name]),
@@ -168,18 +173,14 @@ class DemoMission(Node):
             if t > self._end:
                 return
             log.samples.append((t, x, y, z))
-            if not self._goals.done(name) and self._at_goal_altitude(log.config, name, z):
+            if not self._goals.done(name) and self._at_goal_altitude(log.config, z):
                 self._goals.update(name, t, x, y)
                 if self._goals.all_done():
                     self._end = t
 
-    def _at_goal_altitude(self, robot: RobotConfig, name: str, z: float) -> bool:
-        """A drone is at its current goal's altitude (0: any, as orca_node keeps altitude);
-        a ground robot always."""
-        if not robot.flies:
-            return True
-        goal_z = robot.goal_z[self._goals.index[name]]
-        return goal_z == 0.0 or abs(z - goal_z) <= self._tolerance
+    def _at_goal_altitude(self, robot: RobotConfig, z: float) -> bool:
+        """A drone is at its goals' altitude; a ground robot always."""
+        return not robot.flies or abs(z - goal_altitude(robot)) <= self._tolerance
 
     def _check_for_another_fleet(self) -> None:
         topics = [self.resolve_topic_name(robot_names(name).odom_topic) for name in self._logs]

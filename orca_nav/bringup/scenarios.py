@@ -154,9 +154,10 @@ FOREST_CLEARANCE = 0.9      # m from the nearest trunk to a drone's start or goa
 def _drone_robots(starts: np.ndarray, goals: np.ndarray) -> List[dict]:
     """Drone entries `drone<i>` from (N, 3) start and goal positions (yaw 0: drones face +x)."""
     flat = np.zeros((len(starts), 1))
-    robots = _robots(np.hstack([starts, flat]), np.hstack([goals, flat]))
-    for entry in robots:
+    robots = _robots(np.hstack([starts[:, :2], flat]), np.hstack([goals[:, :2], flat]))
+    for entry, start, goal in zip(robots, np.round(starts, DIGITS), np.round(goals, DIGITS)):
         entry['name'] = entry['name'].replace('robot', 'drone')
+        entry['start_z'], entry['goal_z'] = float(start[2]), float(goal[2])
     return robots
 
 

@@ -105,4 +105,5 @@ def grid_from_centres(points, resolution: float) -> OccupancyGrid:
                          f'(more than {MAX_VOXELS}): is the resolution the map\'s?')
     occupied = np.zeros(tuple(shape_xyz[::-1]), dtype=bool)
     occupied[cells[:, 2], cells[:, 1], cells[:, 0]] = True
-    return OccupancyGrid(occupied, resolution, lowest - 0.5 * resolution)
+    # Centres travel as float32 (about 1e-7 relative): the origin is rounded to a micrometre.
+    return OccupancyGrid(occupied, resolution, np.round(lowest - 0.5 * resolution, 6) + 0.0)

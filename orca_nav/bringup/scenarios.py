@@ -180,7 +180,8 @@ def drones(robots: int = 12) -> FleetConfig:
     4.0 m across the rows), so they meet mid-way at the same height and pass in 3-D, and the
     planner climbs and descends through the trunks. Rows are nudged (0.1 m steps) so that no
     start or goal is within FOREST_CLEARANCE of a trunk. Plans keep 0.3 m more than the radius
-    from the trunks (room for tracking and avoidance); the 6 s budget is wall time, and the
+    from the trunks (room for tracking and avoidance), ORCA 0.15 m more between drones (their
+    acceleration limit lags ORCA's velocities); the 6 s budget is wall time, and the
     demo's nodes share one process and 2 cores while all 12 drones plan at once."""
     _check_count('drones', robots, 2, 24)
     if robots % 2:
@@ -198,7 +199,8 @@ def drones(robots: int = 12) -> FleetConfig:
         goals += [east, west]
     return _fleet('drones', _drone_robots(np.array(starts), np.array(goals)), duration=120.0,
                   defaults=DRONE, map_3d='forest_3d.yaml',
-                  planner={'enabled': True, 'plan_time_budget': 6.0, 'safety_margin': 0.3})
+                  planner={'enabled': True, 'plan_time_budget': 6.0, 'safety_margin': 0.3},
+                  orca_node={'safety_margin': 0.15})
 
 
 SPHERE_CENTRE = (0.0, 0.0, 8.0)     # the middle of config/maps/open_3d.yaml (z 0..16)
@@ -208,7 +210,7 @@ def drones_sphere(robots: int = 24) -> FleetConfig:
     """RVO2-3D's Sphere example in open space (config/maps/open_3d.yaml): drones evenly spread
     on a sphere (a Fibonacci lattice) around (0, 0, 8) each fly to the antipodal point, all
     through the centre at once: the symmetric case. The radius keeps neighbours 4 radii
-    apart; no planner (nothing to plan around). ORCA keeps 0.1 m more than the radii (the
+    apart; no planner (nothing to plan around). ORCA keeps 0.2 m more than the radii (the
     drones' acceleration limit lags ORCA's new velocities in the crowd at the centre)."""
     _check_count('drones_sphere', robots, 2, 200)
     index = np.arange(robots) + 0.5
@@ -223,7 +225,7 @@ def drones_sphere(robots: int = 24) -> FleetConfig:
     centre = np.array(SPHERE_CENTRE)
     return _fleet('drones_sphere', _drone_robots(centre + radius * unit, centre - radius * unit),
                   duration=60.0 + 4.0 * radius, defaults={**DRONE, 'max_speed': 1.5},
-                  map_3d='open_3d.yaml', orca_node={'safety_margin': 0.1})
+                  map_3d='open_3d.yaml', orca_node={'safety_margin': 0.2})
 
 
 GENERATORS: Dict[str, Callable[[int], FleetConfig]] = {

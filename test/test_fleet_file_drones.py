@@ -49,3 +49,24 @@ def test_the_drones_graph_publishes_the_3d_map_and_rviz_shows_it():
     cloud = [d for d in displays if d['Name'] == 'Map 3-D']
     assert cloud and cloud[0]['Topic']['Value'] == '/map_3d' and cloud[0]['Size (m)'] == 0.2
     assert all(d['Enabled'] for d in displays if d['Name'].startswith('Plan drone'))
+
+
+def test_markers_draw_drones_as_spheres_at_their_altitude():
+    pytest.importorskip('rclpy')
+    from builtin_interfaces.msg import Time
+    from visualization_msgs.msg import Marker
+    from orca_nav.core.fleet.controller import FleetController
+    from orca_nav.core.fleet.robots import RobotSpec
+    from orca_nav.ros.markers import DISC, GOAL, fleet_markers
+    ctl = FleetController([RobotSpec('d0', kinematics='quadrotor', radius=0.3),
+                           RobotSpec('g0', radius=0.25)])
+    ctl.set_state(0, 1.0, [1.0, 2.0, 2.5], [0.0, 0.0, 0.0], 0.0)
+    ctl.set_state(1, 1.0, [4.0, 2.0], [0.0, 0.0], 0.0)
+    assert ctl.set_goal(0, [5.0, 5.0], 3.5) is None
+    markers = {(m.ns, m.id): m for m in fleet_markers(ctl.view(1.0), ['d0', 'g0'], 'map',
+                                                      Time(sec=1), False).markers}
+    drone, ground = markers[('d0', DISC)], markers[('g0', DISC)]
+    assert drone.type == Marker.SPHERE and drone.pose.position.z == 2.5
+    assert drone.scale.x == drone.scale.z == 0.6
+    assert ground.type == Marker.CYLINDER and ground.pose.position.z == 0.0
+    assert markers[('d0', GOAL)].pose.position.z == 3.5

@@ -164,6 +164,9 @@ class FleetView(NamedTuple):
     commanded: np.ndarray       # (N,) bool
     max_speed: np.ndarray       # (N,)
     lines: Optional[Tuple[np.ndarray, OrcaLines]]   # (rows, lines) of the last cycle
+    flying: np.ndarray          # (N,) bool: drones
+    altitudes: np.ndarray       # (N,) z (0 for ground robots)
+    goal_altitudes: np.ndarray  # (N,) z of the goal (a drone flying level: its altitude)
 
 
 class FleetController:
@@ -719,5 +722,7 @@ class FleetController:
     def view(self, now: float) -> FleetView:
         return FleetView(self._position.copy(), self._radius.copy(), self._orca_velocity.copy(),
                          self._goal.copy(), self.commanded & ~self.live(now),
-                         self.commanded.copy(), self._limits.max_speed.copy(), self._lines)
+                         self.commanded.copy(), self._limits.max_speed.copy(), self._lines,
+                         self._flying.copy(), np.where(self._flying, self._altitude, 0.0),
+                         np.where(np.isnan(self._goal_z), self._altitude, self._goal_z))
 

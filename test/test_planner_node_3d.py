@@ -8,6 +8,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 nav2_msgs = pytest.importorskip('nav2_msgs.action')
 from action_msgs.msg import GoalStatus  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PoseStamped  # noqa: E402
 from nav_msgs.msg import Odometry, Path  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
@@ -127,3 +128,19 @@ def test_a_drone_goal_above_the_map_or_in_the_wall_aborts_naming_the_field(ros, 
     result = future.result()
     assert result.status == GoalStatus.STATUS_ABORTED
     assert result.result.error_code == code and words in result.result.error_msg
+
+
+def test_an_empty_3d_map_is_refused_and_the_drone_waits_for_a_usable_one(ros):
+    ros.start({'drone0': DRONE})
+    trajectories = ros.topic(MultiDOFJointTrajectory, '/drone0/trajectory')
+    diagnostics = ros.collect(DiagnosticArray, '/diagnostics', 50)
+    empty = grid_to_cloud(wall_with_window(), 'map', seconds_to_time(0.0))
+    empty.width, empty.row_step, empty.data = 0, 0, []
+    ros.cloud_pub.publish(empty)
+    ros.odom('drone0', (2.0, 5.0, 0.8))
+    ros.goal('drone0', 8.0, 5.0, 1.6)
+    assert ros.wait_for(lambda: any('no 3-D map yet' in s.message
+                                    for d in diagnostics for s in d.status))
+    assert not nonempty(trajectories)
+    ros.cloud_pub.publish(grid_to_cloud(wall_with_window(), 'map', seconds_to_time(0.0)))
+    assert ros.wait_for(lambda: nonempty(trajectories))

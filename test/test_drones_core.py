@@ -174,3 +174,11 @@ def test_head_on_drones_pass_each_other(axis):
     assert events == []
     final = np.column_stack([sim.poses[:, :2], sim.altitudes])
     assert np.linalg.norm(final - np.column_stack([goals, goal_z]), axis=1).max() <= 0.2
+
+
+def test_a_level_goal_set_before_the_first_state_waits_for_the_altitude():
+    """goal_z 0 means "at the altitude it flies": before any state, only x, y are checked."""
+    ctl = FleetController([_drone('d0')])
+    ctl.set_map_3d(prepare_map_3d(load_voxel_map(MAPS / 'forest_3d.yaml')))
+    assert ctl.set_goal(0, (2.0, 2.0), 0.0) is None
+    assert 'outside the 3-D map' in ctl.set_goal(0, (50.0, 2.0), 0.0)

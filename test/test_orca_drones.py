@@ -1,6 +1,6 @@
-"""orca_node with drones over real DDS: the 3-D map from /map_3d, cmd_vel linear.z, bad 3-D input
-(NaN points, an empty cloud, a goal outside the 3-D map): warnings naming the field, the drone
-holds still, nothing stops."""
+"""orca_node (and fleet_sim_node) with drones over real DDS: the 3-D map from /map_3d, cmd_vel
+linear.z, bad 3-D input (NaN points, an empty cloud, a goal outside the 3-D map): warnings naming
+the field, the drone holds still, nothing stops."""
 import numpy as np
 import pytest
 
@@ -131,3 +131,30 @@ def test_a_goal_outside_the_3d_map_is_refused_and_the_drone_holds(ros, capfd):
         '(x 0..10, y 0..10, z -0.2..5.8)')), log.text
     assert ros.wait_for(lambda: log.has(
         'robot0: refusing goal from goal_pose: (15.000, 5.000, 2.000) is outside')), log.text
+
+
+def test_fleet_sim_takes_the_3d_map_drops_nan_points_and_refuses_an_empty_cloud(ros, capfd):
+    from orca_nav.ros.fleet_sim_node import FleetSimNode
+    from rclpy.parameter import Parameter
+    sim = ros.add(FleetSimNode(context=ros.context, parameter_overrides=[
+        Parameter('robots', value=['robot0']), Parameter('robot0.kinematics', value='quadrotor'),
+        Parameter('robot0.start', value=[5.0, 5.0, 0.0]), Parameter('robot0.start_z', value=2.0)]))
+    assert sim.sim.altitudes[0] == 2.0
+    msg = room_cloud(_time(0.0))
+    points = cloud_xyz(msg)
+    points[3] = np.nan
+    msg.data = points.astype('<f4').tobytes()
+    pub = ros.cloud(msg)
+    assert ros.wait_for(lambda: sim.sim.grid_3d is not None)
+    assert sim.sim.grid_3d.occupied.sum() == 4999
+    log = Log(capfd)
+    assert ros.wait_for(lambda: log.has('/map_3d: data: 1 of 5000 points have a NaN')), log.text
+    empty = PointCloud2(height=1, width=0, point_step=12, row_step=0, fields=msg.fields)
+    empty.header.frame_id = 'map'
+    pub.publish(empty)
+    assert ros.wait_for(lambda: log.has('/map_3d: ignoring the 3-D map: width x height = 0 x 1')), \
+        log.text
+    assert sim.sim.grid_3d.occupied.sum() == 4999       # the last good map stays
+    with pytest.raises(ValueError, match=r'robot0.start_z: 1 m, but only quadrotors fly'):
+        FleetSimNode(context=ros.context, parameter_overrides=[
+            Parameter('robots', value=['robot0']), Parameter('robot0.start_z', value=1.0)])

@@ -363,8 +363,9 @@ class FleetController:
         return None
 
     def _goal_problem(self, i: int, xy: np.ndarray, goal_z: float = np.nan) -> Optional[str]:
-        if self._flying[i]:     # a drone's map is the 3-D one
-            z = self._altitude[i] if np.isnan(goal_z) else goal_z
+        if self._flying[i]:     # a drone's map is the 3-D one; its altitude is known with its state
+            known = np.isfinite(self._position[i, 0])
+            z = goal_z if np.isfinite(goal_z) else self._altitude[i] if known else np.nan
             return goal_problem_3d(self._map_3d.grid if self._map_3d is not None else None,
                                    (xy[0], xy[1], z), self._radius[i])
         if self._map is None:
@@ -566,11 +567,13 @@ class FleetController:
         if (run & ~flying).any():
             twist[ground] = self._command(rows[ground], live[ground], (run & ~flying)[ground],
                                           now, dt, layered=False)
+        drive = flying & run
+        if not drive.any():     # per-robot mode on a ground robot: the drones are not ours
+            return twist
         centre_z, spheres = ground_robot_spheres(self._radius[rows], p.ground_clearance)
         positions = np.column_stack([self._position[rows], np.where(flying, altitude, centre_z)])
         velocities = np.where(live[:, None], np.column_stack(
             [self._velocity[rows], np.where(flying, self._climb[rows], 0.0)]), 0.0)
-        drive = flying & run
         pref = velocities.copy()
         if drive.any():
             pref[drive] = keep_right(self._drone_preferred(rows[drive], positions[drive], now))

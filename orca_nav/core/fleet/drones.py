@@ -82,12 +82,17 @@ def ground_robot_spheres(radius, ground_clearance: float):
 def goal_problem_3d(grid: Optional[OccupancyGrid], goal, radius: float) -> Optional[str]:
     """Why a drone of `radius` cannot have its goal at `goal` (x, y, z) in the 3-D map, or None:
     outside the map's bounds, or with the drone's sphere on an occupied voxel (cell-centre
-    clearance)."""
+    clearance). A NaN z (an altitude not known yet) checks x, y against the bounds only."""
     goal = np.asarray(goal, dtype=float)
-    if not np.all(np.isfinite(goal)):
+    if not np.all(np.isfinite(goal[:2])) or np.isinf(goal[2]):
         return f'goal {goal.tolist()} is not finite'
     if grid is None:
         return None
+    if np.isnan(goal[2]):
+        lower, upper = grid.extent
+        goal = np.array([goal[0], goal[1], 0.5 * (lower[2] + upper[2])])
+        if grid.in_bounds(goal)[0]:
+            return None
     text = '(' + ', '.join(f'{v:.3f}' for v in goal) + ')'
     if not grid.in_bounds(goal)[0]:
         lower, upper = grid.extent

@@ -34,7 +34,7 @@ GROUND = {'kinematics': 'holonomic', 'radius': 0.25, 'max_speed': 1.0, 'max_acce
 class Ros(RosHarness):
     def start(self, robots):
         overrides = [Parameter('robots', value=list(robots)),
-                     Parameter('plan_time_budget', value=3.0),
+                     Parameter('plan_time_budget', value=30.0),
                      Parameter('map_3d_resolution', value=RES3), Parameter('jam_timeout', value=60.0)]
         overrides += [Parameter(f'{name}.{k}', value=v)
                       for name, spec in robots.items() for k, v in spec.items()]

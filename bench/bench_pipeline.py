@@ -163,9 +163,13 @@ def latency_run(kinematics: str, planner: bool, repeats: int):
     base = scenario_config(scenario)
     robot = {k: getattr(base.robots[0], k) for k in (
         'radius', 'max_speed', 'max_accel', 'max_yaw_rate', 'wheelbase', 'min_turning_radius')}
+    # A drone flies at 1 m through the fleet's 3-D map (its goals at z = 0 keep the altitude).
+    drone = {'start_z': 1.0} if kinematics == 'quadrotor' else {}
     cfg = load_fleet_config({
         'name': f'latency_{kinematics}', 'map': str(base.map_path),
-        'robots': [{**robot, 'name': 'robot0', 'kinematics': kinematics, 'start': list(start)}],
+        **({'map_3d': str(base.map_3d_path)} if drone else {}),
+        'robots': [{**robot, 'name': 'robot0', 'kinematics': kinematics, 'start': list(start),
+                    **drone}],
         'planner': {'enabled': planner, **({'plan_configured_goals': False} if planner else {})},
         'orca_node': {'trajectories_only': planner}})
     latencies = []

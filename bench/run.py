@@ -8,8 +8,8 @@ import importlib
 import sys
 import time
 
-AREAS = ('orca', 'orca3d', 'kinodynamic', 'hybrid', 'fleet', 'pipeline', 'transforms',
-         'noisy_map', 'sensors')
+AREAS = ('orca', 'orca3d', 'kinodynamic', 'planner3d', 'hybrid', 'fleet', 'pipeline',
+         'transforms', 'noisy_map', 'sensors')
 
 
 def main(argv=None):

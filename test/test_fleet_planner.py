@@ -107,7 +107,7 @@ def test_start_inside_the_safety_margin_is_planned_again_without_it():
     outcome = run_request(planner.set_goal('robot0', [5.0, 5.0, 0.0], now=0.0).plan[0])
     assert outcome.result.success, outcome.result.message
     np.testing.assert_allclose(outcome.reference.positions[0], [0.48, 5.0], atol=0.05)
-    assert sorted(key[2].safety_margin for key in outcome.planners) == [0.0, 0.1]
+    assert sorted(key[3].safety_margin for key in outcome.planners) == [0.0, 0.1]
 
 
 def test_planners_are_cached_per_map_and_parameters():
@@ -117,6 +117,7 @@ def test_planners_are_cached_per_map_and_parameters():
     second = run_request(planner.set_goal('robot0', [8.0, 2.0, 0.0], now=10.0).plan[0])
     assert list(second.planners.values())[0] is list(first.planners.values())[0]
     planner.finish(second, now=10.0)
+    assert len(second.request.planners.keys()) == 1      # one map, one robot spec
     planner.set_map(room(blocks=[(0.5, 9.0, 1.0, 9.5)]), now=11.0)
     third = run_request(planner.set_goal('robot0', [8.0, 5.0, 0.0], now=11.0).plan[0])
     assert list(third.planners.values())[0] is not list(first.planners.values())[0]
@@ -175,13 +176,24 @@ def test_waits_for_map_and_odometry_holding_still_then_plans():
 def test_failed_plan_holds_the_robot_with_the_reason():
     planner = ready(grid=room(blocks=[(6.0, 4.0, 7.0, 6.0)]))
     following(planner, goal=(4.0, 5.0))
-    (request,) = planner.set_goal('robot0', [6.5, 5.0, 0.0], now=12.0).plan
+    (request,) = planner.set_goal('robot0', [6.5, 3.85, 0.0], now=12.0).plan   # too near it
     actions = planner.finish(run_request(request), now=12.5)
     (hold,) = actions.publish
     assert hold.reference is None and hold.start_s == 12.5
     (status,) = actions.status
     assert status.level is Level.ERROR and 'goal_in_collision' in status.message
+    assert 'within' in status.message       # the planner's check (the robot's radius)
     assert not planner.check_progress(now=20.0).plan      # nothing to follow, nothing to replan
+
+
+def test_a_goal_in_an_occupied_cell_ends_without_a_plan_job():
+    planner = ready(grid=room(blocks=[(6.0, 4.0, 7.0, 6.0)]))
+    following(planner, goal=(4.0, 5.0))
+    actions = planner.set_goal('robot0', [6.5, 5.0, 0.0], now=12.0)
+    assert not actions.plan and actions.publish[0].reference is None
+    (end,) = actions.ended
+    assert end.reason == 'goal_in_collision'
+    assert 'goal x, y (6.5, 5) is in an occupied cell' in end.message
 
 
 def test_map_without_free_cell_holds_with_an_error_until_a_usable_map():
@@ -201,8 +213,9 @@ def test_planner_error_is_a_failure_not_a_crash():
     class Broken:
         def plan(self, *args):
             raise RuntimeError('index out of range')
-    key = planner_key(request.map_generation, request.spec, request.settings)
-    outcome = run_request(replace(request, planners={key: Broken()}))
+    key = planner_key(request.grid, request.map_generation, request.spec, request.settings)
+    request.planners.put(key, Broken())
+    outcome = run_request(request)
     assert outcome.result.status is PlanStatus.INTERNAL_ERROR
     actions = planner.finish(outcome, now=10.5)
     assert actions.publish[0].reference is None
@@ -313,3 +326,16 @@ def test_cancel_holds_the_robot_and_drops_the_running_plan():
     late = planner.finish(straight_outcome(request, 8.0, 5.0), 10.2)
     assert late.publish == [] and late.plan == []       # stale: nothing published or replanned
     assert planner.progress('robot0') is None
+
+
+def test_robots_with_one_spec_share_one_planner_and_a_new_map_drops_it():
+    planner = supervisor(robots=('robot0', 'robot1'))
+    planner.set_map(room(), now=0.0)
+    for name, y in (('robot0', 3.0), ('robot1', 7.0)):
+        planner.set_start_state(name, state(2.0, y), now=0.0)
+    (first,) = planner.set_goal('robot0', [8.0, 3.0, 0.0], now=0.0).plan
+    (second,) = planner.set_goal('robot1', [8.0, 7.0, 0.0], now=0.0).plan
+    used = [list(run_request(r).planners.values()) for r in (first, second)]
+    assert used[0][0] is used[1][0]
+    planner.set_map(room(blocks=[(0.5, 9.0, 1.0, 9.5)]), now=1.0)
+    assert first.planners.keys() == []

@@ -150,3 +150,30 @@ def test_picture_is_written(tmp_path):
     out = plot_trajectories(tmp_path / 't.png', [a], starts=[[-2.5, -2.5]], grid=grid,
                             plans={'a': [np.array([[-2.5, -2.5], [2.5, 2.5]])]}, title='x')
     assert out.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and out.stat().st_size > 5000
+
+
+def test_drones_are_separated_in_3d_and_cleared_in_the_3d_map(tmp_path):
+    from orca_nav.bringup.report_plot import plot_trajectories
+    from orca_nav.core.grid import OccupancyGrid
+    occupied = np.zeros((20, 50, 50), bool)
+    occupied[0] = True                                   # a floor, z 0..0.2
+    occupied[:, 20:30, 24:26] = True                     # a wall x 4.8..5.2, y 4..6
+    grid = OccupancyGrid(occupied, 0.2, (0.0, 0.0, 0.0))
+    t = np.linspace(0.0, 10.0, 101)
+    # Two drones cross above each other (same x, y at t = 5) 1.0 m apart in z.
+    x = 1.0 + 0.8 * t
+    low = np.column_stack([x, np.full_like(t, 2.0), np.full_like(t, 1.0)])
+    high = np.column_stack([x[::-1], np.full_like(t, 2.0), np.full_like(t, 2.0)])
+    tracks = [RobotTrack('low', 0.3, t, low, goals=[low[-1]], goal_times=[10.0]),
+              RobotTrack('high', 0.3, t, high, goals=[high[-1]], goal_times=[10.0])]
+    report = fleet_report(tracks, grid_3d=grid)
+    assert report['fleet']['separation'] == '3-D'
+    assert report['fleet']['min_separation'] == pytest.approx(1.0 - 0.6, abs=1e-6)
+    assert report['robots']['low']['altitude_range'] == [1.0, 1.0]
+    assert report['robots']['low']['min_center_distance'] == pytest.approx(1.0, abs=1e-6)
+    # The floor's top is 0.8 m below the low drone's centre: 0.8 - 0.3 (radius), to a voxel.
+    assert report['robots']['low']['min_obstacle_clearance'] == pytest.approx(0.5, abs=0.11)
+    assert report['robots']['high']['final_position'] == [1.0, 2.0, 2.0]
+    out = plot_trajectories(tmp_path / 'drones.png', tracks, starts=[low[0], high[0]],
+                            grid_3d=grid, title='two drones')
+    assert out.stat().st_size > 10_000

@@ -97,6 +97,7 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     during(graph, mission): called about every 0.1 s of the run (e.g. to stop and restart a
     node); the report's `tracks` entry is not written to the file."""
     from orca_nav.core.grid import OccupancyGrid
+    from orca_nav.core.voxel_map import load_voxel_map
     from orca_nav.bringup.report import fleet_report
     from orca_nav.bringup.report_plot import plot_trajectories
     from orca_nav.bringup.mission import DemoMission
@@ -154,9 +155,11 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
         boxes = np.asarray(sim_cfg.get('boxes', []), dtype=float).reshape(-1, 4)
         person_contacts = mission.person_contacts()
     grid = OccupancyGrid.from_map_yaml(cfg.map_path) if cfg.map_path is not None else None
-    report = fleet_report(tracks, grid=grid, collision_events=collisions, people=people,
-                          person_contacts=person_contacts, boxes=boxes, meta={
+    grid_3d = load_voxel_map(cfg.map_3d_path) if cfg.map_3d_path is not None else None
+    report = fleet_report(tracks, grid=grid, grid_3d=grid_3d, collision_events=collisions,
+                          people=people, person_contacts=person_contacts, boxes=boxes, meta={
         'scenario': cfg.name, 'mode': mode, 'map': str(cfg.map_path) if cfg.map_path else None,
+        'map_3d': str(cfg.map_3d_path) if cfg.map_3d_path else None,
         'duration_limit': cfg.demo.duration, 'goal_tolerance': cfg.demo.goal_tolerance,
         'clock': 'simulated, lockstep' if simulated else 'wall'})
     print(f'orca-nav demo: {mission.elapsed():.1f} s of {"simulated " if simulated else ""}time '
@@ -168,7 +171,9 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     fleet = report['fleet']
     makespan = f'{fleet["makespan"]:.1f} s' if fleet['makespan'] is not None else 'not all reached'
     plot_trajectories(out_dir / 'trajectories.png', tracks,
-                      starts=[r.start[:2] for r in cfg.robots], grid=grid, plans=plans,
+                      starts=[(*r.start[:2], r.start_z) if r.flies else r.start[:2]
+                              for r in cfg.robots], grid=grid,
+                      grid_3d=grid_3d, plans=plans,
                       title=f'{cfg.name}: {len(tracks)} robots, makespan {makespan}, '
                             f'collisions {fleet["collisions"]}', people=people, boxes=boxes)
     return report

@@ -22,6 +22,7 @@ PACKAGE = 'orca_nav'
 # Node names the graph uses (topics that carry a node name, like /fleet_sim/collisions, follow).
 MAP_PUBLISHER = 'map_publisher'
 MAP_3D_PUBLISHER = 'map_3d_publisher'
+MAP_3D_TOPIC = '/map_3d'        # map_3d_publisher's, and every drone node's map_3d_topic
 FLEET_SIM = 'fleet_sim'
 ORCA = 'orca_node'
 PLANNER = 'planner_node'
@@ -160,7 +161,7 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
             for name in cfg.robot_names)
     if cfg.planner_enabled:
         specs.append(NodeSpec('planner_node', PLANNER,
-                              parameters=[{**fleet, **clock, **layout,
+                              parameters=[{**fleet, **clock, **layout, **map_3d,
                                            **sections['planner_node']}]))
     if has_mission(cfg):
         specs.append(NodeSpec(MISSION, MISSION, parameters=[mission_parameters(cfg, clock)]))

@@ -2,7 +2,8 @@
 
 mission_node (started by the graph, as under `ros2 launch`) steps the robots through their
 goals; this recorder applies the same `GoalSequences` to the same odometry, so it knows when
-each goal was reached without asking. It records every robot's odometry (time, x, y), the
+each goal was reached without asking. It records every robot's odometry (time, x, y, z: a
+drone's goal counts as reached only at its goal altitude too, within the tolerance), the
 simulator's collision reports (`/fleet_sim/collisions`, std_msgs/String with one JSON object per
 new contact), the planned paths on `/<robot>/plan` and the people (non-cooperative agents) on
 `tracked_agents`. Times are odometry stamps, in seconds
@@ -46,10 +47,16 @@ _CLASH_CHECK_EVERY = 100    # odometry messages between two looks for a second o
 @dataclass
 class _RobotLog:
     config: RobotConfig
-    samples: List[tuple] = field(default_factory=list)       # (t, x, y) since the origin
+    samples: List[tuple] = field(default_factory=list)       # (t, x, y, z) since the origin
     latest_stamp: Optional[float] = None
     collisions: int = 0
     plans: List[np.ndarray] = field(default_factory=list)
+
+
+def goal_altitude(robot: RobotConfig) -> float:
+    """The altitude a drone's goals are at: goal_z, or its start altitude for goal_z 0 (flying
+    level); 0 for a ground robot."""
+    return (robot.goal_z or robot.start_z) if robot.flies else 0.0
 
 
 class DemoMission(Node):
@@ -127,10 +134,13 @@ class DemoMission(Node):
         with self._lock:
             out = []
             for name, log in self._logs.items():
-                samples = np.array(log.samples, dtype=float).reshape(-1, 3)
-                goals = np.array([g[:2] for g in log.config.goals], dtype=float).reshape(-1, 2)
-                out.append(RobotTrack(name=name, radius=log.config.radius, t=samples[:, 0],
-                                      xy=samples[:, 1:], goals=goals,
+                robot = log.config
+                dim = 3 if robot.flies else 2
+                samples = np.array(log.samples, dtype=float).reshape(-1, 4)
+                goals = np.array([(*g[:2], goal_altitude(robot)) for g in robot.goals],
+                                 dtype=float)[:, :dim].reshape(-1, dim)
+                out.append(RobotTrack(name=name, radius=robot.radius, t=samples[:, 0],
+                                      xy=samples[:, 1:1 + dim], goals=goals,
                                       goal_times=list(self._goals.reach_times[name]),
                                       collisions=log.collisions))
             return out
@@ -164,7 +174,7 @@ class DemoMission(Node):
             xy, _, _ = self._poses.to_global(name, state)
         except ValueError:
             return
-        stamp, x, y = state.stamp_s, float(xy[0]), float(xy[1])
+        stamp, x, y, z = state.stamp_s, float(xy[0]), float(xy[1]), float(xy[2])
         self._odometry_count += 1
         if self._odometry_count % _CLASH_CHECK_EVERY == 1:
             self._check_for_another_fleet()
@@ -181,11 +191,15 @@ class DemoMission(Node):
             t = stamp - self._origin
             if t > self._end:
                 return
-            log.samples.append((t, x, y))
-            if not self._goals.done(name):
+            log.samples.append((t, x, y, z))
+            if not self._goals.done(name) and self._at_goal_altitude(log.config, z):
                 self._goals.update(name, t, x, y)
                 if self._goals.all_done():
                     self._end = t
+
+    def _at_goal_altitude(self, robot: RobotConfig, z: float) -> bool:
+        """A drone is at its goals' altitude; a ground robot always."""
+        return not robot.flies or abs(z - goal_altitude(robot)) <= self._tolerance
 
     def _check_for_another_fleet(self) -> None:
         topics = [self.resolve_topic_name(robot_names(name).odom_topic) for name in self._logs]
@@ -226,8 +240,9 @@ class DemoMission(Node):
                 (stamp - self._origin, position.x, position.y))
 
     def _on_plan(self, name: str, msg: Path) -> None:
-        points = np.array([(p.pose.position.x, p.pose.position.y) for p in msg.poses],
-                          dtype=float).reshape(-1, 2)
+        points = np.array([(p.pose.position.x, p.pose.position.y, p.pose.position.z)
+                           for p in msg.poses], dtype=float).reshape(-1, 3)
+        points = points if self._logs[name].config.flies else points[:, :2]
         if len(points) and np.all(np.isfinite(points)):
             with self._lock:
                 self._logs[name].plans.append(points)

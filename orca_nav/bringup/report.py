@@ -4,6 +4,10 @@ Inputs are plain arrays (one `RobotTrack` per robot, times in seconds since the 
 no ROS here. Robot-robot separation is measured on a common time grid: every track is linearly
 interpolated at `sample_dt` (odometry of different robots arrives at different instants), and
 a robot holds its first/last recorded pose outside its own recording.
+
+Drones are recorded in 3-D (x, y, z): separations are then 3-D centre distances minus both
+radii (a ground robot of a mixed fleet counts at z = 0), clearances are measured in the 3-D map,
+and each drone's altitude range is reported.
 """
 from __future__ import annotations
 
@@ -24,7 +28,8 @@ _PAIR_CHUNK = 2_000_000
 class RobotTrack:
     """One robot's recorded run.
 
-    t: (K,) seconds, increasing; xy: (K, 2) positions; goals: (G, 2) in visiting order;
+    t: (K,) seconds, increasing; xy: (K, 2) positions, or (K, 3) x, y, z for a drone; goals:
+    (G, 2) or (G, 3) likewise, in visiting order;
     goal_times: time each goal was reached (None when not reached); collisions: collision
     events the simulator reported for this robot.
     """
@@ -39,8 +44,10 @@ class RobotTrack:
 
     def __post_init__(self):
         self.t = np.asarray(self.t, dtype=float).reshape(-1)
-        self.xy = np.asarray(self.xy, dtype=float).reshape(-1, 2)
-        self.goals = np.asarray(self.goals, dtype=float).reshape(-1, 2)
+        xy = np.asarray(self.xy, dtype=float)
+        dim = xy.shape[-1] if xy.ndim == 2 and xy.shape[-1] in (2, 3) else 2
+        self.xy = xy.reshape(-1, dim)
+        self.goals = np.asarray(self.goals, dtype=float).reshape(-1, dim)
         if len(self.t) != len(self.xy):
             raise ValueError(f'{self.name}: t has {len(self.t)} samples but xy {len(self.xy)}')
         if not (np.all(np.isfinite(self.t)) and np.all(np.isfinite(self.xy))):
@@ -53,26 +60,29 @@ class RobotTrack:
 
 
 def path_length(xy: np.ndarray) -> float:
-    """Length of the polyline through the (K, 2) points."""
-    xy = np.asarray(xy, dtype=float).reshape(-1, 2)
+    """Length of the polyline through the (K, 2) or (K, 3) points."""
+    xy = np.asarray(xy, dtype=float)
     return float(np.linalg.norm(np.diff(xy, axis=0), axis=1).sum()) if len(xy) > 1 else 0.0
 
 
 def resample(tracks: Sequence[RobotTrack], sample_dt: float) -> Tuple[np.ndarray, np.ndarray]:
-    """(T,) common times and (T, N, 2) positions of every track interpolated at them."""
+    """(T,) common times and (T, N, d) positions of every track interpolated at them: d = 3
+    when some track is 3-D (2-D tracks at z = 0), else 2."""
     if not sample_dt > 0:
         raise ValueError(f'sample_dt: must be > 0, got {sample_dt!r}')
+    dim = max((tr.xy.shape[1] for tr in tracks), default=2)
     recorded = [tr for tr in tracks if len(tr.t)]
     if not recorded:
-        return np.zeros(0), np.zeros((0, len(tracks), 2))
+        return np.zeros(0), np.zeros((0, len(tracks), dim))
     start = min(tr.t[0] for tr in recorded)
     stop = max(tr.t[-1] for tr in recorded)
     times = start + sample_dt * np.arange(int(math.floor((stop - start) / sample_dt)) + 1)
-    positions = np.full((len(times), len(tracks), 2), np.nan)
+    positions = np.full((len(times), len(tracks), dim), np.nan)
     for index, tr in enumerate(tracks):
         if len(tr.t):
-            positions[:, index, 0] = np.interp(times, tr.t, tr.xy[:, 0])
-            positions[:, index, 1] = np.interp(times, tr.t, tr.xy[:, 1])
+            positions[:, index, :] = 0.0
+            for axis in range(tr.xy.shape[1]):
+                positions[:, index, axis] = np.interp(times, tr.t, tr.xy[:, axis])
     return times, positions
 
 
@@ -80,7 +90,7 @@ def pairwise_minima(positions: np.ndarray, radii: np.ndarray):
     """Per robot, over all times: the smallest surface gap (centre distance minus both radii)
     to any other robot, the centre distance at that moment and the other robot's index.
 
-    positions (T, N, 2) may hold NaN for robots without a recording; they are skipped.
+    positions (T, N, d) may hold NaN for robots without a recording; they are skipped.
     """
     count = positions.shape[1]
     best_gap = np.full(count, np.inf)
@@ -91,7 +101,7 @@ def pairwise_minima(positions: np.ndarray, radii: np.ndarray):
     radius_sum = radii[:, None] + radii[None, :]
     chunk = max(1, _PAIR_CHUNK // (count * count))
     for first in range(0, positions.shape[0], chunk):
-        block = positions[first:first + chunk]                        # (C, N, 2)
+        block = positions[first:first + chunk]                        # (C, N, d)
         centre = np.linalg.norm(block[:, :, None, :] - block[:, None, :, :], axis=-1)
         centre[:, np.arange(count), np.arange(count)] = np.inf
         centre = np.where(np.isnan(centre), np.inf, centre)
@@ -139,7 +149,8 @@ def person_minima(times: np.ndarray, positions: np.ndarray, radii: np.ndarray,
 
 
 def obstacle_clearance(grid: OccupancyGrid, xy: np.ndarray, radius: float) -> float:
-    """Smallest gap between the robot's disc and an occupied cell along its track (m).
+    """Smallest gap between the robot's disc (ball, on a 3-D grid) and an occupied cell along
+    its track (m).
 
     The grid's clearance runs between cell centres, so half a cell is taken off to measure to
     the occupied cell's near edge (accurate to about one cell).
@@ -153,8 +164,10 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
                  sample_dt: float = 0.05, collision_events: int = 0,
                  meta: Optional[Dict[str, Any]] = None,
                  people: Sequence[PersonTrack] = (), person_contacts: int = 0,
-                 boxes: np.ndarray = np.zeros((0, 4))) -> Dict[str, Any]:
+                 boxes: np.ndarray = np.zeros((0, 4)),
+                 grid_3d: Optional[OccupancyGrid] = None) -> Dict[str, Any]:
     """The report dict: `robots` (name -> metrics) and `fleet` totals; JSON-ready (inf -> None).
+    Clearances of 2-D tracks are measured on `grid`, of 3-D tracks (drones) on `grid_3d`.
 
     collision_events: how many collisions the simulator reported in total (a robot-robot
     collision counts once here and once for each robot involved). people: recorded
@@ -169,9 +182,10 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
     radii = np.array([tr.radius for tr in tracks], dtype=float)
     times, positions = resample(tracks, sample_dt)
     gap, centre, other = pairwise_minima(positions, radii)
-    person_gap, person = person_minima(times, positions, radii, people)
+    person_gap, person = person_minima(times, positions[..., :2], radii, people)
     robots: Dict[str, Any] = {}
     for index, tr in enumerate(tracks):
+        track_grid = grid_3d if tr.xy.shape[1] == 3 else grid
         reached_times = [t for t in tr.goal_times if t is not None]
         reached = len(reached_times) == len(tr.goals) and len(tr.goals) > 0
         robots[tr.name] = {
@@ -186,17 +200,21 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
             'min_separation': _finite_or_none(gap[index]),
             'min_center_distance': _finite_or_none(centre[index]),
             'closest_robot': names[other[index]] if other[index] >= 0 else None,
-            'min_obstacle_clearance': (_finite_or_none(obstacle_clearance(grid, tr.xy, tr.radius))
-                                       if grid is not None else None),
+            'min_obstacle_clearance': (_finite_or_none(obstacle_clearance(track_grid, tr.xy,
+                                                                          tr.radius))
+                                       if track_grid is not None else None),
             'collisions': int(tr.collisions),
         }
         if len(boxes):
-            gaps = box_clearance(np.asarray(boxes, dtype=float), tr.xy) - tr.radius
+            gaps = box_clearance(np.asarray(boxes, dtype=float), tr.xy[:, :2]) - tr.radius
             robots[tr.name]['min_unmapped_clearance'] = _finite_or_none(gaps.min(initial=np.inf))
         if people:
             robots[tr.name]['min_person_separation'] = _finite_or_none(person_gap[index])
             robots[tr.name]['closest_person'] = (people[person[index]].name
                                                  if person[index] >= 0 else None)
+        if tr.xy.shape[1] == 3:
+            robots[tr.name]['altitude_range'] = ([float(tr.xy[:, 2].min()), float(tr.xy[:, 2].max())]
+                                                 if len(tr.xy) else None)
     entries = list(robots.values())
     all_reached = bool(entries) and all(e['reached'] for e in entries)
     clearances = [e['min_obstacle_clearance'] for e in entries
@@ -209,6 +227,7 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
         'collisions': int(collision_events),
         'robots_with_collisions': sum(e['collisions'] > 0 for e in entries),
         'min_separation': _finite_or_none(gap.min()) if len(gap) else None,
+        'separation': '3-D' if positions.shape[2] == 3 else '2-D',
         'min_obstacle_clearance': min(clearances) if clearances else None,
         'total_path_length': float(sum(e['path_length'] for e in entries)),
         'recorded_time': float(times[-1] - times[0]) if len(times) else 0.0,

@@ -2,8 +2,9 @@
 
 config/orca_nav.rviz is the template (panels, tools, view, and one display of each kind); the
 generated config has a display for every robot and enables only displays that will show
-something: the map when the fleet has one, the markers, each robot's plan when the planner
-runs, each robot's odometry, and TF when the robots publish it (`tf_layout`). In the namespaced
+something: the map when the fleet has one, the 3-D map (a point cloud of voxel boxes coloured
+by height) when it has drones, the markers, each robot's plan when the planner runs (a drone's
+in 3-D), each robot's odometry, and TF when the robots publish it (`tf_layout`). In the namespaced
 layout every robot has its own tree with the same frame names and RViz reads one tree: it is
 given the first robot's (`rviz_remappings`), and the odometry of that robot only.
 """
@@ -48,6 +49,8 @@ def rviz_config(cfg: FleetConfig, template: Path) -> Dict[str, Any]:
     names = [robot_names(r, cfg.tf_layout, cfg.global_frame) for r in cfg.robot_names]
     displays: List[Dict[str, Any]] = [copy.deepcopy(kinds['Grid'])]
     displays.append(_enabled(copy.deepcopy(kinds['Map']), cfg.map_path is not None))
+    if cfg.map_3d_path is not None:
+        displays.append(map_3d_display(cfg))
     displays.append(_enabled(copy.deepcopy(kinds['MarkerArray']), True))
     for i, n in enumerate(names):
         plan = copy.deepcopy(kinds['Path'])
@@ -74,6 +77,23 @@ def rviz_config(cfg: FleetConfig, template: Path) -> Dict[str, Any]:
         if tool['Class'] == 'rviz_default_plugins/SetGoal':
             tool['Topic']['Value'] = _absolute(names[0].goal_topic)
     return config
+
+
+def map_3d_display(cfg: FleetConfig) -> Dict[str, Any]:
+    """A PointCloud2 display of the latched 3-D map: each occupied voxel a box of the voxel's
+    size, coloured by height so the trees' and walls' shapes read from any angle."""
+    from orca_nav.bringup.graph import MAP_3D_TOPIC
+    from orca_nav.core.voxel_map import load_voxel_map
+    size = float(load_voxel_map(cfg.map_3d_path).resolution)
+    return {'Class': 'rviz_default_plugins/PointCloud2', 'Enabled': True, 'Name': 'Map 3-D',
+            'Alpha': 0.35, 'Style': 'Boxes', 'Size (m)': size, 'Size (Pixels)': 3,
+            'Color Transformer': 'AxisColor', 'Axis': 'Z', 'Autocompute Value Bounds': True,
+            'Position Transformer': 'XYZ', 'Decay Time': 0, 'Selectable': False,
+            'Use Fixed Frame': True, 'Use rainbow': True, 'Invert Rainbow': False,
+            'Topic': {'Depth': 1, 'Durability Policy': 'Transient Local',
+                      'History Policy': 'Keep Last', 'Reliability Policy': 'Reliable',
+                      'Value': MAP_3D_TOPIC},
+            'Value': True}
 
 
 def rviz_remappings(cfg: FleetConfig) -> List[Tuple[str, str]]:

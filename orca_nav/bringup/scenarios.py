@@ -1,4 +1,5 @@
-"""Built-in demo scenarios: generated fleets (circle, crossing, corridor, blocks) and fleet files.
+"""Built-in demo scenarios: generated fleets (circle, crossing, corridor, blocks, drones,
+drones_sphere) and fleet files.
 
 `scenario_config(name, robots=None)` returns a FleetConfig. A generated scenario takes a robot
 count; any other name is looked up as `config/fleets/<name>.yaml` in the package share folder,
@@ -40,12 +41,16 @@ def _robots(starts: np.ndarray, goals: np.ndarray, **fields) -> List[dict]:
 
 
 def _fleet(name: str, robots: List[dict], duration: float, map_file: Optional[str] = None,
+           defaults: Optional[dict] = None, map_3d: Optional[str] = None,
            **sections) -> FleetConfig:
-    raw = {'name': name, 'defaults': {'kinematics': 'holonomic', 'radius': ROBOT_RADIUS,
-                                      'max_speed': MAX_SPEED, 'max_accel': 2.0},
+    raw = {'name': name, 'defaults': defaults or {'kinematics': 'holonomic',
+                                                  'radius': ROBOT_RADIUS,
+                                                  'max_speed': MAX_SPEED, 'max_accel': 2.0},
            'robots': robots, 'demo': {'duration': duration, 'goal_tolerance': 0.25}, **sections}
     if map_file is not None:
         raw['map'] = str(maps_dir() / map_file)
+    if map_3d is not None:
+        raw['map_3d'] = str(maps_dir() / map_3d)
     return load_fleet_config(raw)
 
 
@@ -144,6 +149,18 @@ PERSON_RADIUS = 0.25
 PERSON_SPEED = 0.5
 
 
+def _lane_crossing(robots: int) -> List[dict]:
+    """Robots crossing the top lane of config/maps/warehouse.yaml both ways: half start in the
+    open west end in rows of three and drive to the east end, the others the reverse."""
+    side = np.arange(robots) % 2                      # 0: starts west, 1: east
+    member = np.arange(robots) // 2
+    row, column = member % 3, member // 3
+    x = np.where(side == 0, 1.5 + 1.2 * column, 28.5 - 1.2 * column)
+    y = 16.9 + 0.9 * row + np.where(side == 0, 0.0, 0.2)
+    yaw = np.where(side == 0, 0.0, math.pi)
+    return _robots(np.column_stack([x, y, yaw]), np.column_stack([30.0 - x, y, yaw]))
+
+
 def people(robots: int = 6) -> FleetConfig:
     """Robots sharing the top lane of config/maps/warehouse.yaml (y 16..19.7, 3.7 m wide) with
     10 scripted people who avoid no one (fleet_sim_node's pedestrians, orca_node's tracked
@@ -151,14 +168,6 @@ def people(robots: int = 6) -> FleetConfig:
     the reverse. Two people walk the lane's length near its edges, three cross it (one out of
     the cross-aisle at x 15), two walk up and down the open ends, three walk at random in it."""
     _check_count('people', robots, 2, 12)
-    side = np.arange(robots) % 2                      # 0: starts west, 1: east
-    member = np.arange(robots) // 2
-    row, column = member % 3, member // 3
-    x = np.where(side == 0, 1.5 + 1.2 * column, 28.5 - 1.2 * column)
-    y = 16.9 + 0.9 * row + np.where(side == 0, 0.0, 0.2)
-    yaw = np.where(side == 0, 0.0, math.pi)
-    starts = np.column_stack([x, y, yaw])
-    goals = np.column_stack([30.0 - x, y, yaw])
     lines = [[6.0, 16.5, 24.0, 16.5], [24.0, 19.2, 6.0, 19.2],      # along the lane
              [9.0, 16.4, 9.0, 19.3], [15.0, 12.5, 15.0, 19.3], [21.0, 19.3, 21.0, 16.4],
              [4.4, 10.0, 4.4, 19.2], [25.6, 19.2, 25.6, 10.0]]      # the open ends
@@ -167,7 +176,7 @@ def people(robots: int = 6) -> FleetConfig:
                    'walkers': [float(v) for walker in walkers for v in walker],
                    'area': [5.0, 16.0, 25.0, 19.7], 'speed': PERSON_SPEED,
                    'radius': PERSON_RADIUS}
-    return _fleet('people', _robots(starts, goals), map_file='warehouse.yaml', duration=90.0,
+    return _fleet('people', _lane_crossing(robots), map_file='warehouse.yaml', duration=90.0,
                   fleet_sim_node={'pedestrians': pedestrians},
                   orca_node={'tracked_agent_radius': PERSON_RADIUS + 0.05})
 
@@ -177,18 +186,93 @@ def pallet(robots: int = 4) -> FleetConfig:
     pallet (1.2 m x 1 m) left in the middle of the lane that is not on the map: the robots see
     it only with their simulated laser scans (fleet_sim_node `scan.*`, orca_node `scan_topic`)."""
     _check_count('pallet', robots, 2, 12)
-    side = np.arange(robots) % 2
-    member = np.arange(robots) // 2
-    row, column = member % 3, member // 3
-    x = np.where(side == 0, 1.5 + 1.2 * column, 28.5 - 1.2 * column)
-    y = 16.9 + 0.9 * row + np.where(side == 0, 0.0, 0.2)
-    yaw = np.where(side == 0, 0.0, math.pi)
-    starts = np.column_stack([x, y, yaw])
-    goals = np.column_stack([30.0 - x, y, yaw])
-    return _fleet('pallet', _robots(starts, goals), map_file='warehouse.yaml', duration=90.0,
+    return _fleet('pallet', _lane_crossing(robots), map_file='warehouse.yaml', duration=90.0,
                   fleet_sim_node={'boxes': [14.4, 17.3, 15.6, 18.3],
                                   'scan': {'rate': 10.0, 'beams': 180, 'range': 8.0}},
                   orca_node={'scan_topic': 'scan'})
+
+
+DRONE = {'kinematics': 'quadrotor', 'radius': 0.3, 'max_speed': 2.0, 'max_accel': 2.0,
+         'max_yaw_rate': 2.0}
+FOREST_SIZE = 40.0          # config/maps/forest_3d.yaml: x, y 0..40, z 0..5 above its floor
+FOREST_CLEARANCE = 0.9      # m from the nearest trunk to a drone's start or goal centre
+
+
+def _drone_robots(starts: np.ndarray, goals: np.ndarray) -> List[dict]:
+    """Drone entries `drone<i>` from (N, 3) start and goal positions (yaw 0: drones face +x)."""
+    flat = np.zeros((len(starts), 1))
+    robots = _robots(np.hstack([starts[:, :2], flat]), np.hstack([goals[:, :2], flat]))
+    for entry, start, goal in zip(robots, np.round(starts, DIGITS), np.round(goals, DIGITS)):
+        entry['name'] = entry['name'].replace('robot', 'drone')
+        entry['start_z'], entry['goal_z'] = float(start[2]), float(goal[2])
+    return robots
+
+
+def _clear_row(grid, x_ends, y: float, z_ends) -> float:
+    """The y nearest to `y` (0.1 m steps) where both ends (x, y, z) of a row are at least
+    FOREST_CLEARANCE from the trunks."""
+    for offset in np.arange(0.0, 3.0, 0.1):
+        for candidate in (y + offset, y - offset):
+            ends = np.column_stack([x_ends, [candidate, candidate], z_ends])
+            if (grid.clearance_at(ends) >= FOREST_CLEARANCE).all():
+                return round(float(candidate), 1)
+    raise ValueError(f'no clear row near y = {y} in the forest')
+
+
+def drones(robots: int = 12) -> FleetConfig:
+    """Drones swap sides of the 3-D forest (config/maps/forest_3d.yaml: 120 trunks on 40 x 40 m,
+    5 m high), planner on: pairs of rows from y 8 to 32, one drone on the west edge (x 2) and
+    one on the east edge (x 38) per row, each flying to the other's place. Every pair flies at
+    its own altitudes (the west drone low to high, the east drone high to low, levels 1.0 to
+    4.0 m across the rows), so they meet mid-way at the same height and pass in 3-D, and the
+    planner climbs and descends through the trunks. Rows are nudged (0.1 m steps) so that no
+    start or goal is within FOREST_CLEARANCE of a trunk. Plans keep 0.3 m more than the radius
+    from the trunks (room for tracking and avoidance), ORCA 0.15 m more between drones (their
+    acceleration limit lags ORCA's velocities); the 6 s budget is wall time, and the
+    demo's nodes share one process and 2 cores while all 12 drones plan at once."""
+    _check_count('drones', robots, 2, 24)
+    if robots % 2:
+        raise ValueError(f'robots: scenario \'drones\' swaps pairs: an even count, got {robots}')
+    from orca_nav.core.voxel_map import load_voxel_map
+    grid = load_voxel_map(maps_dir() / 'forest_3d.yaml')
+    rows = robots // 2
+    levels = np.linspace(1.0, 4.0, 4)
+    starts, goals = [], []
+    for k, y in enumerate(np.linspace(8.0, 32.0, rows)):
+        low, high = levels[k % 4], levels[(k + 2) % 4]
+        y = _clear_row(grid, [2.0, 38.0], float(y), [low, high])
+        west, east = np.array([2.0, y, low]), np.array([38.0, y, high])
+        starts += [west, east]
+        goals += [east, west]
+    return _fleet('drones', _drone_robots(np.array(starts), np.array(goals)), duration=120.0,
+                  defaults=DRONE, map_3d='forest_3d.yaml',
+                  planner={'enabled': True, 'plan_time_budget': 6.0, 'safety_margin': 0.3},
+                  orca_node={'safety_margin': 0.15})
+
+
+SPHERE_CENTRE = (0.0, 0.0, 8.0)     # the middle of config/maps/open_3d.yaml (z 0..16)
+
+
+def drones_sphere(robots: int = 24) -> FleetConfig:
+    """RVO2-3D's Sphere example in open space (config/maps/open_3d.yaml): drones evenly spread
+    on a sphere (a Fibonacci lattice) around (0, 0, 8) each fly to the antipodal point, all
+    through the centre at once: the symmetric case. The radius keeps neighbours 4 radii
+    apart; no planner (nothing to plan around). ORCA keeps 0.2 m more than the radii (the
+    drones' acceleration limit lags ORCA's new velocities in the crowd at the centre)."""
+    _check_count('drones_sphere', robots, 2, 200)
+    index = np.arange(robots) + 0.5
+    polar = np.arccos(1.0 - 2.0 * index / robots)
+    azimuth = np.pi * (1.0 + 5.0 ** 0.5) * index
+    unit = np.column_stack([np.sin(polar) * np.cos(azimuth), np.sin(polar) * np.sin(azimuth),
+                            np.cos(polar)])
+    # Neighbours on the lattice are about sqrt(4 pi / N) R apart.
+    radius = max(6.0, 4.0 * DRONE['radius'] / (4.0 * np.pi / robots) ** 0.5)
+    if radius > 7.0:
+        raise ValueError(f'robots: {robots} drones need a {radius:.1f} m sphere; open_3d fits 7 m')
+    centre = np.array(SPHERE_CENTRE)
+    return _fleet('drones_sphere', _drone_robots(centre + radius * unit, centre - radius * unit),
+                  duration=60.0 + 4.0 * radius, defaults={**DRONE, 'max_speed': 1.5},
+                  map_3d='open_3d.yaml', orca_node={'safety_margin': 0.2})
 
 
 GENERATORS: Dict[str, Callable[[int], FleetConfig]] = {
@@ -196,6 +280,8 @@ GENERATORS: Dict[str, Callable[[int], FleetConfig]] = {
     'crossing': crossing,
     'corridor': corridor,
     'blocks': blocks,
+    'drones': drones,
+    'drones_sphere': drones_sphere,
     'people': people,
     'pallet': pallet,
 }

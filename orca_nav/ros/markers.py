@@ -1,5 +1,6 @@
-"""The fleet as RViz markers (`/orca_nav/markers`): per commanded robot a disc (blue, or red
-while its odometry is stale), its ORCA velocity as an arrow, its goal, and optionally its ORCA
+"""The fleet as RViz markers (`/orca_nav/markers`): per commanded robot a disc (a sphere of its
+radius at its altitude for a drone; blue, or red while its odometry is stale), its ORCA
+velocity as an arrow, its goal (at the goal's altitude for a drone), and optionally its ORCA
 half-plane lines drawn in velocity space around the robot like the arrow (the arrow's tip lies
 left of every line when the robot's linear program was feasible)."""
 from __future__ import annotations
@@ -21,20 +22,23 @@ def fleet_markers(view: FleetView, names: List[str], frame: str, stamp,
     for i in np.flatnonzero(view.commanded & np.isfinite(view.positions[:, 0])):
         robot = names[i]
         x, y = (float(v) for v in view.positions[i])
-        disc = _marker(robot, DISC, Marker.CYLINDER, frame, stamp)
-        disc.pose.position.x, disc.pose.position.y = x, y
+        z = float(view.altitudes[i])
+        flying = bool(view.flying[i])
+        disc = _marker(robot, DISC, Marker.SPHERE if flying else Marker.CYLINDER, frame, stamp)
+        disc.pose.position.x, disc.pose.position.y, disc.pose.position.z = x, y, z
         disc.scale.x = disc.scale.y = 2.0 * float(view.radii[i])
-        disc.scale.z = 0.1
+        disc.scale.z = 2.0 * float(view.radii[i]) if flying else 0.1
         disc.color.r, disc.color.g, disc.color.b, disc.color.a = \
             (1.0, 0.3, 0.1, 0.8) if view.stale[i] else (0.2, 0.5, 1.0, 0.6)
         arrow = _marker(robot, ARROW, Marker.ARROW, frame, stamp)
         vx, vy = (float(v) for v in view.velocities[i])
-        arrow.points = [Point(x=x, y=y, z=0.1), Point(x=x + vx, y=y + vy, z=0.1)]
+        arrow.points = [Point(x=x, y=y, z=z + 0.1), Point(x=x + vx, y=y + vy, z=z + 0.1)]
         arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.05, 0.1, 0.1
         arrow.color.g, arrow.color.a = 0.9, 1.0
         goal = _marker(robot, GOAL, Marker.SPHERE, frame, stamp)
         if np.isfinite(view.goals[i, 0]):
             goal.pose.position.x, goal.pose.position.y = (float(v) for v in view.goals[i])
+            goal.pose.position.z = float(view.goal_altitudes[i]) if flying else 0.0
             goal.scale.x = goal.scale.y = goal.scale.z = 0.2
             goal.color.r, goal.color.g, goal.color.a = 1.0, 0.8, 1.0
         else:

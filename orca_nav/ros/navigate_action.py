@@ -51,7 +51,7 @@ class _Active:
 class NavigateToPoseServers:
     """One action server per robot on `node` (create it in the node's configure).
 
-    set_goal(robot, (x, y, yaw)) and cancel(robot) reach the planner; the node hands the
+    set_goal(robot, (x, y, z, yaw)) and cancel(robot) reach the planner (z counts for drones); the node hands the
     planner's ends to `end` and its progress to `feedback`."""
 
     def __init__(self, node, robots, frame: str, set_goal: Callable[[str, tuple], None],
@@ -86,9 +86,11 @@ class NavigateToPoseServers:
         msg = NavigateToPose.Feedback()
         msg.current_pose.header.frame_id = self._frame
         msg.current_pose.header.stamp = seconds_to_time(now)
-        x, y, yaw = (float(v) for v in progress.pose)
-        msg.current_pose.pose.position.x, msg.current_pose.pose.position.y = x, y
-        msg.current_pose.pose.orientation = yaw_to_quaternion(yaw)
+        pose = [float(v) for v in progress.pose]        # x, y, (z,) yaw
+        position = msg.current_pose.pose.position
+        position.x, position.y = pose[0], pose[1]
+        position.z = pose[2] if len(pose) == 4 else 0.0
+        msg.current_pose.pose.orientation = yaw_to_quaternion(pose[-1])
         msg.navigation_time = seconds_to_duration(max(now - active.started, 0.0))
         msg.estimated_time_remaining = seconds_to_duration(progress.time_remaining)
         msg.number_of_recoveries = min(progress.recoveries, 32767)
@@ -105,7 +107,8 @@ class NavigateToPoseServers:
             problem = (f'pose.header.frame_id {pose.header.frame_id!r} is not the global frame '
                        f'{self._frame!r}')
         elif not all(math.isfinite(v) for v in (
-                pose.pose.position.x, pose.pose.position.y, pose.pose.orientation.x,
+                pose.pose.position.x, pose.pose.position.y, pose.pose.position.z,
+                pose.pose.orientation.x,
                 pose.pose.orientation.y, pose.pose.orientation.z, pose.pose.orientation.w)):
             problem = 'pose has a non-finite number'
         if problem is not None:
@@ -120,7 +123,7 @@ class NavigateToPoseServers:
         active = _Active(handle, node_now(self._node))
         self._active[robot] = self._goals[bytes(handle.goal_id.uuid)] = active
         pose = handle.request.pose.pose
-        self._set_goal(robot, (pose.position.x, pose.position.y,
+        self._set_goal(robot, (pose.position.x, pose.position.y, pose.position.z,
                                quaternion_to_yaw(pose.orientation)))
         handle.execute()
 

@@ -262,7 +262,7 @@ class OrcaNode(ManagedNode):
                        f'{msg.header.frame_id!r} is not the global frame {self.global_frame!r}')
             return
         try:
-            reference, start_s, _frame = msg_to_reference(msg)
+            reference, start_s, _frame = msg_to_reference(msg, dim=self.fleet.dim(i))
         except ValueError as err:
             self._warn((robot, 'trajectory'), f'{robot}: rejecting trajectory, holding still: {err}')
             reference, start_s = None, node_now(self)

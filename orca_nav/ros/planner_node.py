@@ -1,7 +1,11 @@
 """planner_node: goals -> global plans -> /<robot>/plan and /<robot>/trajectory for a fleet.
 
 Per robot (parameter `robots`, per-robot fields `<robot>.<field>` of TEAM.md) it listens to
-`/<robot>/odom` and `/<robot>/goal_pose`, and to the latched `/map`. The planning policy (which
+`/<robot>/odom` and `/<robot>/goal_pose`, and to the latched `/map` for ground robots and the
+latched 3-D map (`map_3d_topic`, sensor_msgs/PointCloud2 of occupied voxel centres,
+`map_3d_resolution`) for drones: a `quadrotor` plans in 3-D, its start altitude from its
+odometry and its goal altitude from the goal's `pose.position.z` (`<robot>.goal_z` for the
+configured goal; 0 keeps the altitude the drone flies at). The planning policy (which
 planner, when to plan, replan, hold still or call a goal reached) is the core's
 `FleetPlanner` (`orca_nav.core.planning.fleet_planner`); this node converts messages, runs the
 plan requests it returns and publishes what it decides:
@@ -33,14 +37,15 @@ from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry, Path
 from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import PointCloud2
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
 from orca_nav.core.fleet.robots import ROBOT_FIELDS, RobotSpec
 from orca_nav.core.planning.fleet_planner import (Actions, FleetPlanner, Level,
                                                   PlanSettings, ReplanPolicy, RobotStatus,
                                                   StartState, run_request)
-from orca_nav.ros.convert import (latched_qos, msg_to_grid, node_now, odom_state_from_cdr,
-                                  quaternion_to_yaw, seconds_to_time)
+from orca_nav.ros.convert import (cloud_to_grid, latched_qos, msg_to_grid, node_now,
+                                  odom_state_from_cdr, quaternion_to_yaw, seconds_to_time)
 from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.navigate_action import NavigateToPoseServers
 from orca_nav.ros.node_main import run_node
@@ -81,6 +86,8 @@ NODE_SPECS = [
     SHARED_SPECS['goal_tolerance'],
     ParamSpec('unknown_is_occupied', True, 'Unknown map cells (-1) count as obstacles',
               read_only=True),
+    SHARED_SPECS['map_3d_topic'],
+    SHARED_SPECS['map_3d_resolution'],
     ParamSpec('plan_configured_goals', True, "Plan to each robot's <robot>.goal parameter once "
               'the map and its odometry are in'),
     ParamSpec('jam_timeout', 30.0, 'A navigate_to_pose goal aborts when its robot got no '
@@ -95,8 +102,14 @@ def robot_spec(name: str, config: Dict[str, object]) -> RobotSpec:
     return RobotSpec(name, **{f.name: config[f.name] for f in ROBOT_FIELDS})
 
 
-def goal_from_msg(msg: PoseStamped, frame: str) -> np.ndarray:
-    """(x, y, yaw) of a goal; ValueError naming the field when it is unusable."""
+def goal_values(dim: int, x: float, y: float, z: float, yaw: float) -> np.ndarray:
+    """The core goal of a `dim`-D robot: (x, y, yaw), or (x, y, z, yaw) for a drone."""
+    return np.array([x, y, z, yaw] if dim == 3 else [x, y, yaw], dtype=float)
+
+
+def goal_from_msg(msg: PoseStamped, frame: str, dim: int = 2) -> np.ndarray:
+    """The core goal (`goal_values`) of a goal message; ValueError naming the field when it is
+    unusable."""
     if msg.header.frame_id != frame:
         raise ValueError(f'header.frame_id {msg.header.frame_id!r} is not the global frame '
                          f'{frame!r}')
@@ -107,7 +120,7 @@ def goal_from_msg(msg: PoseStamped, frame: str) -> np.ndarray:
                         ('pose.orientation.w', q.w)):
         if not math.isfinite(value):
             raise ValueError(f'{name} is not finite ({value})')
-    return np.array([p.x, p.y, quaternion_to_yaw(q)])
+    return goal_values(dim, p.x, p.y, p.z, quaternion_to_yaw(q))
 
 
 class PlannerNode(ManagedNode):
@@ -142,7 +155,12 @@ class PlannerNode(ManagedNode):
                                      qos_profile_sensor_data, raw=True)
             self.create_subscription(PoseStamped, self._poses.names[name].goal_topic,
                                      lambda msg, n=name: self._on_goal(n, msg), 10)
-        self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
+        dims = {self.supervisor.dim(name) for name in self.robot_configs}
+        if 2 in dims:
+            self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
+        if 3 in dims:
+            self.create_subscription(PointCloud2, self.settings['map_3d_topic'], self._on_map_3d,
+                                     latched_qos())
         self._navigation = NavigateToPoseServers(self, list(self.robot_configs), self.frame,
                                                  self._navigate, self._cancel_goal)
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10)
@@ -156,7 +174,9 @@ class PlannerNode(ManagedNode):
         if self.settings['plan_configured_goals']:
             for name, config in self.robot_configs.items():
                 if len(config['goal']) == 3:
-                    self._apply(self.supervisor.set_goal(name, config['goal'], node_now(self)))
+                    x, y, yaw = config['goal']
+                    goal = goal_values(self.supervisor.dim(name), x, y, config['goal_z'], yaw)
+                    self._apply(self.supervisor.set_goal(name, goal, node_now(self)))
 
     # ------------------------------------------------------------------ inputs
     def _on_parameters(self, changed: Dict[str, object]) -> None:
@@ -181,7 +201,8 @@ class PlannerNode(ManagedNode):
             self.get_logger().warning(f'{name}: odometry ignored: {err}',
                                       throttle_duration_sec=5.0)
             return
-        state = StartState(pose=(position[0], position[1], yaw), velocity=velocity[:2],
+        dim = self.supervisor.dim(name)
+        state = StartState(pose=(*position[:dim], yaw), velocity=velocity[:dim],
                            stamp_s=odom.stamp_s)
         self._apply(self.supervisor.set_start_state(name, state, node_now(self)))
 
@@ -190,16 +211,17 @@ class PlannerNode(ManagedNode):
             self.get_logger().warning(f'{name}: goal ignored: planner_node is not active')
             return
         try:
-            goal = goal_from_msg(msg, self.frame)
+            goal = goal_from_msg(msg, self.frame, self.supervisor.dim(name))
         except ValueError as err:
             self._apply(self.supervisor.reject_goal(name, str(err)))
             return
         self._navigation.replaced(name)
         self._apply(self.supervisor.set_goal(name, goal, node_now(self)))
 
-    def _navigate(self, name: str, goal) -> None:
-        """A goal from navigate_to_pose: it may end jammed."""
-        self._apply(self.supervisor.set_goal(name, goal, node_now(self),
+    def _navigate(self, name: str, pose) -> None:
+        """A goal (x, y, z, yaw) from navigate_to_pose: it may end jammed."""
+        self._apply(self.supervisor.set_goal(name, goal_values(self.supervisor.dim(name), *pose),
+                                             node_now(self),
                                              jam_timeout=self.settings['jam_timeout']))
 
     def _cancel_goal(self, name: str) -> None:
@@ -214,8 +236,25 @@ class PlannerNode(ManagedNode):
             return
         actions = self.supervisor.set_map(grid, node_now(self))
         self.get_logger().info(f'map {grid.shape[1]} x {grid.shape[0]} cells at '
-                               f'{grid.resolution:g} m' + ('' if self.supervisor.map_has_free_cell
+                               f'{grid.resolution:g} m' + ('' if self.supervisor.map_has_free_cell(2)
                                                            else ': it has no free cell'))
+        self._apply(actions)
+
+    def _on_map_3d(self, msg: PointCloud2) -> None:
+        topic = self.settings['map_3d_topic']
+        try:
+            grid, note = cloud_to_grid(msg, self.settings['map_3d_resolution'], self.frame)
+        except ValueError as err:
+            self.get_logger().error(f'{topic} ignored: {err}')
+            return
+        if note is not None:
+            self.get_logger().warning(f'{topic}: {note}')
+        actions = self.supervisor.set_map(grid, node_now(self))
+        lower, upper = grid.extent
+        self.get_logger().info(
+            f'3-D map {" x ".join(str(n) for n in grid.shape[::-1])} voxels at '
+            f'{grid.resolution:g} m spanning ' + ', '.join(
+                f'{axis} {lo:.2f}..{hi:.2f}' for axis, lo, hi in zip('xyz', lower, upper)))
         self._apply(actions)
 
     def _check_progress(self) -> None:

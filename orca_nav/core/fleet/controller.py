@@ -177,6 +177,9 @@ class FleetView(NamedTuple):
     commanded: np.ndarray       # (N,) bool
     max_speed: np.ndarray       # (N,)
     lines: Optional[Tuple[np.ndarray, OrcaLines]]   # (rows, lines) of the last cycle
+    flying: np.ndarray          # (N,) bool: drones
+    altitudes: np.ndarray       # (N,) z (0 for ground robots)
+    goal_altitudes: np.ndarray  # (N,) z of the goal (a drone flying level: its altitude)
 
 
 class FleetController:
@@ -238,6 +241,7 @@ class FleetController:
         self._configure_robots()
         self._breaker = self._new_breaker()
         self._tracker, self._tracked = self._new_tracker()
+        self._flight_tracker = self._new_flight_tracker()
 
     # ------------------------------------------------------------------ configuration
     @property
@@ -265,6 +269,7 @@ class FleetController:
             self.robots = robots
             if changed:
                 self._tracker, self._tracked = self._new_tracker()
+                self._flight_tracker = self._new_flight_tracker()
                 notes += [f'{name}: kinematics changed; current trajectories dropped'
                           for name in changed]
         if params is not None:
@@ -273,6 +278,7 @@ class FleetController:
                 self._breaker = self._new_breaker()
             if params.goal_tolerance != old.goal_tolerance:
                 self._tracker.params = self._tracking_params()
+                self._flight_tracker.params = self._tracking_params()
             self._sensed.persistence = params.sensor_persistence
             self._sensed.max_points = params.sensor_max_points
         self._configure_robots()
@@ -306,6 +312,18 @@ class FleetController:
         tracker = FleetTracker([k in ('diff_drive', 'car') for k in kinds], dim=2,
                                params=self._tracking_params(), steered=[k == 'car' for k in kinds])
         return tracker, np.full(len(kinds), self.params.trajectories_only)
+
+    def _new_flight_tracker(self) -> FleetTracker:
+        """Drones' 3-D plans (x, y, z references) are tracked in 3-D; 2-D ones in the plane."""
+        return FleetTracker(np.zeros(len(self.robots), dtype=bool), dim=3,
+                            params=self._tracking_params())
+
+    def dim(self, i: int) -> int:
+        """Robot i's trajectories are 3-D (a drone's) or 2-D."""
+        return 3 if self._flying[i] else 2
+
+    def _reference(self, i: int) -> Optional[Reference]:
+        return self._flight_tracker.reference(i) or self._tracker.reference(i)
 
     # ------------------------------------------------------------------ inputs
     def set_state(self, i: int, stamp: float, position, velocity, yaw: float,
@@ -434,7 +452,9 @@ class FleetController:
         longer heads for its goal by itself."""
         self._tracked[i] = True
         self._has_trajectory[i] = True
-        self._tracker.set_reference(i, reference, start_time)
+        flight = reference is not None and reference.dim == 3
+        self._tracker.set_reference(i, None if flight else reference, start_time)
+        self._flight_tracker.set_reference(i, reference if flight else None, start_time)
 
     def set_map(self, model: MapModel) -> List[Tuple[int, str]]:
         """Switches to a prepared map; goals now inside an obstacle are dropped: returns
@@ -668,7 +688,7 @@ class FleetController:
                          now: float) -> np.ndarray:
         """(K, 3) preferred velocities of drones: straight to the 3-D goal with the braking
         profile (a NaN goal altitude: level flight); a drone with a trajectory follows it in
-        x, y (the tracker is planar) and climbs to its goal altitude."""
+        3-D (a 3-D plan), or in x, y (a 2-D one) climbing to its goal altitude."""
         goals = np.column_stack([self._goal[drones], np.where(
             np.isnan(self._goal_z[drones]), positions[:, 2], self._goal_z[drones])])
         goals[np.isnan(goals[:, 0]), 2] = np.nan
@@ -682,6 +702,13 @@ class FleetController:
                                          self._limits.max_speed, self._limits.max_yaw_rate)
             pref[tracked, :2] = track.pref_velocity[drones[tracked]]
             self._arrived[drones[tracked]] = track.reached[drones[tracked]]
+            flying_plan = tracked & self._flight_tracker.has_reference[drones]
+            if flying_plan.any():
+                flight = self._flight_tracker.update(
+                    now, np.column_stack([np.nan_to_num(self._position), self._altitude]),
+                    self._yaw, self._limits.max_speed)
+                pref[flying_plan] = flight.pref_velocity[drones[flying_plan]]
+                self._arrived[drones[flying_plan]] = flight.reached[drones[flying_plan]]
         return pref
 
     def _preferred(self, rows, live, positions, limits, now) -> Tuple[np.ndarray, TrackingCommand]:
@@ -753,7 +780,7 @@ class FleetController:
                 level, message = OK, ('ok: filtering its input twist'
                                       if input_age <= self.params.source_timeout else
                                       'no input twist within source_timeout: stopped')
-            elif self._tracked[i] and self._tracker.reference(i) is None:
+            elif self._tracked[i] and self._reference(i) is None:
                 level, message = OK, 'holding still: no trajectory'
             elif not self._tracked[i] and not np.isfinite(self._goal[i, 0]):
                 level, message = OK, 'ok: no goal'
@@ -779,5 +806,7 @@ class FleetController:
     def view(self, now: float) -> FleetView:
         return FleetView(self._position.copy(), self._radius.copy(), self._orca_velocity.copy(),
                          self._goal.copy(), self.commanded & ~self.live(now),
-                         self.commanded.copy(), self._limits.max_speed.copy(), self._lines)
+                         self.commanded.copy(), self._limits.max_speed.copy(), self._lines,
+                         self._flying.copy(), np.where(self._flying, self._altitude, 0.0),
+                         np.where(np.isnan(self._goal_z), self._altitude, self._goal_z))
 

@@ -22,6 +22,9 @@ a sideways error up to ``car_lateral_tolerance`` (a larger one is the planner's 
 replanning). ``yaw_rate`` gives yaw-aware robots a heading command
 (reference yaw rate + feedback on the yaw error) that diff-drive robots use to turn in place.
 
+In 3-D (``dim`` 3) the same law gives drones (vx, vy, vz) preferred velocities from their
+(x, y, z) references: the fleet controller keeps one 3-D tracker for its drones' 3-D plans.
+
 numpy only; no ROS.
 """
 from __future__ import annotations
@@ -122,6 +125,11 @@ class FleetTracker:
 
     def reference(self, index: int) -> Optional[Reference]:
         return self._refs[index]
+
+    @property
+    def has_reference(self) -> np.ndarray:
+        """(N,) bool: the robot follows a reference."""
+        return self._has.copy()
 
     def _pack(self) -> None:
         """Padded (N, K_max) copies of all references; padding repeats the last sample."""

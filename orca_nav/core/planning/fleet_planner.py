@@ -20,6 +20,14 @@ stale when it comes back: it is dropped and the newest request is planned instea
 Every failure (no map, no free cell, no start state, bad goal, no path, timeout) holds the robot
 still (a ``TrajectoryUpdate`` without reference) and says why in the robot's status.
 
+Drones plan in 3-D (:func:`planning_dim`): a ``quadrotor`` robot's poses are (x, y, z, yaw), its
+start velocity (vx, vy, vz), and it plans with the 3-D kinodynamic A* on the 3-D map; every other
+robot's poses are (x, y, yaw) on the 2-D map. The supervisor keeps one map per dimension
+(``set_map`` files a grid by its ``ndim``), so a mixed fleet plans ground robots on ``/map`` and
+drones through the 3-D map at once. A drone goal at z = 0 (a goal pose from a 2-D tool such as
+RViz's) keeps the altitude the drone flies at when the goal is planned, as orca_node does. A goal outside its map's bounds or in an occupied cell ends
+at once (``out_of_map`` / ``goal_in_collision``), naming the robot's goal field and value.
+
 A goal ends (``Actions.ended``, what a navigate_to_pose server reports): reached; planning
 failed (the planner's status says why: goal in an obstacle, outside the map, no path, time
 budget); jammed, for a goal set with a ``jam_timeout``, when the distance still to go has not
@@ -32,8 +40,9 @@ Time is passed in (seconds, the caller's one clock); numpy only.
 from __future__ import annotations
 
 import enum
+import threading
 from dataclasses import dataclass, field, fields, replace
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -44,6 +53,7 @@ from orca_nav.core.planning.reference import Reference
 from orca_nav.core.planning.result import PlanResult, PlanStats, PlanStatus
 
 _KINODYNAMIC = ('holonomic', 'quadrotor')
+_AERIAL = ('quadrotor',)
 _START_SPEED_FRACTION = 0.95     # odometry may overshoot the speed limit a little
 JAM_PROGRESS = 0.1      # m the distance to go must shrink by within a goal's jam_timeout
 
@@ -85,19 +95,33 @@ class ReplanPolicy:
     from_values = classmethod(_from_values)
 
 
+def planning_dim(spec: RobotSpec) -> int:
+    """3 for robots that fly (their poses are x, y, z, yaw), 2 for ground robots (x, y, yaw)."""
+    return 3 if spec.kinematics in _AERIAL else 2
+
+
+def pose_fields(dim: int) -> str:
+    return 'x, y, z, yaw' if dim == 3 else 'x, y, yaw'
+
+
 @dataclass(frozen=True)
 class StartState:
-    """Where a robot is: pose (x, y, yaw) and planar velocity in the global frame, measured at
+    """Where a robot is: pose (x, y, yaw), or (x, y, z, yaw) for a drone, and velocity (the
+    first len(pose) - 1 components of `velocity` are kept) in the global frame, measured at
     ``stamp_s`` (the time a plan from this state starts at)."""
 
-    pose: np.ndarray        # (3,) x, y, yaw
-    velocity: np.ndarray    # (2,)
+    pose: np.ndarray        # (d + 1,) position, yaw
+    velocity: np.ndarray    # (d,)
     stamp_s: float
 
     def __post_init__(self):
         pose = np.array(self.pose, dtype=float).reshape(-1)       # copies: the state is a value
-        velocity = np.array(self.velocity, dtype=float).reshape(-1)[:2]
-        for name, arr, size in (('pose', pose, 3), ('velocity', velocity, 2)):
+        if pose.size not in (3, 4):
+            raise ValueError(f'start state pose must be 3 (x, y, yaw) or 4 (x, y, z, yaw) '
+                             f'values, got {pose.tolist()}')
+        dim = pose.size - 1
+        velocity = np.array(self.velocity, dtype=float).reshape(-1)[:dim]
+        for name, arr, size in (('pose', pose, dim + 1), ('velocity', velocity, dim)):
             if arr.size != size or not np.all(np.isfinite(arr)):
                 raise ValueError(f'start state {name} must be {size} finite values, '
                                  f'got {arr.tolist()}')
@@ -107,8 +131,54 @@ class StartState:
         object.__setattr__(self, 'velocity', velocity)
         object.__setattr__(self, 'stamp_s', float(self.stamp_s))
 
+    @property
+    def dim(self) -> int:
+        return self.pose.size - 1
 
-PlannerKey = Tuple[int, RobotSpec, PlanSettings]
+    @property
+    def position(self) -> np.ndarray:
+        return self.pose[:-1]
+
+    @property
+    def yaw(self) -> float:
+        return float(self.pose[-1])
+
+
+PlannerKey = Tuple[int, int, Tuple[Tuple[str, object], ...], PlanSettings]
+
+
+class PlannerCache:
+    """The fleet's built planners, shared by its plan jobs on any thread: one per map (its
+    dimension and generation), robot parameters (not the robot's name) and settings. Building a
+    planner (inflation, distance fields, coarse graphs) costs far more than a query on the
+    3-D forest, so a dozen drones with one spec build it once: the first job builds it under
+    the lock while the others wait for it. A query does not change its planner, so jobs share
+    it freely."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._planners: Dict[PlannerKey, object] = {}
+
+    def get(self, key: PlannerKey, build: Callable[[], object]) -> object:
+        with self._lock:
+            planner = self._planners.get(key)
+            if planner is None:
+                planner = self._planners[key] = build()
+            return planner
+
+    def put(self, key: PlannerKey, planner) -> None:
+        with self._lock:
+            self._planners[key] = planner
+
+    def keep_maps(self, generations: Mapping[int, int]) -> None:
+        """Drops the planners of maps other than the current ones ({dimension: generation})."""
+        with self._lock:
+            self._planners = {key: planner for key, planner in self._planners.items()
+                              if generations.get(key[0]) == key[1]}
+
+    def keys(self) -> List[PlannerKey]:
+        with self._lock:
+            return list(self._planners)
 
 
 @dataclass(frozen=True)
@@ -120,10 +190,10 @@ class PlanRequest:
     grid: OccupancyGrid
     map_generation: int
     start: StartState
-    goal: np.ndarray                    # (3,) x, y, yaw
+    goal: np.ndarray                    # (d + 1,) x, y, (z,) yaw
     spec: RobotSpec
     settings: PlanSettings
-    planners: Mapping[PlannerKey, object]   # the robot's cached planners (key -> planner)
+    planners: PlannerCache              # the fleet's (shared, thread-safe)
 
 
 @dataclass(frozen=True)
@@ -133,7 +203,7 @@ class PlanOutcome:
     request: PlanRequest
     result: PlanResult
     reference: Optional[Reference]      # None unless the planner succeeded
-    planners: Mapping[PlannerKey, object]   # the planners the job used, to cache
+    planners: Mapping[PlannerKey, object] = field(default_factory=dict)   # the ones it used
 
 
 @dataclass(frozen=True)
@@ -166,8 +236,8 @@ class GoalEnd:
 
 @dataclass(frozen=True)
 class Progress:
-    """How a robot's goal goes: where it is (x, y, yaw), distance and time still to go, the
-    replans since the goal was set."""
+    """How a robot's goal goes: where it is (x, y, yaw, or x, y, z, yaw for a drone), distance
+    and time still to go, the replans since the goal was set."""
 
     pose: np.ndarray
     distance_remaining: float
@@ -194,9 +264,11 @@ class Actions:
 
 
 # ---------------------------------------------------------------------- planning (any thread)
-def planner_key(map_generation: int, spec: RobotSpec, settings: PlanSettings) -> PlannerKey:
-    """What a built planner depends on: the map and the robot's planning parameters."""
-    return map_generation, spec, settings
+def planner_key(grid: OccupancyGrid, map_generation: int, spec: RobotSpec,
+                settings: PlanSettings) -> PlannerKey:
+    """What a built planner depends on: the map and the robot's planning parameters (robots
+    that differ only by name share it)."""
+    return grid.ndim, map_generation, tuple(spec.field_values().items()), settings
 
 
 def build_planner(grid: OccupancyGrid, spec: RobotSpec, settings: PlanSettings):
@@ -217,20 +289,22 @@ def build_planner(grid: OccupancyGrid, spec: RobotSpec, settings: PlanSettings):
 
 def plan_reference(planner, spec: RobotSpec, settings: PlanSettings, start: StartState,
                    goal) -> Tuple[PlanResult, Optional[Reference]]:
-    """Runs the planner from `start` to `goal` (x, y, yaw); on success also returns the
-    time-parametrised reference (t = 0 at the start state)."""
+    """Runs the planner from `start` to `goal` (x, y, yaw; x, y, z, yaw for a drone); on
+    success also returns the time-parametrised reference (t = 0 at the start state), 3-D for a
+    drone."""
     goal = np.asarray(goal, dtype=float)
     try:
         if spec.kinematics in _KINODYNAMIC:
+            dim = start.dim
             speed = float(np.linalg.norm(start.velocity))
             limit = _START_SPEED_FRACTION * spec.max_speed
             start_vel = start.velocity * (min(1.0, limit / speed) if speed > 0.0 else 0.0)
-            result = planner.plan(start.pose[:2], start_vel, goal[:2], np.zeros(2))
+            result = planner.plan(start.position, start_vel, goal[:dim], np.zeros(dim))
             if not result.success:
                 return result, None
             t, pos, vel, acc = result.trajectory.sample(settings.sample_period)
-            return result, reference_from_samples(t, pos[:, :2], vel[:, :2], acc[:, :2],
-                                                  start_yaw=start.pose[2])
+            return result, reference_from_samples(t, pos[:, :dim], vel[:, :dim], acc[:, :dim],
+                                                  start_yaw=start.yaw)
         result = planner.plan(tuple(start.pose), tuple(goal))
         if not result.success:
             return result, None
@@ -251,10 +325,9 @@ def run_request(request: PlanRequest) -> PlanOutcome:
     planners: Dict[PlannerKey, object] = {}
 
     def attempt(settings: PlanSettings):
-        key = planner_key(request.map_generation, request.spec, settings)
-        planner = request.planners.get(key)
-        if planner is None:
-            planner = build_planner(request.grid, request.spec, settings)
+        key = planner_key(request.grid, request.map_generation, request.spec, settings)
+        planner = request.planners.get(
+            key, lambda: build_planner(request.grid, request.spec, settings))
         planners[key] = planner
         return plan_reference(planner, request.spec, settings, request.start, request.goal)
 
@@ -266,6 +339,22 @@ def run_request(request: PlanRequest) -> PlanOutcome:
         result = PlanResult(PlanStatus.INTERNAL_ERROR, f'planner error: {err!r}', PlanStats())
         reference = None
     return PlanOutcome(request, result, reference, planners)
+
+
+def _goal_problem(grid: OccupancyGrid, goal: np.ndarray) -> Optional[Tuple[PlanStatus, str]]:
+    """Why the goal's position cannot be planned to on `grid`, before any search: outside the
+    map's bounds, or in an occupied cell. None when it may be."""
+    position = goal[:grid.ndim]
+    field = 'goal ' + ', '.join('xyz'[:grid.ndim])
+    text = '(' + ', '.join(f'{v:g}' for v in position) + ')'
+    if not grid.in_bounds(position[None])[0]:
+        lower, upper = grid.extent
+        spans = ', '.join(f'{axis} {round(lo, 3) + 0.0:g}..{round(hi, 3) + 0.0:g}'
+                          for axis, lo, hi in zip('xyz', lower, upper))
+        return PlanStatus.OUT_OF_MAP, f'{field} {text} is outside the map (it spans {spans})'
+    if grid.occupied_at(position[None])[0]:
+        return PlanStatus.GOAL_IN_COLLISION, f'{field} {text} is in an occupied cell'
+    return None
 
 
 def last_segment_start(reference: Reference) -> float:
@@ -280,6 +369,13 @@ def _fmt_pose(pose) -> str:
 
 # ---------------------------------------------------------------------- the supervisor
 @dataclass
+class _Map:
+    grid: OccupancyGrid
+    generation: int
+    has_free_cell: bool
+
+
+@dataclass
 class _Robot:
     spec: RobotSpec
     goal: Optional[np.ndarray] = None
@@ -292,7 +388,6 @@ class _Robot:
     progress_time: float = 0.0
     done: bool = True
     last_request: float = -np.inf
-    planners: Mapping[PlannerKey, object] = field(default_factory=dict)
     status: Optional[RobotStatus] = None
     replans: int = 0                     # since the goal was set
     jam_timeout: Optional[float] = None  # s without progress that ends the goal (None: never)
@@ -308,9 +403,8 @@ class FleetPlanner:
                  policy: ReplanPolicy):
         self.settings, self.policy = settings, policy
         self._robots = {name: _Robot(spec) for name, spec in robots.items()}
-        self._grid: Optional[OccupancyGrid] = None
-        self._map_generation = 0
-        self._map_has_free_cell = False
+        self._maps: Dict[int, _Map] = {}      # by dimension: 2 (/map), 3 (the 3-D map)
+        self._planners = PlannerCache()
         for name, robot in self._robots.items():
             robot.status = RobotStatus(name, Level.OK, 'idle: no goal yet', self._values(robot))
 
@@ -326,21 +420,28 @@ class FleetPlanner:
     def spec(self, name: str) -> RobotSpec:
         return self._robots[name].spec
 
-    @property
-    def map_has_free_cell(self) -> bool:
-        return self._map_has_free_cell
+    def map_has_free_cell(self, dim: int = 2) -> bool:
+        """The `dim`-D map has arrived and has a free cell."""
+        held = self._maps.get(dim)
+        return held is not None and held.has_free_cell
+
+    def dim(self, name: str) -> int:
+        """The robot's planning dimension (:func:`planning_dim`)."""
+        return planning_dim(self._robots[name].spec)
 
     def statuses(self) -> List[RobotStatus]:
         return [robot.status for robot in self._robots.values()]
 
     # -------------------------------------------------------------- inputs
     def set_goal(self, name: str, goal, now: float, jam_timeout: Optional[float] = None) -> Actions:
-        """A new goal (x, y, yaw) for robot `name`: plans to it, or rejects it saying why.
-        With `jam_timeout` (s) the goal ends as jammed when the robot stops getting closer."""
+        """A new goal (x, y, yaw; x, y, z, yaw for a drone) for robot `name`: plans to it, or
+        rejects it saying why. With `jam_timeout` (s) the goal ends as jammed when the robot
+        stops getting closer."""
         goal = np.asarray(goal, dtype=float).reshape(-1)
-        if goal.size != 3 or not np.all(np.isfinite(goal)):
-            return self.reject_goal(name, f'goal must be 3 finite values (x, y, yaw), '
-                                          f'got {goal.tolist()}')
+        dim = self.dim(name)
+        if goal.size != dim + 1 or not np.all(np.isfinite(goal)):
+            return self.reject_goal(name, f'goal must be {dim + 1} finite values '
+                                          f'({pose_fields(dim)}), got {goal.tolist()}')
         robot = self._robots[name]
         robot.goal, robot.done = goal, False
         robot.replans, robot.jam_timeout = 0, jam_timeout
@@ -359,13 +460,13 @@ class FleetPlanner:
         robot = self._robots[name]
         if robot.goal is None or robot.start is None:
             return None
-        position = robot.start.pose[:2]
+        position = robot.start.position
         ref = robot.reference
         if ref is None or robot.done:
-            distance = float(np.linalg.norm(robot.goal[:2] - position))
+            distance = float(np.linalg.norm(robot.goal[:-1] - position))
             duration = distance / robot.spec.max_speed
         else:
-            ahead = ref.positions[ref.times > robot.progress_time, :2]
+            ahead = ref.positions[ref.times > robot.progress_time]
             path = np.vstack([position[None, :], ahead])
             distance = float(np.sum(np.linalg.norm(np.diff(path, axis=0), axis=1)))
             duration = max(ref.duration - robot.progress_time, 0.0)
@@ -379,6 +480,10 @@ class FleetPlanner:
 
     def set_start_state(self, name: str, state: StartState, now: float) -> Actions:
         """The robot's latest state (odometry). Its first one plans a goal that waited for it."""
+        dim = self.dim(name)
+        if state.dim != dim:
+            raise ValueError(f'{name}: start state pose must be {dim + 1} values '
+                             f'({pose_fields(dim)}), got {state.pose.tolist()}')
         robot = self._robots[name]
         first = robot.start is None
         robot.start = state
@@ -387,16 +492,18 @@ class FleetPlanner:
         return Actions()
 
     def set_map(self, grid: OccupancyGrid, now: float) -> Actions:
-        """A new map: plans waiting goals, replans robots whose trajectory it blocks."""
-        first = self._grid is None
-        self._grid = grid
-        self._map_generation += 1
-        self._map_has_free_cell = bool((~grid.occupied).any())
+        """A new map (2-D for ground robots, 3-D for drones: by ``grid.ndim``): plans waiting
+        goals, replans robots whose trajectory it blocks."""
+        previous = self._maps.get(grid.ndim)
+        first = previous is None
+        held = self._maps[grid.ndim] = _Map(grid, 1 if first else previous.generation + 1,
+                                            bool((~grid.occupied).any()))
+        self._planners.keep_maps({dim: m.generation for dim, m in self._maps.items()})
         actions = Actions()
         for name, robot in self._robots.items():
-            if robot.goal is None:
+            if robot.goal is None or self.dim(name) != grid.ndim:
                 continue
-            if robot.waiting or not self._map_has_free_cell:
+            if robot.waiting or not held.has_free_cell:
                 actions += self._request(name, 'map arrived' if first else 'new map', now)
             elif robot.reference is not None and not robot.done and \
                     not self._free_ahead(robot, robot.reference, robot.progress_time):
@@ -411,7 +518,7 @@ class FleetPlanner:
             ref = robot.reference
             if ref is None or robot.start is None or robot.done or robot.running:
                 continue
-            position = robot.start.pose[:2]
+            position = robot.start.position
             robot.progress_time = ref.nearest_time(position, after=robot.progress_time)
             deviation = float(np.linalg.norm(position - ref.position_at(robot.progress_time)[0]))
             to_end = float(np.linalg.norm(position - ref.positions[-1]))
@@ -455,7 +562,6 @@ class FleetPlanner:
         name = request.robot
         robot = self._robots[name]
         robot.running = False
-        robot.planners = outcome.planners or robot.planners
         actions = Actions()
         if request.generation != robot.generation:      # stale: a newer goal or replan
             if robot.goal is not None and not robot.waiting:
@@ -468,7 +574,7 @@ class FleetPlanner:
             actions = self._hold(name, Level.ERROR, message, now, waiting=False)
             actions.ended.append(GoalEnd(name, False, result.status.value, message))
             return actions
-        if request.map_generation != self._map_generation and \
+        if request.map_generation != self._maps[request.grid.ndim].generation and \
                 not self._free_ahead(robot, reference, 0.0):
             robot.replans += 1
             return self._request(name, 'a new map blocks the planned trajectory', now)
@@ -491,15 +597,27 @@ class FleetPlanner:
         robot = self._robots[name]
         robot.generation += 1
         robot.last_request = now
-        if self._grid is None:
-            return self._hold(name, Level.OK, 'no map yet: holding still until one arrives',
-                              now, waiting=True)
-        if not self._map_has_free_cell:
-            return self._hold(name, Level.ERROR, 'the map has no free cell: holding still',
+        dim = self.dim(name)
+        held = self._maps.get(dim)
+        which = 'the 3-D map' if dim == 3 else 'the map'
+        if held is None:
+            return self._hold(name, Level.OK, f'no {"3-D " if dim == 3 else ""}map yet: holding '
+                                              'still until one arrives', now, waiting=True)
+        if not held.has_free_cell:
+            return self._hold(name, Level.ERROR, f'{which} has no free cell: holding still',
                               now, waiting=True)
         if robot.start is None:
             return self._hold(name, Level.OK, 'no odometry yet: holding still until it '
                                               'arrives', now, waiting=True)
+        if dim == 3 and robot.goal[2] == 0.0:      # a 2-D tool's goal: keep flying level
+            robot.goal[2] = robot.start.position[2]
+        problem = _goal_problem(held.grid, robot.goal)
+        if problem is not None:
+            status, message = problem
+            message = f'planning failed ({status.value}): {message}'
+            actions = self._hold(name, Level.ERROR, message, now, waiting=False)
+            actions.ended.append(GoalEnd(name, False, status.value, message))
+            return actions
         robot.waiting = False
         actions = Actions()
         self._set_status(actions, name, Level.OK, f'planning ({reason})')
@@ -510,10 +628,11 @@ class FleetPlanner:
     def _submit(self, name: str) -> PlanRequest:
         robot = self._robots[name]
         robot.running = True
-        return PlanRequest(robot=name, generation=robot.generation, grid=self._grid,
-                           map_generation=self._map_generation, start=robot.start,
+        held = self._maps[self.dim(name)]
+        return PlanRequest(robot=name, generation=robot.generation, grid=held.grid,
+                           map_generation=held.generation, start=robot.start,
                            goal=robot.goal.copy(), spec=robot.spec, settings=self.settings,
-                           planners=dict(robot.planners))
+                           planners=self._planners)
 
     def _hold(self, name: str, level: Level, message: str, now: float,
               waiting: bool) -> Actions:
@@ -533,7 +652,8 @@ class FleetPlanner:
         ahead = reference.positions[reference.times >= after]
         if ahead.shape[0] < 2:
             return True
-        return bool(np.all(self._grid.segment_free(ahead[:-1], ahead[1:], robot.spec.radius)))
+        grid = self._maps[reference.dim].grid
+        return bool(np.all(grid.segment_free(ahead[:-1], ahead[1:], robot.spec.radius)))
 
     def _values(self, robot: _Robot, extra=()) -> Tuple[Tuple[str, str], ...]:
         goal = 'none' if robot.goal is None else ', '.join(f'{v:.3f}' for v in robot.goal)

@@ -151,7 +151,8 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
     vx, vy = start_x.copy(), start_y.copy()
     line_fail = np.full(count, width, dtype=np.intp)
     open_ = np.ones(count, dtype=bool)
-    for i in range(width):
+    i = _next_hit(px, py, dx, dy, valid & open_, vx, vy, 0)
+    while i < width:
         hit = dx[i] * (py[i] - vy) - dy[i] * (px[i] - vx) > 0.0
         hit &= open_
         move = hit & moves[i]
@@ -163,7 +164,18 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
             open_ &= ~failed
             if not open_.any():
                 break
+        i = _next_hit(px, py, dx, dy, valid & open_, vx, vy, i + 1)
     return line_fail, vx, vy
+
+
+def _next_hit(px, py, dx, dy, open_lines, vx, vy, first):
+    """The first line from `first` on that the current result violates where `open_lines`
+    (valid lines of agents still open) holds; the line count if none. Lines nobody violates change nothing in the walk: skipping them
+    at once, rather than one loop step each, leaves the result as it was."""
+    hits = dx[first:] * (py[first:] - vy) - dy[first:] * (px[first:] - vx) > 0.0
+    hits &= open_lines[first:]
+    rows = hits.any(axis=1)
+    return first + int(rows.argmax()) if rows.any() else px.shape[0]
 
 
 def _incremental_per_line(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y,
@@ -173,14 +185,21 @@ def _incremental_per_line(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, 
     vx, vy = start_x.copy(), start_y.copy()
     line_fail = np.full(count, width, dtype=np.intp)
     open_cols = np.arange(count)
-    for i in range(width):
+    i = 0
+    while i < width:
+        # Every later line at once against the current result: lines no open agent violates
+        # change nothing, so the walk jumps to the first violated one.
         ox, oy = vx.take(open_cols), vy.take(open_cols)
-        hit = (dx[i].take(open_cols) * (py[i].take(open_cols) - oy)
-               - dy[i].take(open_cols) * (px[i].take(open_cols) - ox) > 0.0)
-        hit &= valid[i].take(open_cols)
-        cols = open_cols[hit]
-        if cols.size == 0:
-            continue
+        lx, ly, ldx, ldy, lvalid = take_columns((px[i:], py[i:], dx[i:], dy[i:], valid[i:]),
+                                                open_cols)
+        hits = ldx * (ly - oy) - ldy * (lx - ox) > 0.0
+        hits &= lvalid
+        violated = hits.any(axis=1)
+        if not violated.any():
+            break
+        ahead = int(violated.argmax())
+        i += ahead
+        cols = open_cols[hits[ahead]]
         # Lines 0..i-1 all bound line i (valid lines form a prefix; see _bisector_problem).
         bounds = take_columns((px[:i], py[:i], dx[:i], dy[:i]), cols)
         cpx, cpy, cdx, cdy = (px[i].take(cols), py[i].take(cols), dx[i].take(cols),
@@ -193,10 +212,9 @@ def _incremental_per_line(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, 
         vy[cols] = np.where(usable, cpy + t * cdy, vy.take(cols))
         line_fail[cols[~usable]] = i
         still_open = np.ones(open_cols.size, dtype=bool)
-        still_open[hit] = usable
+        still_open[hits[ahead]] = usable
         open_cols = open_cols[still_open]
-        if open_cols.size == 0:
-            break
+        i += 1
     return line_fail, vx, vy
 
 

@@ -55,22 +55,24 @@ def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_ti
     hit_left = (s < 0.0) & (dist_sq1 <= radius_sq)
     hit_right = ~hit_left & (s > 1.0) & (dist_sq2 <= radius_sq)
     hit_segment = ~hit_left & ~hit_right & (s >= 0.0) & (s <= 1.0) & (dist_sq_line <= radius_sq)
-    add = hit_left & convex1
-    dx[add], dy[add] = _normalize(-r1y[add], r1x[add])
-    added |= add
-    add = hit_right & convex2 & (_det(r2x, r2y, u2x, u2y) >= 0.0)
-    dx[add], dy[add] = _normalize(-r2y[add], r2x[add])
-    added |= add
-    dx[hit_segment], dy[hit_segment] = -u1x[hit_segment], -u1y[hit_segment]
-    added |= hit_segment
-
     rest = ~(hit_left | hit_right | hit_segment)
+    if not rest.all():      # rare: most cycles nobody touches an obstacle
+        add = hit_left & convex1
+        dx[add], dy[add] = _normalize(-r1y[add], r1x[add])
+        added |= add
+        add = hit_right & convex2 & (_det(r2x, r2y, u2x, u2y) >= 0.0)
+        dx[add], dy[add] = _normalize(-r2y[add], r2x[add])
+        added |= add
+        dx[hit_segment], dy[hit_segment] = -u1x[hit_segment], -u1y[hit_segment]
+        added |= hit_segment
+
     oblique_left = rest & (s < 0.0) & (dist_sq_line <= radius_sq)
     oblique_right = rest & ~oblique_left & (s > 1.0) & (dist_sq_line <= radius_sq)
     # Obliquely viewed past a non-convex vertex: ignored.
     rest &= ~(oblique_left & ~convex1) & ~(oblique_right & ~convex2)
-    sel = np.flatnonzero(rest)
-    if sel.size == 0:
+    # Usually every pair remains: a slice then selects them without copying.
+    sel = slice(None) if rest.all() else np.flatnonzero(rest)
+    if not rest.any():
         return px, py, dx, dy, added
     # From here on, only the remaining pairs. When viewed obliquely both legs come from one
     # vertex (RVO2 sets obstacle2 = obstacle1, or obstacle1 = obstacle2).
@@ -119,9 +121,10 @@ def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_ti
     t_right = frx * right_x + fry * right_y
     scale = rad * it
 
-    lpx, lpy = np.zeros(sel.size, dtype=f32), np.zeros(sel.size, dtype=f32)
-    ldx, ldy = np.ones(sel.size, dtype=f32), np.zeros(sel.size, dtype=f32)
-    ladd = np.zeros(sel.size, dtype=bool)
+    remaining = len(ol)
+    lpx, lpy = np.zeros(remaining, dtype=f32), np.zeros(remaining, dtype=f32)
+    ldx, ldy = np.ones(remaining, dtype=f32), np.zeros(remaining, dtype=f32)
+    ladd = np.zeros(remaining, dtype=bool)
     circle_left = ((t < 0.0) & (t_left < 0.0)) | (same & (t_left < 0.0) & (t_right < 0.0))
     circle_right = ~circle_left & (t > 1.0) & (t_right < 0.0)
     for chosen, cx, cy, fx, fy in ((circle_left, lcx, lcy, flx, fly),
@@ -216,7 +219,9 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
         # fixed point this iteration reaches (column k is final after k passes at most).
         kept_rows = cand_added[rows]
         while True:
-            update = cand_added[rows] & ~(beyond & kept_rows[:, None, :]).any(axis=2)
+            # covered[a, k]: some kept j < k covers k (a boolean matrix product: or of ands)
+            covered = np.matmul(beyond, kept_rows[:, :, None])[:, :, 0]
+            update = cand_added[rows] & ~covered
             if np.array_equal(update, kept_rows):
                 break
             kept_rows = update

@@ -37,8 +37,7 @@ def agent_neighbors(positions, neighbor_dist, max_neighbors):
         keep &= np.arange(k)[None, :] < max_neighbors[:, None]
     # Slots no agent uses would only carry masked sentinel lines through every later stage
     # (keep is a prefix mask: trailing slots are unused when no agent keeps them).
-    used = k
-    while used > 0 and not keep[:, used - 1].any():
-        used -= 1
+    used = np.flatnonzero(keep.any(axis=0))
+    used = int(used[-1]) + 1 if used.size else 0
     return neighbors[:, :used], keep[:, :used]
 

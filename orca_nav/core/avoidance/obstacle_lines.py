@@ -203,7 +203,8 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
     kept = np.zeros((count, width), dtype=bool)
     eps = f32(RVO_EPSILON)
     block = max(1, _COVERED_TEST_CELLS // (width * width))
-    lower = np.tri(width, k=-1, dtype=bool)     # [k, j]: j comes before k
+    order = np.arange(width)
+    lower = order[:, None] > order[None, :]     # [k, j]: j comes before k
     for first in range(0, count, block):
         rows = slice(first, first + block)
         it = inv_time[rows, None, None]
@@ -226,7 +227,7 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
                 break
             kept_rows = update
         kept[rows] = kept_rows
-    num_lines = kept.sum(axis=1)
+    num_lines = np.count_nonzero(kept, axis=1)
     a, k = np.nonzero(kept)
     slot = np.cumsum(kept, axis=1)[a, k] - 1
     px, py = np.zeros((count, width), dtype=f32), np.zeros((count, width), dtype=f32)

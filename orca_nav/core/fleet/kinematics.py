@@ -46,6 +46,8 @@ def finite_array(name: str, value, shape) -> np.ndarray:
     arr = np.asarray(value, dtype=float)
     if arr.shape != tuple(shape):
         raise ValueError(f'{name} must have shape {tuple(shape)}, got {arr.shape}')
+    if np.isfinite(arr).all():      # the usual case, checked cheaply
+        return arr
     bad = np.argwhere(~np.isfinite(arr))
     if bad.size:
         idx = tuple(int(i) for i in bad[0])

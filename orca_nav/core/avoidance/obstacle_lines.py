@@ -20,6 +20,8 @@ def _det(ax, ay, bx, by):
     return ax * by - ay * bx
 
 
+# Degenerate pairs give inf or NaN in branches that are not theirs: no warnings for those.
+@np.errstate(divide='ignore', invalid='ignore', over='ignore')
 def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_time):
     """ORCA line of each (agent, obstacle edge) pair; vectorised Agent::computeNewVelocity
     obstacle branch, in float32 with RVO2's operation order (near contact its legs are
@@ -78,15 +80,17 @@ def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_ti
     # vertex (RVO2 sets obstacle2 = obstacle1, or obstacle1 = obstacle2).
     ol, orr = oblique_left[sel], oblique_right[sel]
     same = ol | orr
-    q1x, q1y = np.where(orr, p2x[sel], p1x[sel]), np.where(orr, p2y[sel], p1y[sel])
-    q2x, q2y = np.where(ol, p1x[sel], p2x[sel]), np.where(ol, p1y[sel], p2y[sel])
-    d1 = np.where(orr, dist_sq2[sel], dist_sq1[sel])
-    d2 = np.where(ol, dist_sq1[sel], dist_sq2[sel])
-    c1 = np.where(orr, convex2[sel], convex1[sel])
-    c2 = np.where(ol, convex1[sel], convex2[sel])
-    q1ux, q1uy = np.where(orr, u2x[sel], u1x[sel]), np.where(orr, u2y[sel], u1y[sel])
-    q1pux, q1puy = np.where(orr, u1x[sel], pu1x[sel]), np.where(orr, u1y[sel], pu1y[sel])
-    q2ux, q2uy = np.where(ol, u1x[sel], u2x[sel]), np.where(ol, u1y[sel], u2y[sel])
+    oblique = same.any()
+
+    def pick(cond, a, b):       # a where cond, else b, over the remaining pairs
+        return np.where(cond, a[sel], b[sel]) if oblique else b[sel]
+    q1x, q1y = pick(orr, p2x, p1x), pick(orr, p2y, p1y)
+    q2x, q2y = pick(ol, p1x, p2x), pick(ol, p1y, p2y)
+    d1, d2 = pick(orr, dist_sq2, dist_sq1), pick(ol, dist_sq1, dist_sq2)
+    c1, c2 = pick(orr, convex2, convex1), pick(ol, convex1, convex2)
+    q1ux, q1uy = pick(orr, u2x, u1x), pick(orr, u2y, u1y)
+    q1pux, q1puy = pick(orr, u1x, pu1x), pick(orr, u1y, pu1y)
+    q2ux, q2uy = pick(ol, u1x, u2x), pick(ol, u1y, u2y)
     e1x, e1y = u1x[sel], u1y[sel]  # the original obstacle1's edge direction
     rad, rsq, it = radius[sel], radius_sq[sel], inv_time[sel]
     vx, vy, ox, oy = vel_x[sel], vel_y[sel], pos_x[sel], pos_y[sel]
@@ -94,9 +98,8 @@ def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_ti
     a2x, a2y = q2x - ox, q2y - oy
     leg1 = np.sqrt(np.maximum(d1 - rsq, zero))
     leg2 = np.sqrt(np.maximum(d2 - rsq, zero))
-    with np.errstate(divide='ignore', invalid='ignore'):
-        inv1 = f32(1.0) / d1
-        inv2 = f32(1.0) / d2
+    inv1 = f32(1.0) / d1
+    inv2 = f32(1.0) / d2
     left_x = np.where(c1, (a1x * leg1 - a1y * rad) * inv1, -e1x)
     left_y = np.where(c1, (a1x * rad + a1y * leg1) * inv1, -e1y)
     right_x = np.where(c2, (a2x * leg2 + a2y * rad) * inv2, e1x)
@@ -115,13 +118,12 @@ def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_ti
     cvx, cvy = rcx - lcx, rcy - lcy
     flx, fly = vx - lcx, vy - lcy
     frx, fry = vx - rcx, vy - rcy
-    with np.errstate(divide='ignore', invalid='ignore'):
-        t = np.where(same, f32(0.5), (flx * cvx + fly * cvy) / (cvx * cvx + cvy * cvy))
+    t = np.where(same, f32(0.5), (flx * cvx + fly * cvy) / (cvx * cvx + cvy * cvy))
     t_left = flx * left_x + fly * left_y
     t_right = frx * right_x + fry * right_y
     scale = rad * it
 
-    remaining = len(ol)
+    remaining = len(same)
     lpx, lpy = np.zeros(remaining, dtype=f32), np.zeros(remaining, dtype=f32)
     ldx, ldy = np.ones(remaining, dtype=f32), np.zeros(remaining, dtype=f32)
     ladd = np.zeros(remaining, dtype=bool)
@@ -129,6 +131,8 @@ def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_ti
     circle_right = ~circle_left & (t > 1.0) & (t_right < 0.0)
     for chosen, cx, cy, fx, fy in ((circle_left, lcx, lcy, flx, fly),
                                    (circle_right, rcx, rcy, frx, fry)):
+        if not chosen.any():
+            continue
         wx, wy = _normalize(fx[chosen], fy[chosen])
         ldx[chosen], ldy[chosen] = wy, -wx
         lpx[chosen] = cx[chosen] + scale[chosen] * wx
@@ -137,13 +141,12 @@ def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_ti
 
     open_ = ~(circle_left | circle_right)
     inf = f32(np.inf)
-    with np.errstate(invalid='ignore', over='ignore'):
-        ex, ey = vx - (lcx + t * cvx), vy - (lcy + t * cvy)
-        dist_cutoff = np.where((t < 0.0) | (t > 1.0) | same, inf, ex * ex + ey * ey)
-        ex, ey = vx - (lcx + t_left * left_x), vy - (lcy + t_left * left_y)
-        dist_left = np.where(t_left < 0.0, inf, ex * ex + ey * ey)
-        ex, ey = vx - (rcx + t_right * right_x), vy - (rcy + t_right * right_y)
-        dist_right = np.where(t_right < 0.0, inf, ex * ex + ey * ey)
+    ex, ey = vx - (lcx + t * cvx), vy - (lcy + t * cvy)
+    dist_cutoff = np.where((t < 0.0) | (t > 1.0) | same, inf, ex * ex + ey * ey)
+    ex, ey = vx - (lcx + t_left * left_x), vy - (lcy + t_left * left_y)
+    dist_left = np.where(t_left < 0.0, inf, ex * ex + ey * ey)
+    ex, ey = vx - (rcx + t_right * right_x), vy - (rcy + t_right * right_y)
+    dist_right = np.where(t_right < 0.0, inf, ex * ex + ey * ey)
     on_cutoff = open_ & (dist_cutoff <= dist_left) & (dist_cutoff <= dist_right)
     on_left = open_ & ~on_cutoff & (dist_left <= dist_right) & ~left_foreign
     on_right = open_ & ~on_cutoff & ~(dist_left <= dist_right) & ~right_foreign

@@ -176,9 +176,6 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
     if agent.size == 0:
         empty = np.zeros((count, 0))
         return empty, empty, empty, empty, num_lines
-    per_agent = np.bincount(agent, minlength=count)
-    rank = np.arange(agent.size) - np.repeat(np.cumsum(per_agent) - per_agent, per_agent)
-    width = int(per_agent.max())
     pos = positions.astype(f32)
     vel = velocities.astype(f32)
     rad = radius.astype(f32)
@@ -187,15 +184,26 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
     # batch (element-wise float32: the same values as one rank at a time). Whether it is kept
     # depends on the lines kept before it (RVO2's already-covered test): the test of every
     # candidate against every earlier one is computed at once, per agent, and the recurrence
-    # over neighbour rank is solved by a few whole-array passes.
-    cand_x, cand_y, cand_dx, cand_dy, cand_added = (
-        np.zeros((count, width), dtype=f32), np.zeros((count, width), dtype=f32),
-        np.ones((count, width), dtype=f32), np.zeros((count, width), dtype=f32),
-        np.zeros((count, width), dtype=bool))
-    (cand_x[agent, rank], cand_y[agent, rank], cand_dx[agent, rank], cand_dy[agent, rank],
-     cand_added[agent, rank]) = _obstacle_line(
+    # over neighbour rank is solved by a few whole-array passes. A pair that adds no line is
+    # never kept and covers nothing: only the others take part, in their order.
+    line_x, line_y, line_dx, line_dy, added = _obstacle_line(
         obstacles, vertex, pos[agent, 0], pos[agent, 1], vel[agent, 0], vel[agent, 1],
         rad[agent], inv_time[agent])
+    candidates = np.flatnonzero(added)
+    if candidates.size == 0:
+        empty = np.zeros((count, 0))
+        return empty, empty, empty, empty, num_lines
+    agent, vertex = agent[candidates], vertex[candidates]
+    per_agent = np.bincount(agent, minlength=count)
+    rank = np.arange(agent.size) - np.repeat(np.cumsum(per_agent) - per_agent, per_agent)
+    width = int(per_agent.max())
+    present = np.zeros((count, width), dtype=bool)
+    present[agent, rank] = True
+    cand_x, cand_y, cand_dx, cand_dy = (
+        np.zeros((count, width), dtype=f32), np.zeros((count, width), dtype=f32),
+        np.ones((count, width), dtype=f32), np.zeros((count, width), dtype=f32))
+    cand_x[agent, rank], cand_y[agent, rank] = line_x[candidates], line_y[candidates]
+    cand_dx[agent, rank], cand_dy[agent, rank] = line_dx[candidates], line_dy[candidates]
     points = obstacles.points32
     ends = []
     for end in (vertex, obstacles.next_vertex[vertex]):
@@ -219,13 +227,13 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
                            it * ry[rows, :, None] - cand_y[rows, None, :],
                            cand_dx[rows, None, :], cand_dy[rows, None, :]) - margin >= -eps
         beyond &= lower
-        # kept[k] = added[k] and no kept j < k covers it: a triangular system whose unique
+        # kept[k] = k present and no kept j < k covers it: a triangular system whose unique
         # fixed point this iteration reaches (column k is final after k passes at most).
-        kept_rows = cand_added[rows]
+        kept_rows = present[rows]
         while True:
             # covered[a, k]: some kept j < k covers k (a boolean matrix product: or of ands)
             covered = np.matmul(beyond, kept_rows[:, :, None])[:, :, 0]
-            update = cand_added[rows] & ~covered
+            update = present[rows] & ~covered
             if np.array_equal(update, kept_rows):
                 break
             kept_rows = update
@@ -233,6 +241,7 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
     num_lines = np.count_nonzero(kept, axis=1)
     a, k = np.nonzero(kept)
     slot = np.cumsum(kept, axis=1)[a, k] - 1
+    width = int(num_lines.max())     # the kept lines, left-aligned: no all-padding columns
     px, py = np.zeros((count, width), dtype=f32), np.zeros((count, width), dtype=f32)
     dx, dy = np.ones((count, width), dtype=f32), np.zeros((count, width), dtype=f32)
     px[a, slot], py[a, slot] = cand_x[a, k], cand_y[a, k]

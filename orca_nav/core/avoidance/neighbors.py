@@ -6,6 +6,17 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 _PARALLEL_QUERY_MIN_AGENTS = 5000  # neighbour queries on all cores from this many agents
+# Up to this many agents, whether any has a neighbour at all is checked on every pair first
+# (a fleet spread over a big map often has none, and then the kd-tree is not needed).
+_ALONE_CHECK_MAX_AGENTS = 64
+
+
+def _all_alone(positions, reach):
+    """No two agents are within `reach` (with a relative margin far above rounding)."""
+    offset = positions[:, None, :] - positions[None, :, :]
+    dist_sq = offset[:, :, 0] * offset[:, :, 0] + offset[:, :, 1] * offset[:, :, 1]
+    np.fill_diagonal(dist_sq, np.inf)
+    return bool(dist_sq.min() > (reach * (1.0 + 1e-6)) ** 2)
 
 
 def agent_neighbors(positions, neighbor_dist, max_neighbors):
@@ -13,10 +24,10 @@ def agent_neighbors(positions, neighbor_dist, max_neighbors):
     (indices outside the mask are meaningless: cKDTree's "missing" N, or too far)."""
     count = len(positions)
     k = int(min(max_neighbors.max(initial=0), count - 1))
-    if k <= 0:
+    reach = float(neighbor_dist.max()) * (1.0 + 1e-9) + 1e-12
+    if k <= 0 or (count <= _ALONE_CHECK_MAX_AGENTS and _all_alone(positions, reach)):
         return np.zeros((count, 0), dtype=np.intp), np.zeros((count, 0), dtype=bool)
     tree = cKDTree(positions, balanced_tree=False, compact_nodes=False)
-    reach = float(neighbor_dist.max()) * (1.0 + 1e-9) + 1e-12
     # Threads pay off only for large crowds (each query point is independent: same result).
     workers = -1 if count >= _PARALLEL_QUERY_MIN_AGENTS else 1
     dist, found = tree.query(positions, k=k + 1, distance_upper_bound=reach, workers=workers)

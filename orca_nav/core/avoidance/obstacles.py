@@ -27,8 +27,9 @@ The tree is built once (Python loop over tree nodes, numpy inside a node); queri
 vectorised over agents. RVO2's tree costs O(V^2) per level to build, so above
 `RVO2_TREE_MAX_VERTICES` vertices (a noisy SLAM map: tens of thousands of one-cell specks) it
 is not built: the edges stay whole (no splits) and neighbours come from a kd-tree over points
-sampled along the edges, with the same exact side and distance tests, ordered by distance then
-edge index. Nothing is dropped or moved: every edge within range of an agent is still its
+sampled along the edges (asked with a margin, and its answer kept while the agents stay within
+that margin: they move little per cycle), with the same exact side and distance tests, ordered
+by distance then edge index. Nothing is dropped or moved: every edge within range of an agent is still its
 neighbour, only RVO2's tie order and its tree-induced edge cuts are not reproduced. Keep the ObstacleSet and pass it to `solver.compute_velocities`
 when the obstacles do not change between calls.
 """

@@ -170,8 +170,9 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
 
 def _next_hit(px, py, dx, dy, open_lines, vx, vy, first):
     """The first line from `first` on that the current result violates where `open_lines`
-    (valid lines of agents still open) holds; the line count if none. Lines nobody violates change nothing in the walk: skipping them
-    at once, rather than one loop step each, leaves the result as it was."""
+    (valid lines of agents still open) holds; the line count if none. Lines nobody violates
+    change nothing in the walk: skipping them at once, rather than one loop step each, leaves
+    the result as it was."""
     hits = dx[first:] * (py[first:] - vy) - dy[first:] * (px[first:] - vx) > 0.0
     hits &= open_lines[first:]
     rows = hits.any(axis=1)

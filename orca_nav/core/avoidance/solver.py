@@ -183,7 +183,7 @@ def new_velocities(positions, velocities, pref_velocities, agent_params, time_st
                 scale = max_speed[over] / np.sqrt(speed_sq[over])
                 vx[over] *= scale
                 vy[over] *= scale
-    velocities = np.empty((count, 2))
-    velocities[:, 0], velocities[:, 1] = vx, vy
-    return OrcaSolution(velocities, infeasible, OrcaLines(px, py, dx, dy, valid))
+    chosen = np.empty((count, 2))
+    chosen[:, 0], chosen[:, 1] = vx, vy
+    return OrcaSolution(chosen, infeasible, OrcaLines(px, py, dx, dy, valid))
 

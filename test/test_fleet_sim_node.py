@@ -446,7 +446,7 @@ def test_params_file_start_loads_the_parameters():
         assert list(values[0]) == ['robot0', 'robot1']
         assert values[1] == 'diff_drive' and values[2] == pytest.approx(0.8)
         assert list(values[3]) == pytest.approx([2.0, 0.0, 3.14159])
-        assert values[4] == pytest.approx(0.5) and values[5:] == [False, False]
+        assert values[4] == pytest.approx(0.25) and values[5:] == [False, False]
         # And the behaviour follows: robot1 is where the file starts it.
         assert ros.wait_for(lambda: odom)
         assert odom[-1].pose.pose.position.x == pytest.approx(2.0)

@@ -79,6 +79,29 @@ def test_the_big_map_structure_finds_every_obstacle_neighbour(agents):
     assert np.all(np.diff(agent) >= 0)
 
 
+def test_the_big_map_structure_reuses_its_prefilter_only_while_that_is_exact():
+    """The kd-tree's candidates of one query serve the next ones while the agents stay within
+    its margin: every answer equals a fresh query's, order included; agents that move far, a
+    larger reach or another agent count make it ask the kd-tree again."""
+    obstacles = prepare_obstacles(grid_to_polygons(noisy_grid(specks=3000, seed=2)))
+    rng = np.random.default_rng(3)
+    positions = rng.uniform(2.0, 18.0, size=(16, 2))
+    reused = 0
+    for step in range(60):
+        positions = positions + rng.normal(0.0, 0.3 if step % 10 == 9 else 0.03, positions.shape)
+        count = 16 if step % 20 else 12
+        range_sq = np.full(count, 1.5 if step % 15 == 14 else 1.0) ** 2
+        before = obstacles._candidates
+        agent, edge = obstacles.neighbors(positions[:count], range_sq)
+        reused += obstacles._candidates is before
+        kept, obstacles._candidates = obstacles._candidates, None
+        fresh = obstacles.neighbors(positions[:count], range_sq)
+        obstacles._candidates = kept
+        np.testing.assert_array_equal(agent, fresh[0])
+        np.testing.assert_array_equal(edge, fresh[1])
+    assert 20 < reused < 60
+
+
 def test_robots_cross_a_noisy_map_without_touching_a_speck():
     """Eight robots swap across a 20 m map with 200 specks (the density of the benchmark's
     map) on the big-map structure, driven by the controller in a simulator that reports every

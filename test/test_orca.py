@@ -411,3 +411,20 @@ def test_linear_program_3_skips_bisectors_of_same_direction_lines():
             assert ok[k] == ref_ok[0]
             if ok[k]:
                 assert (vx[k], vy[k]) == (ref_x[0], ref_y[0])
+
+
+def test_agents_without_any_neighbour_skip_the_kd_tree_with_the_same_answer(monkeypatch):
+    """Small fleets check every pair first: nobody within neighbor_dist gives the kd-tree's
+    empty answer without building it; anybody near gives the kd-tree's answer."""
+    from orca_nav.core.avoidance import neighbors as neighbor_module
+    rng = np.random.default_rng(5)
+    for spread in (2.0, 20.0, 200.0):
+        positions = rng.uniform(0.0, spread, (12, 2))
+        args = (positions, np.full(12, 5.0), np.full(12, 4, dtype=np.int64))
+        checked = neighbor_module.agent_neighbors(*args)
+        monkeypatch.setattr(neighbor_module, '_ALONE_CHECK_MAX_AGENTS', 0)
+        tree_only = neighbor_module.agent_neighbors(*args)
+        monkeypatch.undo()
+        for a, b in zip(checked, tree_only):
+            np.testing.assert_array_equal(a, b)
+    assert checked[0].shape == (12, 0)      # the last spread leaves everybody alone

@@ -194,6 +194,23 @@ def test_tracker_clear_stops_the_robot():
     assert not cmd.pref_velocity.any() and not cmd.active[0]
 
 
+def test_tracker_without_any_reference_answers_as_for_a_robot_without_one():
+    """A fleet with no reference at all takes a short path: the same command a robot without a
+    reference gets next to one that has a reference."""
+    ref = time_path(*arc(2.0, np.pi / 2), max_speed=1.0, max_accel=1.0)
+    mixed, idle = FleetTracker([False, True]), FleetTracker([False, True])
+    mixed.set_reference(0, ref, 0.0)
+    pos, yaw = np.array([ref.positions[0], [3.0, -1.0]]), np.array([0.0, 0.5])
+    for k in range(3):
+        full = mixed.update(0.05 * k, pos, yaw, max_speed=1.0, max_yaw_rate=2.0)
+        short = idle.update(0.05 * k, pos, yaw, max_speed=1.0, max_yaw_rate=2.0)
+        for name in ('pref_velocity', 'direction', 'yaw_rate', 'reference_position', 'active',
+                     'reached'):
+            a, b = getattr(full, name)[1], getattr(short, name)[1]
+            assert a.dtype == b.dtype and np.array_equal(a, b), name
+    assert idle.progress_time()[1] == 0.0
+
+
 def test_tracker_bad_input():
     tracker = FleetTracker([False, False])
     with pytest.raises(ValueError, match='positions'):

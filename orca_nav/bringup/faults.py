@@ -37,6 +37,7 @@ OUTAGE_S = 2.0          # s a killed node stays dead; s a localization jump last
 STOPPED_SPEED = 0.05    # m/s: a robot slower than this stands
 OPEN_MAP = 'open_40x40.yaml'   # 40 m x 40 m of free space around the origin
 SPEED_WINDOW_S = 0.1    # s over which a recorded track's speed is measured
+SPEED_STEP_S = 0.02     # s between two such measurements (the odometry period)
 
 
 @dataclass(frozen=True)
@@ -94,14 +95,17 @@ class NodeOutage:
             self.restarted_at = now
 
 
-def _speeds(tracks, step: float = SPEED_WINDOW_S):
-    """Common times (K,) and every robot's speed (N, K) over `step`-long windows."""
+def _speeds(tracks, window: float = SPEED_WINDOW_S, step: float = SPEED_STEP_S):
+    """Times (K,) and every robot's speed (N, K): its mean speed over a `window`-long stretch,
+    stamped at the stretch's middle (where a steady deceleration's mean speed is the speed it
+    had), every `step`; stamping it at the end would make every stop look window / 2 late."""
     from orca_nav.bringup.report import resample
     times, positions = resample(tracks, step)          # positions (K, N, 2)
-    if len(times) < 2:
+    lag = max(1, round(window / step))
+    if len(times) <= lag:
         return times[:0], np.zeros((len(tracks), 0))
-    speed = np.linalg.norm(np.diff(positions, axis=0), axis=2).T / step
-    return times[1:], speed
+    speed = np.linalg.norm(positions[lag:] - positions[:-lag], axis=2).T / (lag * step)
+    return 0.5 * (times[lag:] + times[:-lag]), speed
 
 
 def outage_times(tracks, report: dict, outage: NodeOutage):

@@ -89,7 +89,7 @@ NODE_SPECS = [
               min=0.0, max=10.0),
     ParamSpec('cmd_vel_stamped', False, 'cmd_vel is geometry_msgs/TwistStamped instead of Twist',
               read_only=True),
-    ParamSpec('cmd_timeout', 0.5, 'Stop a robot whose last cmd_vel took effect longer ago than '
+    ParamSpec('cmd_timeout', 0.25, 'Stop a robot whose last cmd_vel took effect longer ago than '
               'this, in simulated time (s); 0 disables the watchdog', min=0.0, max=3600.0),
     ParamSpec('seed', 0, 'Seed of the noise generator', min=0, max=2**31 - 1, read_only=True),
     ParamSpec('diagnostics_rate', 1.0, 'Diagnostics messages per second (Hz)', min=0.1,

@@ -151,7 +151,8 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
     vx, vy = start_x.copy(), start_y.copy()
     line_fail = np.full(count, width, dtype=np.intp)
     open_ = np.ones(count, dtype=bool)
-    for i in range(width):
+    i = _next_hit(px, py, dx, dy, valid & open_, vx, vy, 0)
+    while i < width:
         hit = dx[i] * (py[i] - vy) - dy[i] * (px[i] - vx) > 0.0
         hit &= open_
         move = hit & moves[i]
@@ -163,40 +164,71 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
             open_ &= ~failed
             if not open_.any():
                 break
+        i = _next_hit(px, py, dx, dy, valid & open_, vx, vy, i + 1)
     return line_fail, vx, vy
+
+
+def _next_hit(px, py, dx, dy, open_lines, vx, vy, first):
+    """The first line from `first` on that the current result violates where `open_lines`
+    (valid lines of agents still open) holds; the line count if none. Lines nobody violates
+    change nothing in the walk: skipping them at once, rather than one loop step each, leaves
+    the result as it was."""
+    hits = dx[first:] * (py[first:] - vy) - dy[first:] * (px[first:] - vx) > 0.0
+    hits &= open_lines[first:]
+    rows = hits.any(axis=1)
+    return first + int(rows.argmax()) if rows.any() else px.shape[0]
 
 
 def _incremental_per_line(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y,
                           direction):
-    """_incremental for many agents or lines: linearProgram1 only where line i is hit."""
+    """_incremental for many agents or lines: linearProgram1 only where line i is hit.
+
+    The loop works on the columns of the agents still open (compacted when one fails), and
+    looks at every later line at once: lines no open agent violates change nothing, so the
+    walk jumps to the first violated one."""
     width, count = px.shape
     vx, vy = start_x.copy(), start_y.copy()
     line_fail = np.full(count, width, dtype=np.intp)
-    open_cols = np.arange(count)
-    for i in range(width):
-        ox, oy = vx.take(open_cols), vy.take(open_cols)
-        hit = (dx[i].take(open_cols) * (py[i].take(open_cols) - oy)
-               - dy[i].take(open_cols) * (px[i].take(open_cols) - ox) > 0.0)
-        hit &= valid[i].take(open_cols)
-        cols = open_cols[hit]
-        if cols.size == 0:
-            continue
-        # Lines 0..i-1 all bound line i (valid lines form a prefix; see _bisector_problem).
-        bounds = take_columns((px[:i], py[:i], dx[:i], dy[:i]), cols)
-        cpx, cpy, cdx, cdy = (px[i].take(cols), py[i].take(cols), dx[i].take(cols),
-                              dy[i].take(cols))
-        t_left, t_right, usable = (a[0] for a in _interval_on_lines(
-            cpx[None], cpy[None], cdx[None], cdy[None], *bounds, None, radius.take(cols)))
-        t = _best_t(cpx, cpy, cdx, cdy, t_left, t_right, opt_x.take(cols), opt_y.take(cols),
-                    direction)
-        vx[cols] = np.where(usable, cpx + t * cdx, vx.take(cols))
-        vy[cols] = np.where(usable, cpy + t * cdy, vy.take(cols))
-        line_fail[cols[~usable]] = i
-        still_open = np.ones(open_cols.size, dtype=bool)
-        still_open[hit] = usable
-        open_cols = open_cols[still_open]
-        if open_cols.size == 0:
+    agents = np.arange(count)       # the open agents: the columns of the arrays below
+    lines, mask, bound = (px, py, dx, dy), valid, (radius, opt_x, opt_y)
+    cur_x, cur_y = vx.copy(), vy.copy()
+    i = 0
+    while i < width:
+        lx, ly, ldx, ldy = lines
+        hits = ldx[i:] * (ly[i:] - cur_y) - ldy[i:] * (lx[i:] - cur_x) > 0.0
+        hits &= mask[i:]
+        violated = hits.any(axis=1)
+        if not violated.any():
             break
+        ahead = int(violated.argmax())
+        i += ahead
+        cols = np.flatnonzero(hits[ahead])
+        # Lines 0..i-1 all bound line i (valid lines form a prefix; see _bisector_problem).
+        bounds = take_columns((lx[:i], ly[:i], ldx[:i], ldy[:i]), cols)
+        cpx, cpy, cdx, cdy = (lx[i].take(cols), ly[i].take(cols), ldx[i].take(cols),
+                              ldy[i].take(cols))
+        rad, ox, oy = (b.take(cols) for b in bound)
+        t_left, t_right, usable = (a[0] for a in _interval_on_lines(
+            cpx[None], cpy[None], cdx[None], cdy[None], *bounds, None, rad))
+        t = _best_t(cpx, cpy, cdx, cdy, t_left, t_right, ox, oy, direction)
+        cur_x[cols] = np.where(usable, cpx + t * cdx, cur_x.take(cols))
+        cur_y[cols] = np.where(usable, cpy + t * cdy, cur_y.take(cols))
+        if not usable.all():
+            # The failed agents leave with the result they had (linearProgram3 starts there).
+            line_fail[agents[cols[~usable]]] = i
+            vx[agents], vy[agents] = cur_x, cur_y
+            still_open = np.ones(agents.size, dtype=bool)
+            still_open[cols[~usable]] = False
+            keep = np.flatnonzero(still_open)
+            if keep.size == 0:
+                return line_fail, vx, vy
+            agents = agents[keep]
+            lines = take_columns(lines, keep)
+            mask = mask.take(keep, axis=1)
+            bound = tuple(b.take(keep) for b in bound)
+            cur_x, cur_y = cur_x[keep], cur_y[keep]
+        i += 1
+    vx[agents], vy[agents] = cur_x, cur_y
     return line_fail, vx, vy
 
 

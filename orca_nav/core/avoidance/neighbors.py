@@ -6,6 +6,17 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 _PARALLEL_QUERY_MIN_AGENTS = 5000  # neighbour queries on all cores from this many agents
+# Up to this many agents, whether any has a neighbour at all is checked on every pair first
+# (a fleet spread over a big map often has none, and then the kd-tree is not needed).
+_ALONE_CHECK_MAX_AGENTS = 64
+
+
+def _all_alone(positions, reach):
+    """No two agents are within `reach` (with a relative margin far above rounding)."""
+    offset = positions[:, None, :] - positions[None, :, :]
+    dist_sq = offset[:, :, 0] * offset[:, :, 0] + offset[:, :, 1] * offset[:, :, 1]
+    np.fill_diagonal(dist_sq, np.inf)
+    return bool(dist_sq.min() > (reach * (1.0 + 1e-6)) ** 2)
 
 
 def agent_neighbors(positions, neighbor_dist, max_neighbors, others=None):
@@ -17,10 +28,10 @@ def agent_neighbors(positions, neighbor_dist, max_neighbors, others=None):
     count = len(positions)
     points = positions if others is None or not len(others) else np.concatenate([positions, others])
     k = int(min(max_neighbors.max(initial=0), len(points) - 1))
-    if k <= 0:
+    reach = float(neighbor_dist.max()) * (1.0 + 1e-9) + 1e-12
+    if k <= 0 or (len(points) <= _ALONE_CHECK_MAX_AGENTS and _all_alone(points, reach)):
         return np.zeros((count, 0), dtype=np.intp), np.zeros((count, 0), dtype=bool)
     tree = cKDTree(points, balanced_tree=False, compact_nodes=False)
-    reach = float(neighbor_dist.max()) * (1.0 + 1e-9) + 1e-12
     # Threads pay off only for large crowds (each query point is independent: same result).
     workers = -1 if count >= _PARALLEL_QUERY_MIN_AGENTS else 1
     dist, found = tree.query(positions, k=k + 1, distance_upper_bound=reach, workers=workers)
@@ -41,8 +52,7 @@ def agent_neighbors(positions, neighbor_dist, max_neighbors, others=None):
         keep &= np.arange(k)[None, :] < max_neighbors[:, None]
     # Slots no agent uses would only carry masked sentinel lines through every later stage
     # (keep is a prefix mask: trailing slots are unused when no agent keeps them).
-    used = k
-    while used > 0 and not keep[:, used - 1].any():
-        used -= 1
+    used = np.flatnonzero(keep.any(axis=0))
+    used = int(used[-1]) + 1 if used.size else 0
     return neighbors[:, :used], keep[:, :used]
 

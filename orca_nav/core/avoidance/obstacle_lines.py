@@ -20,6 +20,8 @@ def _det(ax, ay, bx, by):
     return ax * by - ay * bx
 
 
+# Degenerate pairs give inf or NaN in branches that are not theirs: no warnings for those.
+@np.errstate(divide='ignore', invalid='ignore', over='ignore')
 def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_time):
     """ORCA line of each (agent, obstacle edge) pair; vectorised Agent::computeNewVelocity
     obstacle branch, in float32 with RVO2's operation order (near contact its legs are
@@ -55,36 +57,40 @@ def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_ti
     hit_left = (s < 0.0) & (dist_sq1 <= radius_sq)
     hit_right = ~hit_left & (s > 1.0) & (dist_sq2 <= radius_sq)
     hit_segment = ~hit_left & ~hit_right & (s >= 0.0) & (s <= 1.0) & (dist_sq_line <= radius_sq)
-    add = hit_left & convex1
-    dx[add], dy[add] = _normalize(-r1y[add], r1x[add])
-    added |= add
-    add = hit_right & convex2 & (_det(r2x, r2y, u2x, u2y) >= 0.0)
-    dx[add], dy[add] = _normalize(-r2y[add], r2x[add])
-    added |= add
-    dx[hit_segment], dy[hit_segment] = -u1x[hit_segment], -u1y[hit_segment]
-    added |= hit_segment
-
     rest = ~(hit_left | hit_right | hit_segment)
+    if not rest.all():      # rare: most cycles nobody touches an obstacle
+        add = hit_left & convex1
+        dx[add], dy[add] = _normalize(-r1y[add], r1x[add])
+        added |= add
+        add = hit_right & convex2 & (_det(r2x, r2y, u2x, u2y) >= 0.0)
+        dx[add], dy[add] = _normalize(-r2y[add], r2x[add])
+        added |= add
+        dx[hit_segment], dy[hit_segment] = -u1x[hit_segment], -u1y[hit_segment]
+        added |= hit_segment
+
     oblique_left = rest & (s < 0.0) & (dist_sq_line <= radius_sq)
     oblique_right = rest & ~oblique_left & (s > 1.0) & (dist_sq_line <= radius_sq)
     # Obliquely viewed past a non-convex vertex: ignored.
     rest &= ~(oblique_left & ~convex1) & ~(oblique_right & ~convex2)
-    sel = np.flatnonzero(rest)
-    if sel.size == 0:
+    # Usually every pair remains: a slice then selects them without copying.
+    sel = slice(None) if rest.all() else np.flatnonzero(rest)
+    if not rest.any():
         return px, py, dx, dy, added
     # From here on, only the remaining pairs. When viewed obliquely both legs come from one
     # vertex (RVO2 sets obstacle2 = obstacle1, or obstacle1 = obstacle2).
     ol, orr = oblique_left[sel], oblique_right[sel]
     same = ol | orr
-    q1x, q1y = np.where(orr, p2x[sel], p1x[sel]), np.where(orr, p2y[sel], p1y[sel])
-    q2x, q2y = np.where(ol, p1x[sel], p2x[sel]), np.where(ol, p1y[sel], p2y[sel])
-    d1 = np.where(orr, dist_sq2[sel], dist_sq1[sel])
-    d2 = np.where(ol, dist_sq1[sel], dist_sq2[sel])
-    c1 = np.where(orr, convex2[sel], convex1[sel])
-    c2 = np.where(ol, convex1[sel], convex2[sel])
-    q1ux, q1uy = np.where(orr, u2x[sel], u1x[sel]), np.where(orr, u2y[sel], u1y[sel])
-    q1pux, q1puy = np.where(orr, u1x[sel], pu1x[sel]), np.where(orr, u1y[sel], pu1y[sel])
-    q2ux, q2uy = np.where(ol, u1x[sel], u2x[sel]), np.where(ol, u1y[sel], u2y[sel])
+    oblique = same.any()
+
+    def pick(cond, a, b):       # a where cond, else b, over the remaining pairs
+        return np.where(cond, a[sel], b[sel]) if oblique else b[sel]
+    q1x, q1y = pick(orr, p2x, p1x), pick(orr, p2y, p1y)
+    q2x, q2y = pick(ol, p1x, p2x), pick(ol, p1y, p2y)
+    d1, d2 = pick(orr, dist_sq2, dist_sq1), pick(ol, dist_sq1, dist_sq2)
+    c1, c2 = pick(orr, convex2, convex1), pick(ol, convex1, convex2)
+    q1ux, q1uy = pick(orr, u2x, u1x), pick(orr, u2y, u1y)
+    q1pux, q1puy = pick(orr, u1x, pu1x), pick(orr, u1y, pu1y)
+    q2ux, q2uy = pick(ol, u1x, u2x), pick(ol, u1y, u2y)
     e1x, e1y = u1x[sel], u1y[sel]  # the original obstacle1's edge direction
     rad, rsq, it = radius[sel], radius_sq[sel], inv_time[sel]
     vx, vy, ox, oy = vel_x[sel], vel_y[sel], pos_x[sel], pos_y[sel]
@@ -92,9 +98,8 @@ def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_ti
     a2x, a2y = q2x - ox, q2y - oy
     leg1 = np.sqrt(np.maximum(d1 - rsq, zero))
     leg2 = np.sqrt(np.maximum(d2 - rsq, zero))
-    with np.errstate(divide='ignore', invalid='ignore'):
-        inv1 = f32(1.0) / d1
-        inv2 = f32(1.0) / d2
+    inv1 = f32(1.0) / d1
+    inv2 = f32(1.0) / d2
     left_x = np.where(c1, (a1x * leg1 - a1y * rad) * inv1, -e1x)
     left_y = np.where(c1, (a1x * rad + a1y * leg1) * inv1, -e1y)
     right_x = np.where(c2, (a2x * leg2 + a2y * rad) * inv2, e1x)
@@ -113,19 +118,21 @@ def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_ti
     cvx, cvy = rcx - lcx, rcy - lcy
     flx, fly = vx - lcx, vy - lcy
     frx, fry = vx - rcx, vy - rcy
-    with np.errstate(divide='ignore', invalid='ignore'):
-        t = np.where(same, f32(0.5), (flx * cvx + fly * cvy) / (cvx * cvx + cvy * cvy))
+    t = np.where(same, f32(0.5), (flx * cvx + fly * cvy) / (cvx * cvx + cvy * cvy))
     t_left = flx * left_x + fly * left_y
     t_right = frx * right_x + fry * right_y
     scale = rad * it
 
-    lpx, lpy = np.zeros(sel.size, dtype=f32), np.zeros(sel.size, dtype=f32)
-    ldx, ldy = np.ones(sel.size, dtype=f32), np.zeros(sel.size, dtype=f32)
-    ladd = np.zeros(sel.size, dtype=bool)
+    remaining = len(same)
+    lpx, lpy = np.zeros(remaining, dtype=f32), np.zeros(remaining, dtype=f32)
+    ldx, ldy = np.ones(remaining, dtype=f32), np.zeros(remaining, dtype=f32)
+    ladd = np.zeros(remaining, dtype=bool)
     circle_left = ((t < 0.0) & (t_left < 0.0)) | (same & (t_left < 0.0) & (t_right < 0.0))
     circle_right = ~circle_left & (t > 1.0) & (t_right < 0.0)
     for chosen, cx, cy, fx, fy in ((circle_left, lcx, lcy, flx, fly),
                                    (circle_right, rcx, rcy, frx, fry)):
+        if not chosen.any():
+            continue
         wx, wy = _normalize(fx[chosen], fy[chosen])
         ldx[chosen], ldy[chosen] = wy, -wx
         lpx[chosen] = cx[chosen] + scale[chosen] * wx
@@ -134,13 +141,12 @@ def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_ti
 
     open_ = ~(circle_left | circle_right)
     inf = f32(np.inf)
-    with np.errstate(invalid='ignore', over='ignore'):
-        ex, ey = vx - (lcx + t * cvx), vy - (lcy + t * cvy)
-        dist_cutoff = np.where((t < 0.0) | (t > 1.0) | same, inf, ex * ex + ey * ey)
-        ex, ey = vx - (lcx + t_left * left_x), vy - (lcy + t_left * left_y)
-        dist_left = np.where(t_left < 0.0, inf, ex * ex + ey * ey)
-        ex, ey = vx - (rcx + t_right * right_x), vy - (rcy + t_right * right_y)
-        dist_right = np.where(t_right < 0.0, inf, ex * ex + ey * ey)
+    ex, ey = vx - (lcx + t * cvx), vy - (lcy + t * cvy)
+    dist_cutoff = np.where((t < 0.0) | (t > 1.0) | same, inf, ex * ex + ey * ey)
+    ex, ey = vx - (lcx + t_left * left_x), vy - (lcy + t_left * left_y)
+    dist_left = np.where(t_left < 0.0, inf, ex * ex + ey * ey)
+    ex, ey = vx - (rcx + t_right * right_x), vy - (rcy + t_right * right_y)
+    dist_right = np.where(t_right < 0.0, inf, ex * ex + ey * ey)
     on_cutoff = open_ & (dist_cutoff <= dist_left) & (dist_cutoff <= dist_right)
     on_left = open_ & ~on_cutoff & (dist_left <= dist_right) & ~left_foreign
     on_right = open_ & ~on_cutoff & ~(dist_left <= dist_right) & ~right_foreign
@@ -170,9 +176,6 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
     if agent.size == 0:
         empty = np.zeros((count, 0))
         return empty, empty, empty, empty, num_lines
-    per_agent = np.bincount(agent, minlength=count)
-    rank = np.arange(agent.size) - np.repeat(np.cumsum(per_agent) - per_agent, per_agent)
-    width = int(per_agent.max())
     pos = positions.astype(f32)
     vel = velocities.astype(f32)
     rad = radius.astype(f32)
@@ -181,15 +184,26 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
     # batch (element-wise float32: the same values as one rank at a time). Whether it is kept
     # depends on the lines kept before it (RVO2's already-covered test): the test of every
     # candidate against every earlier one is computed at once, per agent, and the recurrence
-    # over neighbour rank is solved by a few whole-array passes.
-    cand_x, cand_y, cand_dx, cand_dy, cand_added = (
-        np.zeros((count, width), dtype=f32), np.zeros((count, width), dtype=f32),
-        np.ones((count, width), dtype=f32), np.zeros((count, width), dtype=f32),
-        np.zeros((count, width), dtype=bool))
-    (cand_x[agent, rank], cand_y[agent, rank], cand_dx[agent, rank], cand_dy[agent, rank],
-     cand_added[agent, rank]) = _obstacle_line(
+    # over neighbour rank is solved by a few whole-array passes. A pair that adds no line is
+    # never kept and covers nothing: only the others take part, in their order.
+    line_x, line_y, line_dx, line_dy, added = _obstacle_line(
         obstacles, vertex, pos[agent, 0], pos[agent, 1], vel[agent, 0], vel[agent, 1],
         rad[agent], inv_time[agent])
+    candidates = np.flatnonzero(added)
+    if candidates.size == 0:
+        empty = np.zeros((count, 0))
+        return empty, empty, empty, empty, num_lines
+    agent, vertex = agent[candidates], vertex[candidates]
+    per_agent = np.bincount(agent, minlength=count)
+    rank = np.arange(agent.size) - np.repeat(np.cumsum(per_agent) - per_agent, per_agent)
+    width = int(per_agent.max())
+    present = np.zeros((count, width), dtype=bool)
+    present[agent, rank] = True
+    cand_x, cand_y, cand_dx, cand_dy = (
+        np.zeros((count, width), dtype=f32), np.zeros((count, width), dtype=f32),
+        np.ones((count, width), dtype=f32), np.zeros((count, width), dtype=f32))
+    cand_x[agent, rank], cand_y[agent, rank] = line_x[candidates], line_y[candidates]
+    cand_dx[agent, rank], cand_dy[agent, rank] = line_dx[candidates], line_dy[candidates]
     points = obstacles.points32
     ends = []
     for end in (vertex, obstacles.next_vertex[vertex]):
@@ -200,7 +214,8 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
     kept = np.zeros((count, width), dtype=bool)
     eps = f32(RVO_EPSILON)
     block = max(1, _COVERED_TEST_CELLS // (width * width))
-    lower = np.tri(width, k=-1, dtype=bool)     # [k, j]: j comes before k
+    order = np.arange(width)
+    lower = order[:, None] > order[None, :]     # [k, j]: j comes before k
     for first in range(0, count, block):
         rows = slice(first, first + block)
         it = inv_time[rows, None, None]
@@ -212,18 +227,21 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
                            it * ry[rows, :, None] - cand_y[rows, None, :],
                            cand_dx[rows, None, :], cand_dy[rows, None, :]) - margin >= -eps
         beyond &= lower
-        # kept[k] = added[k] and no kept j < k covers it: a triangular system whose unique
+        # kept[k] = k present and no kept j < k covers it: a triangular system whose unique
         # fixed point this iteration reaches (column k is final after k passes at most).
-        kept_rows = cand_added[rows]
+        kept_rows = present[rows]
         while True:
-            update = cand_added[rows] & ~(beyond & kept_rows[:, None, :]).any(axis=2)
+            # covered[a, k]: some kept j < k covers k (a boolean matrix product: or of ands)
+            covered = np.matmul(beyond, kept_rows[:, :, None])[:, :, 0]
+            update = present[rows] & ~covered
             if np.array_equal(update, kept_rows):
                 break
             kept_rows = update
         kept[rows] = kept_rows
-    num_lines = kept.sum(axis=1)
+    num_lines = np.count_nonzero(kept, axis=1)
     a, k = np.nonzero(kept)
     slot = np.cumsum(kept, axis=1)[a, k] - 1
+    width = int(num_lines.max())     # the kept lines, left-aligned: no all-padding columns
     px, py = np.zeros((count, width), dtype=f32), np.zeros((count, width), dtype=f32)
     dx, dy = np.ones((count, width), dtype=f32), np.zeros((count, width), dtype=f32)
     px[a, slot], py[a, slot] = cand_x[a, k], cand_y[a, k]

@@ -27,8 +27,9 @@ The tree is built once (Python loop over tree nodes, numpy inside a node); queri
 vectorised over agents. RVO2's tree costs O(V^2) per level to build, so above
 `RVO2_TREE_MAX_VERTICES` vertices (a noisy SLAM map: tens of thousands of one-cell specks) it
 is not built: the edges stay whole (no splits) and neighbours come from a kd-tree over points
-sampled along the edges, with the same exact side and distance tests, ordered by distance then
-edge index. Nothing is dropped or moved: every edge within range of an agent is still its
+sampled along the edges (asked with a margin, and its answer kept while the agents stay within
+that margin: they move little per cycle), with the same exact side and distance tests, ordered
+by distance then edge index. Nothing is dropped or moved: every edge within range of an agent is still its
 neighbour, only RVO2's tie order and its tree-induced edge cuts are not reproduced. Keep the ObstacleSet and pass it to `solver.compute_velocities`
 when the obstacles do not change between calls.
 """
@@ -44,6 +45,9 @@ RVO_EPSILON = 1e-5  # RVO2's RVO_EPSILON, used by the tree split classification
 RVO2_TREE_MAX_VERTICES = 1024
 _BRUTE_FORCE_PAIRS = 20_000  # above this many agent-edge pairs, prefilter with a kd-tree
 _ROW_CHUNK = 512
+# The kd-tree prefilter looks this much further (relative to the reach) than asked and keeps its
+# answer while no agent has moved out of that margin: agents move little per control cycle.
+_CANDIDATE_SKIN = 0.25
 
 
 def prepare_obstacles(polygons, allow_enclosures=True,
@@ -314,6 +318,7 @@ class ObstacleSet:
                 self._ancestor_side[edge, level] = side
         # Sample points along the edges (spacing <= _sample_spacing) for the kd-tree prefilter.
         self._sample_tree = None
+        self._candidates = None     # the last prefilter answer, see _candidate_pairs
         if count:
             lengths = np.sqrt(self.edge_length_sq)
             self._sample_spacing = max(float(np.median(lengths)), 1e-6)
@@ -358,23 +363,47 @@ class ObstacleSet:
         agent, edge, dist_sq = agent[keep], edge[keep], dist_sq[keep]
         if agent.size == 0:
             return agent, edge
-        order_keys = self._traversal_keys(pos32[agent], edge)
-        order = np.lexsort(tuple(order_keys[:, ::-1].T) + (dist_sq, agent))
+        if self._ancestor_edge.shape[1]:
+            order_keys = self._traversal_keys(pos32[agent], edge)
+            order = np.lexsort(tuple(order_keys[:, ::-1].T) + (dist_sq, agent))
+        else:    # no tree: ties stay in edge order (the pairs come sorted by agent, edge)
+            order = np.lexsort((dist_sq, agent))
         return agent[order], edge[order]
 
     def _candidate_pairs(self, positions, range_sq):
         """(agent, edge) pairs with a sample point of the edge within reach of the agent: a
-        superset of the neighbours (samples are at most _sample_half from every edge point)."""
+        superset of the neighbours (samples are at most _sample_half from every edge point),
+        sorted by agent then edge.
+
+        The kd-tree is asked with a reach larger by _CANDIDATE_SKIN, and the answer serves the
+        next calls as long as every agent (row) stays within that margin of where it was: a
+        sample within the reach of its new position is within the larger reach of the old one
+        (a Verlet list). The exact side and distance tests in `neighbors` do the rest."""
+        reach = np.sqrt(range_sq) + self._sample_half + 1e-9
+        cached = self._candidates    # one read: a tuple replaced whole, never changed
+        if cached is not None and len(cached[0]) == len(positions):
+            built_at, built_reach, agent, edge = cached
+            moved = positions - built_at
+            if (np.sqrt(moved[:, 0] * moved[:, 0] + moved[:, 1] * moved[:, 1]) + reach
+                    <= built_reach).all():
+                return agent, edge
         if self._sample_tree is None:
             self._sample_tree = cKDTree(self._sample_points)
-        reach = np.sqrt(range_sq) + self._sample_half + 1e-9
-        found = self._sample_tree.query_ball_point(positions, reach)
+        built_reach = reach * (1.0 + _CANDIDATE_SKIN)
+        found = self._sample_tree.query_ball_point(positions, built_reach)
         counts = np.fromiter(map(len, found), dtype=np.intp, count=len(found))
         samples = np.fromiter(itertools.chain.from_iterable(found), dtype=np.intp,
                               count=int(counts.sum()))
         agents = np.repeat(np.arange(len(positions), dtype=np.int64), counts)
-        key = np.unique(agents * len(self.points) + self._sample_edge[samples])
-        return (key // len(self.points)).astype(np.intp), (key % len(self.points)).astype(np.intp)
+        key = agents * len(self.points) + self._sample_edge[samples]
+        key.sort()
+        first = np.ones(len(key), dtype=bool)     # drop an edge's other samples
+        first[1:] = key[1:] != key[:-1]
+        key = key[first]
+        agent = (key // len(self.points)).astype(np.intp)
+        edge = (key % len(self.points)).astype(np.intp)
+        self._candidates = (positions.copy(), built_reach, agent, edge)
+        return agent, edge
 
     def _traversal_keys(self, agent_positions, edge):
         """Digits giving RVO2's in-order traversal position of each edge for its agent.

@@ -3,6 +3,7 @@
 Names are RVO2's (`neighborDist` -> `neighbor_dist`, ...). Every check raises ValueError naming
 the argument and, for arrays, the offending index.
 """
+import math
 from dataclasses import dataclass
 from typing import Union
 
@@ -34,6 +35,11 @@ class OrcaParams:
         for name in PER_AGENT_FIELDS:
             value = np.asarray(getattr(self, name))
             label = f'params.{name}'
+            if value.ndim == 0 and _valid_number(name, value.item()):
+                # A valid plain number (the usual case, every cycle): no array checks needed.
+                arrays[name] = np.full(count, value.item(), dtype=np.int64 if
+                                       name == 'max_neighbors' else np.float64)
+                continue
             if value.ndim == 0:
                 value = np.full(count, value.item())
             elif value.shape != (count,):
@@ -57,6 +63,16 @@ class OrcaParams:
                 raise ValueError(f'{label}[{bad[0]}] must be {relation}, got {value[bad[0]]}')
             arrays[name] = value
         return arrays, time_step
+
+
+def _valid_number(name, value):
+    """A Python int or float that `OrcaParams.per_agent` accepts for field `name` (anything else
+    goes through its array checks, which name the problem)."""
+    if name == 'max_neighbors':
+        return type(value) is int and value >= 0
+    if type(value) not in (int, float) or not math.isfinite(value):
+        return False
+    return value > 0 if name in ('time_horizon', 'time_horizon_obst') else value >= 0
 
 
 def check_scalar(label, value, positive=False):

@@ -176,7 +176,7 @@ def new_velocities(positions, velocities, pref_velocities, agent_params, time_st
             obst_width, agent_width = o_px.shape[1], px.shape[0]
             width = obst_width + agent_width
             rows = num_obst[None, :] + np.arange(agent_width)[:, None]
-            cols = np.broadcast_to(np.arange(count)[None, :], rows.shape)
+            cols = np.arange(count)[None, :]    # broadcast against rows by the indexing
             merged = []
             for obst_part, agent_part, fill in ((o_px, px, 0.0), (o_py, py, 0.0),
                                                 (o_dx, dx, 1.0), (o_dy, dy, 0.0)):
@@ -214,7 +214,9 @@ def new_velocities(positions, velocities, pref_velocities, agent_params, time_st
                 scale = max_speed[over] / np.sqrt(speed_sq[over])
                 vx[over] *= scale
                 vy[over] *= scale
-    return OrcaSolution(np.stack([vx, vy], axis=1), infeasible, OrcaLines(px, py, dx, dy, valid))
+    chosen = np.empty((count, 2))
+    chosen[:, 0], chosen[:, 1] = vx, vy
+    return OrcaSolution(chosen, infeasible, OrcaLines(px, py, dx, dy, valid))
 
 
 

@@ -593,13 +593,14 @@ class FleetController:
             return self._command_layers(rows, live, run, now, dt)
         positions = self._cycle_position[rows]
         velocities = np.where(live[:, None], self._velocity[rows], 0.0)
-        limits = self._limits.subset(rows)
+        everyone = len(rows) == len(self.names)     # rows are sorted: then they are 0..N-1
+        limits = self._limits if everyone else self._limits.subset(rows)
         if p.filter_mode:
             fed = now - self._input_stamp[rows] <= p.source_timeout
             inputs = np.where(fed[:, None], self._input_twist[rows], 0.0)
             pref = preferred_from_twists(inputs, self._yaw[rows], limits)
         else:
-            pref, tracking = self._preferred(rows, live, positions, limits, now)
+            pref, tracking = self._preferred(rows, everyone, live, positions, limits, now)
         pref = np.where(run[:, None], pref, velocities)
         orca = OrcaParams(time_step=p.period, neighbor_dist=p.neighbor_dist,
                           max_neighbors=p.max_neighbors, time_horizon=p.time_horizon,
@@ -711,13 +712,14 @@ class FleetController:
                 self._arrived[drones[flying_plan]] = flight.reached[drones[flying_plan]]
         return pref
 
-    def _preferred(self, rows, live, positions, limits, now) -> Tuple[np.ndarray, TrackingCommand]:
+    def _preferred(self, rows, everyone, live, positions, limits,
+                   now) -> Tuple[np.ndarray, TrackingCommand]:
         """Trajectory tracking where a robot is tracked, else toward the goal (around the map's
         obstacles once a map is known) with the deadlock breaker on top."""
         track = self._tracker.update(now, np.nan_to_num(self._cycle_position), self._yaw,
                                      self._limits.max_speed, self._limits.max_yaw_rate)
-        tracking = TrackingCommand(**{f.name: getattr(track, f.name)[rows]
-                                      for f in fields(TrackingCommand)})
+        tracking = track if everyone else TrackingCommand(
+            **{f.name: getattr(track, f.name)[rows] for f in fields(TrackingCommand)})
         tracked = self._tracked[rows]
         goals = self._goal[rows]
         route = np.hypot(*(goals - positions).T)

@@ -141,6 +141,8 @@ class DeadlockBreaker:
             self._yielding[stalled] = self._outranked(positions, radius, distance, stuck)[stalled]
         self._recover_until[arrived] = -np.inf
         recovering = self._recover_until > now
+        if not recovering.any():    # the usual cycle: nobody yields or detours
+            return pref.copy()
         turn = np.where(recovering & ~self._yielding, self._angle, 0.0)
         c, s = np.cos(turn), np.sin(turn)
         out = np.stack([c * pref[:, 0] - s * pref[:, 1], s * pref[:, 0] + c * pref[:, 1]], axis=1)

@@ -48,6 +48,8 @@ def finite_array(name: str, value, shape) -> np.ndarray:
     arr = np.asarray(value, dtype=float)
     if arr.shape != tuple(shape):
         raise ValueError(f'{name} must have shape {tuple(shape)}, got {arr.shape}')
+    if np.isfinite(arr).all():      # the usual case, checked cheaply
+        return arr
     bad = np.argwhere(~np.isfinite(arr))
     if bad.size:
         idx = tuple(int(i) for i in bad[0])
@@ -95,7 +97,8 @@ class RobotLimits:
 
 
 def _clip_norm(vectors: np.ndarray, max_norm: np.ndarray) -> np.ndarray:
-    norm = np.linalg.norm(vectors, axis=1)
+    # np.linalg.norm's own computation, without its per-call overhead
+    norm = np.sqrt(np.add.reduce(vectors * vectors, axis=1))
     scale = np.where(norm > max_norm, max_norm / np.maximum(norm, 1e-300), 1.0)
     return vectors * scale[:, None]
 
@@ -112,7 +115,7 @@ def admissible_twist(twist, limits: RobotLimits) -> np.ndarray:
     twist[~sideways, 1] = 0.0
     twist[:, :2] = _clip_norm(twist[:, :2], limits.max_speed)
     car = limits.model == CAR
-    if np.any(car):
+    if car.any():
         vx = twist[car, 0]
         max_rate = np.abs(vx) / limits.min_turning_radius[car]
         twist[car, 2] = np.clip(twist[car, 2], -max_rate, max_rate)
@@ -138,7 +141,7 @@ def limit_twist(command, previous, limits: RobotLimits, dt: float) -> np.ndarray
     out = target.copy()
     out[:, :2] = previous[:, :2] + step
     car = limits.model == CAR
-    if np.any(car):
+    if car.any():
         # Keep the target curvature at the ramped speed (0 where the target speed is 0).
         v_target = target[car, 0]
         curvature = np.divide(target[car, 2], v_target, out=np.zeros_like(v_target),
@@ -300,12 +303,12 @@ def planar_velocity_to_twist(v_des, yaw, limits: RobotLimits, heading_time: floa
     sideways = limits.planar_holonomic
     twist[sideways, :2] = world_to_body(v_des[sideways], yaw[sideways])
     diff = limits.model == DIFF_DRIVE
-    if np.any(diff):
+    if diff.any():
         v, w = planar_velocity_to_unicycle(v_des[diff], yaw[diff], limits.max_speed[diff],
                                            limits.max_yaw_rate[diff], heading_time, allow_reverse)
         twist[diff, 0], twist[diff, 2] = v, w
     car = limits.model == CAR
-    if np.any(car):
+    if car.any():
         v, w = planar_velocity_to_car(v_des[car], yaw[car], limits.min_turning_radius[car],
                                       limits.max_speed[car], limits.max_yaw_rate[car])
         twist[car, 0], twist[car, 2] = v, w

@@ -17,7 +17,8 @@ __all__ = ['goal_velocities']
 
 
 def per_robot_values(name, value, n, allow_zero=False):
-    arr = np.broadcast_to(np.asarray(value, dtype=float), (n,)).astype(float)
+    arr = np.asarray(value, dtype=float)
+    arr = (arr if arr.shape == (n,) else np.broadcast_to(arr, (n,))).astype(float)
     bad = np.flatnonzero(~np.isfinite(arr) | ((arr < 0.0) if allow_zero else (arr <= 0.0)))
     if bad.size:
         i = int(bad[0])
@@ -31,6 +32,8 @@ def points(name, value, n=None, dims=(2,)):
     if arr.ndim != 2 or arr.shape[1] not in dims or (n is not None and arr.shape[0] != n):
         expected = (f'({n}, ' if n is not None else '(N, ') + ' or '.join(map(str, dims)) + ')'
         raise ValueError(f'{name} must have shape {expected}, got {arr.shape}')
+    if np.isfinite(arr).all():      # the usual case, checked cheaply
+        return arr
     bad = np.argwhere(~np.isfinite(arr))
     if bad.size:
         raise ValueError(f'{name}[{bad[0][0]}] is not finite: {arr[bad[0][0]].tolist()}')

@@ -165,9 +165,11 @@ class FleetTracker:
         yaw = finite_array('yaws', np.reshape(yaws, -1), (self.n,))
         vmax = np.broadcast_to(finite_array('max_speed', max_speed, np.shape(max_speed)), (self.n,))
         wmax = np.broadcast_to(np.asarray(max_yaw_rate, dtype=float), (self.n,))
+        has = self._has
+        if not has.any():
+            return self._idle(p)
         prm = self.params
         rows = np.arange(self.n)
-        has = self._has
         last = self._len - 1
 
         # Reference clock: wall time since the start on the first step, then advance by dt.
@@ -245,6 +247,18 @@ class FleetTracker:
                                yaw_rate=yaw_cmd, reference_position=np.where(has[:, None], p_ref, p),
                                active=has & ~reached, reached=reached)
 
+    def _idle(self, p: np.ndarray) -> TrackingCommand:
+        """`update` when no robot has a reference (a fleet steering by goals): what its full
+        computation gives then, without the per-cycle cost of it."""
+        self._tau = np.zeros(self.n)
+        self._progress = np.zeros(self.n, dtype=np.int64)
+        self._last_now = np.full(self.n, np.nan)
+        return TrackingCommand(pref_velocity=np.zeros_like(p),
+                               direction=np.ones(self.n, dtype=np.int64),
+                               yaw_rate=np.zeros(self.n), reference_position=p.copy(),
+                               active=np.zeros(self.n, dtype=bool),
+                               reached=np.zeros(self.n, dtype=bool))
+
     def progress_time(self) -> np.ndarray:
         """(N,) reference time of each robot's progress point (0 without a reference)."""
         return np.where(self._has, self._t[np.arange(self.n), self._progress], 0.0)
@@ -267,10 +281,13 @@ def tracking_twist(v_des, yaw, limits: RobotLimits, command: TrackingCommand,
     yaw = np.asarray(yaw, dtype=float)
     twist = planar_velocity_to_twist(v_des, yaw, limits, heading_time)
     tracking = command.active | command.reached
+    diff = tracking & (limits.model == DIFF_DRIVE)
+    car = tracking & (limits.model == CAR)
+    if not (diff.any() or car.any()):
+        return twist    # planar_velocity_to_twist's twists are admissible already
     backward = command.direction < 0
     heading = np.where(backward, yaw + np.pi, yaw)
     sign = np.where(backward, -1.0, 1.0)
-    diff = tracking & (limits.model == DIFF_DRIVE)
     if diff.any():
         v, w = planar_velocity_to_unicycle(v_des[diff], heading[diff], limits.max_speed[diff],
                                            limits.max_yaw_rate[diff], heading_time,
@@ -279,7 +296,6 @@ def tracking_twist(v_des, yaw, limits: RobotLimits, command: TrackingCommand,
         twist[diff, 0] = np.where(slow, 0.0, sign[diff] * v)
         twist[diff, 1] = 0.0
         twist[diff, 2] = np.where(slow, command.yaw_rate[diff], w)
-    car = tracking & (limits.model == CAR)
     if car.any():
         v, w = planar_velocity_to_car(v_des[car], heading[car], limits.min_turning_radius[car],
                                       limits.max_speed[car], limits.max_yaw_rate[car],

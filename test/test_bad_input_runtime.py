@@ -94,9 +94,11 @@ def map_message(width, height, resolution=0.1, data=None):
     return msg
 
 
-def logged(ros, capfd, pattern):
+def logged(ros, capfd, pattern, resend=None):
     """Whether the node's log shows `pattern` soon. The log is written outside any callback, so
-    each look is after re-sending /clock (the node's callbacks then run and wake the wait)."""
+    each look is after re-sending /clock (the node's callbacks then run and wake the wait);
+    `resend()`, when given, publishes the message that should be logged again (a best-effort
+    sample may be lost on a loaded machine)."""
     seen = []
 
     def found():
@@ -106,6 +108,8 @@ def logged(ros, capfd, pattern):
         if ros.wait_for(found, timeout=0.5):
             return True
         ros.clock.publish()
+        if resend is not None:
+            resend()
     return False
 
 

@@ -117,3 +117,18 @@ def private_domain():
     a process stopped by a signal stays in discovery for a lease period (~20 s), and later
     tests of the session must not see its topics and services."""
     return (int(os.environ['ROS_DOMAIN_ID']) + 101) % 233
+
+
+def contact_reports(graph):
+    """The simulator's contact reports (decoded JSON objects) in a list that fills while the
+    running graph (`bringup.runner.run_graph`) runs; transient local, so none is missed."""
+    import json
+    from std_msgs.msg import String
+    from orca_nav.ros.convert import latched_qos
+    from orca_nav.ros.fleet_sim_node import COLLISION_HISTORY
+    reports = []
+    probe = graph.add_node(rclpy.create_node('contact_probe', context=graph.context))
+    probe.create_subscription(String, '/fleet_sim/collisions',
+                              lambda msg: reports.append(json.loads(msg.data)),
+                              latched_qos(COLLISION_HISTORY))
+    return reports

@@ -1,8 +1,6 @@
 """Drones in a fleet file (altitudes, the 3-D map, placement checks) and a mixed fleet of drones
 and ground robots over real DDS, closed loop in lockstep."""
 import io
-import json
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -104,12 +102,8 @@ def mixed_fleet():
 @pytest.mark.slow
 def test_mixed_fleet_of_drones_and_ground_robots_arrives_without_contact():
     pytest.importorskip('rclpy')
-    import rclpy
-    from std_msgs.msg import String
-
     from orca_nav.bringup.runner import run_graph
-    from orca_nav.ros.convert import latched_qos
-    from orca_nav.ros.fleet_sim_node import COLLISION_HISTORY
+    from ros_harness import contact_reports
 
     cfg = mixed_fleet()
     specs = describe_graph(cfg, sim_overrides={'lockstep': True, 'real_time_factor': 0.0})
@@ -117,14 +111,7 @@ def test_mixed_fleet_of_drones_and_ground_robots_arrives_without_contact():
                       for r in cfg.robots])
     with run_graph(specs) as graph:
         sim = graph.nodes['/fleet_sim']
-        probe = graph.add_node(rclpy.create_node('probe', context=graph.context))
-        contacts, lock = [], threading.Lock()
-
-        def on_contact(msg):
-            with lock:
-                contacts.append(json.loads(msg.data))
-        probe.create_subscription(String, '/fleet_sim/collisions', on_contact,
-                                  latched_qos(COLLISION_HISTORY))
+        contacts = contact_reports(graph)
 
         def arrived():
             truth = np.column_stack([sim.sim.poses[:, :2], sim.sim.altitudes])
@@ -132,5 +119,4 @@ def test_mixed_fleet_of_drones_and_ground_robots_arrives_without_contact():
         assert graph.wait_for(arrived, timeout=240.0), (sim.sim.poses, sim.sim.altitudes)
         assert graph.error is None
         assert sim.sim.grid_3d is not None       # drone-voxel contacts were checked
-    with lock:
-        assert contacts == []
+    assert contacts == []

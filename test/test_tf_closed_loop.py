@@ -3,21 +3,16 @@ drifting odom frames, odom -> base_link and a localization's map -> odom correct
 layouts); orca_node and mission_node put the poses in map through TF. Four diff-drive robots
 cross, one robot's localization is off by a metre for 2 s and then corrected (the pose jumps by
 a metre at once): no contact, and every robot reaches its last goal."""
-import json
-import threading
 
 import numpy as np
 import pytest
 
 rclpy = pytest.importorskip('rclpy')
 pytest.importorskip('tf2_msgs.msg')
-from std_msgs.msg import String  # noqa: E402
-
 from orca_nav.bringup.fleet_file import load_fleet_config  # noqa: E402
 from orca_nav.bringup.graph import describe_graph  # noqa: E402
 from orca_nav.bringup.runner import run_graph  # noqa: E402
-from orca_nav.ros.fleet_sim_node import COLLISION_HISTORY  # noqa: E402
-from orca_nav.ros.convert import latched_qos  # noqa: E402
+from ros_harness import contact_reports  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 STARTS = [(-3.0, 0.0, 0.0), (3.0, 0.2, 3.14159), (0.0, -3.0, 1.5708), (0.2, 3.0, -1.5708)]
@@ -46,14 +41,7 @@ def test_a_fleet_on_odom_frames_and_tf_arrives_without_contact(layout):
                            observers=0)
     with run_graph(specs) as graph:
         sim = graph.nodes['/fleet_sim']
-        probe = graph.add_node(rclpy.create_node('probe', context=graph.context))
-        contacts, lock = [], threading.Lock()
-
-        def on_contact(msg):
-            with lock:
-                contacts.append(json.loads(msg.data))
-        probe.create_subscription(String, '/fleet_sim/collisions', on_contact,
-                                  latched_qos(COLLISION_HISTORY))
+        contacts = contact_reports(graph)
         goals = np.array([r.goals[-1][:2] for r in cfg.robots])
 
         def arrived():
@@ -62,5 +50,4 @@ def test_a_fleet_on_odom_frames_and_tf_arrives_without_contact(layout):
         assert graph.wait_for(arrived, timeout=240.0), sim.sim.poses
         assert graph.error is None
         assert sim.sim.time > 5.0        # the jump (3 s to 5 s after the first command) happened
-    with lock:
-        assert contacts == []
+    assert contacts == []

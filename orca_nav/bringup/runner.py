@@ -19,7 +19,7 @@ import sys
 import threading
 import traceback
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
@@ -89,7 +89,7 @@ class RunningGraph:
         self.nodes: Dict[str, Node] = {}
         self.specs: Dict[str, NodeSpec] = {}
         self._spinning = False
-        self._stopped: List[Node] = []
+        self._stopped: List[Tuple[Node, list]] = []     # (node, callbacks under way at its stop)
         self._actions: List[Callable[[], None]] = []
         self._extra: List[Node] = []
         # The traceback of a callback exception; the executor thread has stopped when set.
@@ -122,11 +122,15 @@ class RunningGraph:
         return result[0]
 
     def _run_actions(self) -> None:
-        # Nodes stopped a spin ago are destroyed now: a callback of theirs that a worker thread
-        # was still running then has finished.
-        stopped, self._stopped = self._stopped, []
-        for node in stopped:
-            node.destroy_node()
+        # A stopped node is destroyed once every callback the executor had under way when it
+        # was taken out has finished (a multi-threaded executor's workers may still be in one).
+        waiting = []
+        for node, in_flight in self._stopped:
+            if all(task.done() for task in in_flight):
+                node.destroy_node()
+            else:
+                waiting.append((node, in_flight))
+        self._stopped = waiting
         with self._changed:
             actions, self._actions = self._actions, []
         for action in actions:
@@ -134,13 +138,14 @@ class RunningGraph:
 
     def stop_node(self, full_name: str) -> NodeSpec:
         """Takes a node out of the graph, as if its process had died (it runs no callback from
-        the next spin on; destroyed a spin later); returns its spec (for `start_node`). Use the
-        multi_threaded executor: the EventsExecutor may still deliver events it queued for the
-        node before it was taken out."""
+        the next spin on; it is destroyed once the callbacks then under way have finished);
+        returns its spec (for `start_node`). Use the multi_threaded executor: the EventsExecutor
+        may still deliver events it queued for the node before it was taken out."""
         def stop():
             node = self.nodes.pop(full_name)
             self.executor.remove_node(node)
-            self._stopped.append(node)
+            in_flight = [task for task in getattr(self.executor, '_futures', ()) if not task.done()]
+            self._stopped.append((node, in_flight))
             return self.specs[full_name]
         return self._on_spin_thread(stop)
 
@@ -233,6 +238,7 @@ def run_graph(specs: Sequence[NodeSpec], executor: Optional[str] = None,
         pool = getattr(executor, '_executor', None) if kind == 'multi_threaded' else None
         if pool is not None:
             pool.shutdown(wait=True)
-        for node in list(graph.nodes.values()) + graph._extra + graph._stopped:
+        for node in (list(graph.nodes.values()) + graph._extra
+                     + [node for node, _ in graph._stopped]):
             node.destroy_node()
         context.try_shutdown()

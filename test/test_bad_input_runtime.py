@@ -95,15 +95,23 @@ def map_message(width, height, resolution=0.1, data=None):
 
 
 def logged(ros, capfd, pattern, resend=None):
-    """Whether the node's log shows `pattern` soon. The log is written outside any callback, so
-    each look is after re-sending /clock (the node's callbacks then run and wake the wait);
-    `resend()`, when given, publishes the message that should be logged again (a best-effort
-    sample may be lost on a loaded machine)."""
+    """Whether the node's log shows `pattern` soon, on stderr or on /rosout (rclpy's console
+    output may reach the captured stderr late or not at all when a test session has run long;
+    /rosout carries every node's log over DDS, transient local). The log is written outside any
+    callback, so each look is after re-sending /clock (the node's callbacks then run and wake
+    the wait); `resend()`, when given, publishes the message that should be logged again (a
+    best-effort sample may be lost on a loaded machine)."""
+    from rcl_interfaces.msg import Log
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    rosout = ros.collect(Log, '/rosout', QoSProfile(
+        depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL))
     seen = []
 
     def found():
         seen.append(capfd.readouterr().err)
-        return re.search(pattern, ''.join(seen)) is not None
+        text = ''.join(seen) + '\n' + '\n'.join(entry.msg for entry in list(rosout))
+        return re.search(pattern, text) is not None
     for _ in range(60):
         if ros.wait_for(found, timeout=0.5):
             return True

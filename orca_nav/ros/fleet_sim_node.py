@@ -62,6 +62,7 @@ from orca_nav.core.fleet.names import robot_names
 from orca_nav.core.fleet.sim import (NO_ROBOT, ROBOT_OBSTACLE, ROBOT_PERSON, ROBOT_ROBOT,
                                      CollisionEvent, Faults, FleetSim, Lockstep, OdometryLink,
                                      PeriodicSchedule)
+from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import (cloud_to_grid, latched_qos, msg_to_grid, node_now,
                                   seconds_to_time, state_to_odom)
 from orca_nav.ros.node_main import run_node
@@ -192,6 +193,7 @@ def _check_fault_combinations(params: Dict[str, object], faults: Faults) -> None
 class FleetSimNode(Node):
     """Simulates the robots named by `robots`; see the module docstring for the interface."""
 
+    @released_on_failure
     def __init__(self, **kwargs):
         super().__init__('fleet_sim', **kwargs)
         self.params = declare_parameters(self, NODE_SPECS + TF_SPECS + [BOXES_SPEC])

@@ -65,6 +65,12 @@ class ManagedNode(LifecycleNode):
             raise ValueError(self._configure_error)
         self.trigger_activate()
 
+    def destroy_node(self) -> None:
+        """Also releases rclpy's lifecycle state machine, which holds the rcl node (rclpy's
+        LifecycleNode leaves it to the garbage collector: the node would stay on the graph)."""
+        super().destroy_node()
+        self._state_machine.destroy_when_not_in_use()
+
     # ------------------------------------------------------------------ subclass hooks
     def configure(self) -> None:
         """Builds the node's core objects, publishers, subscriptions and timers; raises

@@ -19,6 +19,7 @@ from sensor_msgs.msg import PointCloud2
 
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.voxel_map import load_voxel_map
+from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import grid_to_cloud, latched_qos
 from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.node_main import run_node
@@ -53,6 +54,7 @@ def load_map_3d(path: str) -> OccupancyGrid:
 class Map3dPublisher(ManagedNode):
     """Publishes the voxel map of `yaml_filename` once, latched, on `topic`, when activated."""
 
+    @released_on_failure
     def __init__(self, **kwargs):
         super().__init__('map_3d_publisher', **kwargs)
         self.params = declare_parameters(self, NODE_SPECS)

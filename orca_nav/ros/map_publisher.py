@@ -14,6 +14,7 @@ import yaml
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import grid_to_msg, latched_qos
 from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.node_main import run_node
@@ -50,6 +51,7 @@ def load_map(path: str) -> OccupancyGrid:
 class MapPublisher(ManagedNode):
     """Publishes the map of `yaml_filename` once, latched, on `topic`, when activated."""
 
+    @released_on_failure
     def __init__(self, **kwargs):
         super().__init__('map_publisher', **kwargs)
         self.params = declare_parameters(self, NODE_SPECS)

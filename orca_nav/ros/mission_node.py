@@ -20,6 +20,7 @@ from rclpy.qos import qos_profile_sensor_data
 
 from orca_nav.core.fleet.goal_sequence import GoalSequences, Pose
 from orca_nav.core.fleet.names import robot_names
+from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import (node_now, odom_state_from_cdr, seconds_to_time,
                                   yaw_to_quaternion)
 from orca_nav.ros.node_main import run_node
@@ -55,6 +56,7 @@ def parse_goals(name: str, values) -> List[Pose]:
 class MissionNode(Node):
     """Publishes each robot's next goal when it reached the current one."""
 
+    @released_on_failure
     def __init__(self, **kwargs):
         super().__init__('mission_node', **kwargs)
         params = declare_parameters(self, NODE_SPECS)

@@ -39,6 +39,7 @@ from trajectory_msgs.msg import MultiDOFJointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 from orca_nav.core.fleet.controller import FleetController, MapModel, prepare_map
+from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import latched_qos, msg_to_grid, node_now, odom_state_from_cdr
 from orca_nav.ros.diagnostics import status_msg
 from orca_nav.ros.lifecycle import ManagedNode
@@ -66,6 +67,7 @@ class OrcaNode(ManagedNode):
     """The fleet's ORCA controller node, a managed node (`orca_nav.ros.lifecycle`). kwargs go to
     rclpy.node.Node (parameter_overrides, ...)."""
 
+    @released_on_failure
     def __init__(self, **kwargs):
         kwargs.setdefault('node_name', 'orca_node')
         super().__init__(**kwargs)

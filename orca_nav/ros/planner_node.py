@@ -44,6 +44,7 @@ from orca_nav.core.fleet.robots import ROBOT_FIELDS, RobotSpec
 from orca_nav.core.planning.fleet_planner import (Actions, FleetPlanner, Level,
                                                   PlanSettings, ReplanPolicy, RobotStatus,
                                                   StartState, run_request)
+from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import (cloud_to_grid, latched_qos, msg_to_grid, node_now,
                                   odom_state_from_cdr, quaternion_to_yaw, seconds_to_time)
 from orca_nav.ros.lifecycle import ManagedNode
@@ -127,6 +128,7 @@ class PlannerNode(ManagedNode):
     """Global planning for a fleet, a managed node (`orca_nav.ros.lifecycle`); see the module
     docstring."""
 
+    @released_on_failure
     def __init__(self, **kwargs):
         super().__init__('planner_node', **kwargs)
         self.settings = declare_parameters(self, NODE_SPECS)

@@ -53,6 +53,7 @@ from orca_nav.ros.node_main import run_node
 from orca_nav.ros.offload import Offloaded
 from orca_nav.ros.params import (ROBOT_SPECS, SHARED_SPECS, ParamSpec, declare_parameters,
                                  declare_robot_parameters, on_parameters_changed)
+from orca_nav.ros.qos_events import publisher_events, subscription_events
 from orca_nav.ros.tf_poses import FleetPoses
 from orca_nav.ros.trajectory_msgs import (empty_path, empty_trajectory, reference_to_path,
                                           reference_to_trajectory)
@@ -149,14 +150,18 @@ class PlannerNode(ManagedNode):
         self._plan_pubs, self._traj_pubs = {}, {}
         for name in self.robot_configs:
             self._plan_pubs[name] = self.create_lifecycle_publisher(
-                Path, self._poses.names[name].plan_topic, latched_qos())
+                Path, self._poses.names[name].plan_topic, latched_qos(),
+                event_callbacks=publisher_events())
             self._traj_pubs[name] = self.create_lifecycle_publisher(
-                MultiDOFJointTrajectory, self._poses.names[name].trajectory_topic, latched_qos())
+                MultiDOFJointTrajectory, self._poses.names[name].trajectory_topic, latched_qos(),
+                event_callbacks=publisher_events())
             self.create_subscription(Odometry, self._poses.names[name].odom_topic,  # as orca_node's
                                      lambda raw, n=name: self._on_odom(n, raw),
-                                     qos_profile_sensor_data, raw=True)
+                                     qos_profile_sensor_data, raw=True,
+                                     event_callbacks=subscription_events())
             self.create_subscription(PoseStamped, self._poses.names[name].goal_topic,
-                                     lambda msg, n=name: self._on_goal(n, msg), 10)
+                                     lambda msg, n=name: self._on_goal(n, msg), 10,
+                                     event_callbacks=subscription_events())
         dims = {self.supervisor.dim(name) for name in self.robot_configs}
         if 2 in dims:
             self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
@@ -309,7 +314,8 @@ class PlannerNode(ManagedNode):
         self._diag_pub.publish(msg)
 
     def destroy_node(self):
-        self._jobs.close()
+        if hasattr(self, '_jobs'):      # not when the constructor failed before the pool
+            self._jobs.close()
         return super().destroy_node()
 
 

@@ -217,6 +217,8 @@ def test_cycle_triggering_on_complete_states_and_the_clock():
     assert fleet.states_complete(1.05)
     # /clock still says 1.04 while the states of 1.05 are in: the cycle runs at 1.05.
     assert fleet.cycle_time(1.04) == pytest.approx(1.05)
+    # ... and while it says 1.0, the tick before (lockstep: the next tick's states came first).
+    assert fleet.cycle_time(1.0) == pytest.approx(1.05)
     assert fleet.cycle_time(0.5) == 0.5        # a stamp far ahead of the clock is not followed
     assert not fleet.due(1.0 + 0.04)
 

@@ -34,6 +34,7 @@ The controller is not thread-safe: one thread calls all its methods.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -68,6 +69,7 @@ _MIN_GAP = 0.5      # control periods: the least time between two cycles
 LOCALIZATION_JUMP_M = 0.25
 JUMP_MARGIN_HOLD_S = 3.0     # s the extra ORCA radius of a jump lasts
 OK, WARN, ERROR = 0, 1, 2     # status levels, as diagnostic_msgs/DiagnosticStatus orders them
+_ZERO_COVARIANCE = np.zeros((2, 2))       # a state without one: no uncertainty margin
 
 
 @dataclass(frozen=True)
@@ -340,19 +342,23 @@ class FleetController:
         radius grows by the jump for JUMP_MARGIN_HOLD_S, so everyone keeps that extra room."""
         if stamp < self._stamp[i]:
             return None
-        covariance = np.zeros((2, 2)) if covariance is None else np.asarray(covariance, dtype=float)
+        # Plain floats: this runs for every odometry message of the fleet.
+        covariance = _ZERO_COVARIANCE if covariance is None else np.asarray(covariance, dtype=float)
         problem = covariance_problem(covariance)
         self._covariance_unusable[i] = problem is not None
         self._input_problem.pop(i, None)
-        if np.isfinite(self._position[i, 0]):
-            expected = self._position[i] + self._velocity[i] * (stamp - self._stamp[i])
-            jump = float(np.hypot(*(np.asarray(position[:2], dtype=float) - expected)))
+        x, y = float(position[0]), float(position[1])
+        last_x = float(self._position[i, 0])
+        if math.isfinite(last_x):
+            age = stamp - float(self._stamp[i])
+            jump = math.hypot(x - last_x - float(self._velocity[i, 0]) * age,
+                              y - float(self._position[i, 1]) - float(self._velocity[i, 1]) * age)
             if jump > LOCALIZATION_JUMP_M:
                 self._jump_margin[i] = max(jump, self._jump_margin[i]
                                            if stamp < self._jump_until[i] else 0.0)
                 self._jump_until[i] = stamp + JUMP_MARGIN_HOLD_S
-        self._position[i] = position[:2]
-        self._velocity[i] = velocity[:2]
+        self._position[i] = x, y
+        self._velocity[i] = float(velocity[0]), float(velocity[1])
         if len(position) > 2:
             self._altitude[i] = position[2]
             self._climb[i] = velocity[2] if len(velocity) > 2 else 0.0
@@ -532,11 +538,13 @@ class FleetController:
 
     def cycle_time(self, clock_now: float) -> float:
         """The time a cycle runs at: the clock, or the newest state's stamp where that is ahead
-        of the clock by less than a control period. Under simulated time /clock and odometry
+        of the clock by at most a control period. Under simulated time /clock and odometry
         travel on separate topics in no fixed order, so the state of time t can arrive before
-        the clock says t; a stamp further ahead is a clock problem and is not followed."""
+        the clock says t, also a whole period ahead (the state of the clock's next tick, stamped
+        with it, before that tick); a stamp further ahead is a clock problem and is not followed."""
         newest = float(self._stamp[self._fresh].max(initial=-np.inf))
-        return newest if clock_now < newest < clock_now + self.params.period else clock_now
+        ahead = newest - clock_now
+        return newest if 0.0 < ahead <= self.params.period * (1.0 + 1e-9) else clock_now
 
     # ------------------------------------------------------------------ the cycle
     def step(self, now: float) -> ControlOutput:

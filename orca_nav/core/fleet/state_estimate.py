@@ -11,6 +11,8 @@ robot has moved on; the cycle at `now` uses position + velocity * (now - t), the
 `max_extrapolation` (a constant-velocity guess is good for a fraction of a second, not more;
 older states go stale by `odom_timeout` anyway). A state stamped after `now` is not moved back.
 """
+import math
+
 import numpy as np
 
 
@@ -27,14 +29,16 @@ def uncertainty_margins(covariances: np.ndarray, gain: float, max_margin: float)
 def covariance_problem(covariance: np.ndarray):
     """Why a (2, 2) position covariance cannot be used (None when it can): it must be finite,
     symmetric and positive semi-definite (within rounding)."""
-    if covariance.shape != (2, 2) or not np.all(np.isfinite(covariance)):
+    # Plain floats: this runs for every odometry message of the fleet.
+    if covariance.shape != (2, 2):
         return f'position covariance {covariance.tolist()} is not a finite 2 x 2 matrix'
-    scale = max(float(np.abs(covariance).max()), 1e-12)
-    if abs(covariance[0, 1] - covariance[1, 0]) > 1e-6 * scale:
+    xx, xy, yx, yy = covariance.ravel().tolist()
+    if not all(math.isfinite(v) for v in (xx, xy, yx, yy)):
+        return f'position covariance {covariance.tolist()} is not a finite 2 x 2 matrix'
+    scale = max(abs(xx), abs(xy), abs(yx), abs(yy), 1e-12)
+    if abs(xy - yx) > 1e-6 * scale:
         return f'position covariance {covariance.tolist()} is not symmetric'
-    if (covariance[0, 0] < 0.0 or covariance[1, 1] < 0.0
-            or covariance[0, 0] * covariance[1, 1] - covariance[0, 1] * covariance[1, 0]
-            < -1e-9 * scale * scale):
+    if xx < 0.0 or yy < 0.0 or xx * yy - xy * yx < -1e-9 * scale * scale:
         return f'position covariance {covariance.tolist()} is not positive semi-definite'
     return None
 

@@ -1,6 +1,6 @@
 """Fleet benchmark: orca_node's control cycle and odom -> cmd_vel latency over real DDS.
 
-For N robots (default 10, 50, 100, 200), orca_node runs as its own process (centralized mode,
+For N robots (default 10, 50, 100, 200, 500), orca_node runs as its own process (centralized mode,
 20 Hz, `cycle_trigger: odometry`, holonomic robots of radius 0.3 m and 1 m/s). This process plays
 the fleet's odometry at 20 Hz: robots on a jittered lattice (`--spacing`, default 2 m: a busy
 warehouse floor; 1.2 m is a crowd where most LPs are infeasible), every one moving at 0.5 m/s
@@ -18,11 +18,19 @@ Measured:
   spread over the fleet (subscribing to all N cmd_vel topics would make this process the
   bottleneck); the node publishes cmd_vel in robot order, so later robots see up to the
   publishing time of the earlier ones;
+- cmd_vel rate (Hz): over the window, the slowest of the sampled robots;
+- parameter service: while the fleet runs, a `set_parameters` call on the running node (what
+  `ros2 param set` does) and its answer time;
 - peer (same run, same scene): a naive per-robot Python loop around RVO2 (PyPI pyrvo): set each
   agent's position, velocity and preferred velocity, do_step, read each velocity back;
   and orca_nav's core compute_velocities alone on the same arrays.
 
-Usage: python -m bench.bench_fleet [--quick] [--sizes 10 50 100 200] [--seconds 8] [--spacing 2]
+The player builds each robot's Odometry message once and only restamps it, and its per-robot
+publishers carry no QoS-event handlers (as orca_node's): it stands for robots on other machines,
+so its own cost should not take the cores from the node it measures.
+
+Usage: python -m bench.bench_fleet [--quick] [--sizes 10 50 100 200 500] [--seconds 8]
+       [--spacing 2]
 """
 import argparse
 import json
@@ -75,9 +83,13 @@ def run_node_size(count, seconds, spacing):
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import Twist
     from nav_msgs.msg import Odometry
+    from rcl_interfaces.msg import Parameter as ParameterMsg
+    from rcl_interfaces.msg import ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
     from rclpy.executors import SingleThreadedExecutor
 
     from orca_nav.ros.convert import state_to_odom
+    from orca_nav.ros.qos_events import publisher_events
 
     robots = [f'robot{i}' for i in range(count)]
     start, goals, velocity = scene(count, spacing)
@@ -96,15 +108,17 @@ def run_node_size(count, seconds, spacing):
     lock = threading.Lock()
     bursts = []          # perf_counter time the last odometry of each burst was published
     latencies = []
+    received = {i: 0 for i in sampled}
     measuring = threading.Event()
     first_cmd = threading.Event()
     diag = {}
 
-    def on_cmd(_msg):
+    def on_cmd(i):
         now = time.perf_counter()
         first_cmd.set()
         if measuring.is_set():
             with lock:
+                received[i] += 1
                 if bursts:
                     latencies.append(now - bursts[-1])
 
@@ -114,9 +128,14 @@ def run_node_size(count, seconds, spacing):
                 diag.update({kv.key: float(kv.value) for kv in status.values})
 
     for i in sampled:
-        node.create_subscription(Twist, f'/{robots[i]}/cmd_vel', on_cmd, 50)
+        node.create_subscription(Twist, f'/{robots[i]}/cmd_vel', lambda _m, i=i: on_cmd(i), 50)
     node.create_subscription(DiagnosticArray, '/diagnostics', on_diag, 10)
-    pubs = [node.create_publisher(Odometry, f'/{r}/odom', 10) for r in robots]
+    pubs = [node.create_publisher(Odometry, f'/{r}/odom', 10, event_callbacks=publisher_events())
+            for r in robots]
+    msgs = [state_to_odom(start[i], yaw[i], (body_speed[i], 0.0), 0.0,
+                          node.get_clock().now().to_msg(), 'map', f'{robots[i]}/base_link')
+            for i in range(count)]
+    parameters = node.create_client(SetParameters, '/orca_node/set_parameters')
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     def spin():
@@ -134,9 +153,9 @@ def run_node_size(count, seconds, spacing):
         next_t = time.perf_counter()
         while not stop.is_set():
             stamp = node.get_clock().now().to_msg()
-            for i, pub in enumerate(pubs):
-                pub.publish(state_to_odom(start[i], yaw[i], (body_speed[i], 0.0), 0.0, stamp,
-                                          'map', f'{robots[i]}/base_link'))
+            for pub, msg in zip(pubs, msgs):
+                msg.header.stamp = stamp
+                pub.publish(msg)
             with lock:
                 bursts.append(time.perf_counter())
             next_t += period
@@ -149,8 +168,14 @@ def run_node_size(count, seconds, spacing):
             raise RuntimeError(f'orca_node with {count} robots sent no cmd_vel within 60 s')
         time.sleep(3.0)             # warm-up: discovery of every topic, first cycles
         measuring.set()
-        time.sleep(seconds)
+        window_start = time.perf_counter()
+        time.sleep(0.5 * seconds)
+        param_ms = set_parameter_ms(parameters, ParameterMsg(name='marker_rate', value=ParameterValue(
+            type=ParameterType.PARAMETER_DOUBLE, double_value=0.0)))
+        time.sleep(max(0.0, window_start + seconds - time.perf_counter()))
         measuring.clear()
+        window = time.perf_counter() - window_start
+        load = os.getloadavg()[0]
         diag.clear()
         deadline = time.monotonic() + 5.0
         while not diag and time.monotonic() < deadline:
@@ -174,7 +199,24 @@ def run_node_size(count, seconds, spacing):
             'cycle_cpu_p99_ms': diag.get('cycle_cpu_p99_ms', float('nan')),
             'cycles': int(diag.get('cycles', 0)),
             'latency_p50_ms': percentile(lat_ms, 50), 'latency_p99_ms': percentile(lat_ms, 99),
-            'latency_samples': int(len(lat_ms)), 'sampled_robots': len(sampled)}
+            'latency_samples': int(len(lat_ms)), 'sampled_robots': len(sampled),
+            'cmd_rate_min_hz': min(received.values()) / window, 'param_set_ms': param_ms,
+            'load_average': load}
+
+
+def set_parameter_ms(client, parameter):
+    """Sets one parameter on the running node, as `ros2 param set` does; the time to the
+    answer in ms, or None when none came within 10 s or the node refused."""
+    from rcl_interfaces.srv import SetParameters
+    if not client.wait_for_service(timeout_sec=10.0):
+        return None
+    started = time.perf_counter()
+    future = client.call_async(SetParameters.Request(parameters=[parameter]))
+    done = threading.Event()
+    future.add_done_callback(lambda _f: done.set())
+    if not done.wait(timeout=10.0) or not future.result().results[0].successful:
+        return None
+    return 1e3 * (time.perf_counter() - started)
 
 
 def time_core(count, repeats, spacing):
@@ -227,7 +269,7 @@ def main(argv=None):
     parser.add_argument('--seconds', type=float, default=None, help='measurement window per size')
     parser.add_argument('--spacing', type=float, default=2.0, help='lattice spacing (m)')
     args = parser.parse_args(argv)
-    sizes = args.sizes or ([10, 50] if args.quick else [10, 50, 100, 200])
+    sizes = args.sizes or ([10, 50] if args.quick else [10, 50, 100, 200, 500])
     seconds = args.seconds or (3.0 if args.quick else 10.0)
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 
@@ -245,8 +287,8 @@ def main(argv=None):
 
     header = (f"{'robots':>6} | {'cycle p50':>9} | {'cycle p99':>9} | {'cpu p50':>7} | "
               f"{'cpu p99':>7} | {'odom->cmd p50':>13} | "
-              f"{'odom->cmd p99':>13} | {'core ORCA p50':>13} | {'pyrvo loop p50':>14} | "
-              f"{'cycle/pyrvo':>11}")
+              f"{'odom->cmd p99':>13} | {'cmd Hz min':>10} | {'param set':>9} | "
+              f"{'core ORCA p50':>13} | {'pyrvo loop p50':>14} | {'cycle/pyrvo':>11} | {'load':>4}")
     print(f'orca_node at {RATE:g} Hz over DDS (ms), lattice spacing {args.spacing:g} m; peer = '
           'per-robot Python loop around pyrvo (RVO2 2.0.3), same scene, same run')
     print(header)
@@ -256,14 +298,18 @@ def main(argv=None):
             f"{'n/a':>14}"
         ratio = f"{r['cycle_vs_pyrvo_loop']:10.1f}x" if r['cycle_vs_pyrvo_loop'] is not None \
             else f"{'n/a':>11}"
+        param = 'no answer' if r['param_set_ms'] is None else f"{r['param_set_ms']:.0f} ms"
         print(f"{r['robots']:6d} | {r['cycle_p50_ms']:9.2f} | {r['cycle_p99_ms']:9.2f} | "
               f"{r['cycle_cpu_p50_ms']:7.2f} | {r['cycle_cpu_p99_ms']:7.2f} | "
               f"{r['latency_p50_ms']:13.2f} | {r['latency_p99_ms']:13.2f} | "
-              f"{r['core_p50_ms']:13.2f} | {peer} | {ratio}")
+              f"{r['cmd_rate_min_hz']:10.1f} | {param:>9} | "
+              f"{r['core_p50_ms']:13.2f} | {peer} | {ratio} | {r['load_average']:4.1f}")
     print('cycle = wall clock of a whole control cycle in orca_node; cpu = CPU time of that thread '
-          'in it (what the cycle costs without other processes competing for the cores)')
-    print(f'load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores')
-    print('targets: 100 robots at 20 Hz, cycle p99 <= 25 ms, odom->cmd_vel p50 <= 10 ms')
+          'in it (what the cycle costs without other processes competing for the cores); cmd Hz '
+          'min = the slowest sampled robot; param set = a set_parameters answer while running; '
+          f'load = 1-min load average at the end of the window, {os.cpu_count()} cores')
+    print('targets: 100 robots odom->cmd_vel p50 <= 10 ms, p99 <= 30 ms; 500 robots every cmd_vel '
+          '>= 18 Hz, p50 <= 20 ms, p99 <= 50 ms, parameters answered')
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({'rate_hz': RATE, 'quick': bool(args.quick), 'seconds': seconds,
                                    'spacing_m': args.spacing, 'load_average': os.getloadavg()[0],

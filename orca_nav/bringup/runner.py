@@ -26,7 +26,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from orca_nav.bringup.graph import PACKAGE, NodeSpec
+from orca_nav.bringup.graph import ORCA, PACKAGE, NodeSpec
 from orca_nav.ros.params import warn_undeclared_overrides
 
 _ACTION_TIMEOUT_S = 30.0    # wall s the spin thread may take to run a node change
@@ -83,9 +83,13 @@ def make_executor(kind: str, context, num_threads: int = 4):
 class RunningGraph:
     """The live graph: its rclpy context, executor and nodes (by fully qualified name)."""
 
-    def __init__(self, context, executor):
+    def __init__(self, context, executor, guard_conditions: bool = True):
         self.context = context
         self.executor = executor
+        # rclpy's EventsExecutor serves no guard conditions: orca_node then takes its per-robot
+        # topics one message at a time (its batching needs one, and this executor has no
+        # per-message cost to save).
+        self._batch_robot_topics = guard_conditions
         self.nodes: Dict[str, Node] = {}
         self.specs: Dict[str, NodeSpec] = {}
         self._spinning = False
@@ -152,7 +156,11 @@ class RunningGraph:
     def start_node(self, spec: NodeSpec) -> Node:
         """Starts (again) the node of `spec` in the graph, fresh: a restarted process."""
         def start():
-            node = node_class(spec.executable)(**_node_kwargs(spec, self.context))
+            kwargs = _node_kwargs(spec, self.context)
+            if spec.executable == ORCA:
+                kwargs['parameter_overrides'].append(
+                    Parameter('batch_robot_topics', value=self._batch_robot_topics))
+            node = node_class(spec.executable)(**kwargs)
             warn_undeclared_overrides(node)
             self.nodes[spec.full_name] = node
             self.specs[spec.full_name] = spec
@@ -202,7 +210,7 @@ def run_graph(specs: Sequence[NodeSpec], executor: Optional[str] = None,
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
     executor = make_executor(kind, context, num_threads)
-    graph = RunningGraph(context, executor)
+    graph = RunningGraph(context, executor, guard_conditions=kind != 'events')
     spinner = None
     try:
         for spec in specs:

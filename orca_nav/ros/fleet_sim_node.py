@@ -50,7 +50,6 @@ from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry
 from rclpy.clock import Clock, ClockType
-from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock as ClockMsg
@@ -68,6 +67,7 @@ from orca_nav.ros.convert import (cloud_to_grid, latched_qos, msg_to_grid, node_
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import (SHARED_SPECS, ParamSpec, declare_parameters,
                                  declare_robot_parameters, on_parameters_changed)
+from orca_nav.ros.qos_events import publisher_events, subscription_events
 from orca_nav.ros.sim_pedestrians import (PEDESTRIAN_SPECS, PedestrianPublisher,
                                           pedestrians_from_parameters)
 from orca_nav.ros.sim_scans import BOXES_SPEC, SCAN_SPECS, ScanPublisher, boxes_from_parameter
@@ -243,13 +243,8 @@ class FleetSimNode(Node):
                                                  tolerance=0.5 * self._step_s)
 
         cmd_type = TwistStamped if self.params['cmd_vel_stamped'] else Twist
-        # Per-robot topics go without rclpy's default QoS-event handlers: each one is a waitable
-        # that every executor spin walks in Python, and with hundreds of robots those walks
-        # cost more than the messages (the cost is an incompatible-QoS warning not logged).
-        quiet_pub = PublisherEventCallbacks(use_default_callbacks=False)
-        quiet_sub = SubscriptionEventCallbacks(use_default_callbacks=False)
         self._odom_pubs = [self.create_publisher(Odometry, robot_names(r).odom_topic, 10,
-                                                 event_callbacks=quiet_pub)
+                                                 event_callbacks=publisher_events())
                            for r in self.robots]
         names = [robot_names(r, self.params['tf_layout'], self.global_frame)
                  for r in self.robots]
@@ -262,7 +257,7 @@ class FleetSimNode(Node):
                        if scan_cfg['rate'] > 0.0 else None)
         self._cmd_subs = [self.create_subscription(cmd_type, robot_names(robot).cmd_vel_topic,
                                                    lambda msg, i=index: self._on_cmd_vel(i, msg),
-                                                   10, event_callbacks=quiet_sub)
+                                                   10, event_callbacks=subscription_events())
                           for index, robot in enumerate(self.robots)]
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
         if any(self.robot_params[r]['kinematics'] == 'quadrotor' for r in self.robots):

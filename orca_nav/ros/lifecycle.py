@@ -22,7 +22,7 @@ raises ValueError from the constructor, exactly as a bad parameter does.
 """
 from __future__ import annotations
 
-from typing import List
+from typing import Any, List
 
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 
@@ -52,6 +52,7 @@ class ManagedNode(LifecycleNode):
         self.configured = False
         self._autostart = declare_parameters(self, [AUTOSTART])['autostart']
         self._permanent = set()
+        self._owned: List[Any] = []
 
     def start(self) -> None:
         """Call at the end of the subclass constructor: autostart, if asked. What exists by then
@@ -65,9 +66,16 @@ class ManagedNode(LifecycleNode):
             raise ValueError(self._configure_error)
         self.trigger_activate()
 
+    def own(self, resource):
+        """`resource` (anything with close(), e.g. a worker thread) belongs to the configured
+        node: closed at cleanup, shutdown or destruction. Returns it."""
+        self._owned.append(resource)
+        return resource
+
     def destroy_node(self) -> None:
         """Also releases rclpy's lifecycle state machine, which holds the rcl node (rclpy's
         LifecycleNode leaves it to the garbage collector: the node would stay on the graph)."""
+        self._close_owned()
         super().destroy_node()
         self._state_machine.destroy_when_not_in_use()
 
@@ -116,7 +124,12 @@ class ManagedNode(LifecycleNode):
         self._destroy_configured()
         return super().on_shutdown(state)
 
+    def _close_owned(self) -> None:
+        while self._owned:
+            self._owned.pop().close()
+
     def _destroy_configured(self) -> None:
+        self._close_owned()
         for kind, entity in reversed(_entities(self)):
             if id(entity) in self._permanent:
                 continue

@@ -25,6 +25,7 @@ from orca_nav.ros.convert import (node_now, odom_state_from_cdr, seconds_to_time
                                   yaw_to_quaternion)
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import SHARED_SPECS, ParamSpec, declare_parameters
+from orca_nav.ros.qos_events import publisher_events, subscription_events
 from orca_nav.ros.tf_poses import FleetPoses
 
 NODE_SPECS = [
@@ -69,12 +70,14 @@ class MissionNode(Node):
         self._poses = FleetPoses(self, list(goals), params['tf_layout'], self.frame,
                                  params['transform_tolerance'])
         self._goal_pubs = {robot: self.create_publisher(PoseStamped,
-                                                        robot_names(robot).goal_topic, 10)
+                                                        robot_names(robot).goal_topic, 10,
+                                                        event_callbacks=publisher_events())
                            for robot in goals}
         for robot in goals:
             self.create_subscription(Odometry, robot_names(robot).odom_topic,
                                      lambda raw, r=robot: self._on_odom(r, raw),
-                                     qos_profile_sensor_data, raw=True)
+                                     qos_profile_sensor_data, raw=True,
+                                     event_callbacks=subscription_events())
         total = sum(len(g) for g in goals.values())
         self.get_logger().info(f'{total} goals for {len(goals)} robots, reached within '
                                f'{params["goal_tolerance"]:g} m')

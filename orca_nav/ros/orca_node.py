@@ -41,7 +41,7 @@ from visualization_msgs.msg import MarkerArray
 from orca_nav.core.fleet.controller import FleetController, MapModel, prepare_map
 from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import latched_qos, msg_to_grid, node_now, odom_state_from_cdr
-from orca_nav.ros.diagnostics import status_msg
+from orca_nav.ros.diagnostics import CycleTimes, status_msg
 from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.markers import fleet_markers
 from orca_nav.ros.node_main import run_node
@@ -50,6 +50,8 @@ from orca_nav.ros.orca_drones import DroneMap
 from orca_nav.ros.orca_params import (DEADLOCK_SPECS, NODE_SPECS, commanded_robots,
                                       controller_params, robot_specs)
 from orca_nav.ros.params import declare_parameters, declare_robot_parameters, on_parameters_changed
+from orca_nav.ros.qos_events import publisher_events
+from orca_nav.ros.robot_topics import RobotTopics
 from orca_nav.ros.sensor_scans import ScanInput
 from orca_nav.ros.tf_poses import FleetPoses
 from orca_nav.ros.tracked_agents import TrackedAgentsInput
@@ -95,8 +97,7 @@ class OrcaNode(ManagedNode):
         self._last_warn: Dict[tuple, float] = {}
         self._unstamped: set = set()            # robots warned about odometry without a stamp
         self._said_waiting = False              # "waiting for /map" logged
-        self._cycle_ms: List[float] = []        # wall-clock duration of recent cycles
-        self._cycle_cpu_ms: List[float] = []    # CPU time of this thread in them
+        self._cycle_times = CycleTimes('orca_node: control cycle', _CYCLE_HISTORY)
         self._map_version = 0       # the newest map (or inflation) being prepared
 
         cmd_in, cmd_out = self._cfg['cmd_vel_in'], self._cfg['cmd_vel_out']
@@ -110,29 +111,31 @@ class OrcaNode(ManagedNode):
             if stamped:
                 msg.header.frame_id = self._poses.names[robot].base_frame
             self._cmd_out.append((self.fleet.index[robot], self.create_lifecycle_publisher(
-                twist_type, self._poses.names[robot].topic(cmd_out), 10), msg))
+                twist_type, self._poses.names[robot].topic(cmd_out), 10,
+                event_callbacks=publisher_events()), msg))
         self._marker_pub = self.create_lifecycle_publisher(MarkerArray, 'orca_nav/markers', 10)
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10)
+        topics = self.own(RobotTopics(self, self._after_inputs, self._cfg['batch_robot_topics']))
         for i, robot in enumerate(self.robots):
             # Best effort (REP-2003 sensor data): only the newest odometry matters, and it
             # matches reliable and best-effort publishers alike. Raw: read without rclpy's full
             # deserialization (convert.odom_state_from_cdr).
-            self.create_subscription(Odometry, self._poses.names[robot].odom_topic,
-                                     lambda raw, i=i: self._on_odom(i, raw),
-                                     qos_profile_sensor_data, raw=True)
+            topics.subscribe(Odometry, self._poses.names[robot].odom_topic,
+                             lambda raw, i=i: self._on_odom(i, raw), qos_profile_sensor_data,
+                             raw=True)
             # Every robot's goal: the deadlock breaker's priorities need to know who travels.
-            self.create_subscription(PoseStamped, self._poses.names[robot].goal_topic,
-                                     lambda msg, i=i: self._on_goal(i, msg), 10)
+            topics.subscribe(PoseStamped, self._poses.names[robot].goal_topic,
+                             lambda msg, i=i: self._on_goal(i, msg), 10)
         in_type = TwistStamped if self._cfg['cmd_vel_in_stamped'] else Twist
         for robot in self.commanded:
             i = self.fleet.index[robot]
             if cmd_in:
-                self.create_subscription(in_type, self._poses.names[robot].topic(cmd_in),
-                                         lambda msg, i=i: self._on_cmd_vel_in(i, msg), 10)
+                topics.subscribe(in_type, self._poses.names[robot].topic(cmd_in),
+                                 lambda msg, i=i: self._on_cmd_vel_in(i, msg), 10)
             else:
-                self.create_subscription(
-                    MultiDOFJointTrajectory, self._poses.names[robot].trajectory_topic,
-                    lambda msg, i=i: self._on_trajectory(i, msg), latched_qos())
+                topics.subscribe(MultiDOFJointTrajectory, self._poses.names[robot].trajectory_topic,
+                                 lambda msg, i=i: self._on_trajectory(i, msg), latched_qos())
+        topics.start()
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
         self._others = TrackedAgentsInput(self, self.fleet, self._cfg, self.global_frame, self._warn)
         ScanInput(self, self.fleet, self._cfg, self._poses, self.commanded, self._warn)
@@ -210,17 +213,17 @@ class OrcaNode(ManagedNode):
         except ValueError as err:
             self._warn((robot, 'odom'), f'{robot}: ignoring odometry: {err}')
             return
-        stamp = state.stamp_s
         # Time 0 is a real stamp only while the clock itself is near 0 (simulated time just
         # started); later it is a driver that never stamps: the best we know is the arrival.
-        if stamp <= 0.0 and node_now(self) > self.fleet.params.odom_timeout:
-            stamp = node_now(self)
+        if state.stamp_s <= 0.0 and node_now(self) > self.fleet.params.odom_timeout:
+            state = replace(state, stamp_s=node_now(self))
             if robot not in self._unstamped:
                 self._unstamped.add(robot)
                 self.get_logger().warning(f'{robot}: odometry has no header.stamp; using the '
                                           'time it arrives')
+        stamp = state.stamp_s
         try:
-            position, velocity, yaw = self._poses.to_global(robot, replace(state, stamp_s=stamp))
+            position, velocity, yaw = self._poses.to_global(robot, state)
         except ValueError as err:
             self.fleet.note_input_problem(i, str(err))
             self._warn((robot, 'odom_frame'), f'{robot}: rejecting odometry: {err}')
@@ -228,6 +231,10 @@ class OrcaNode(ManagedNode):
         problem = self.fleet.set_state(i, stamp, position, velocity, yaw, state.position_covariance)
         if problem is not None:
             self._warn((robot, 'covariance'), f'{robot}: largest uncertainty margin: {problem}')
+
+    def _after_inputs(self) -> None:
+        """After each batch of per-robot messages: the cycle, when odometry triggers it and
+        every live robot's state is in (once a batch: the check is over the whole fleet)."""
         if not self.active:
             return
         now = self.fleet.cycle_time(node_now(self))
@@ -327,7 +334,7 @@ class OrcaNode(ManagedNode):
             self._cycle(now)
 
     def _cycle(self, now: float) -> None:
-        started, started_cpu = time.perf_counter(), time.thread_time()
+        started = self._cycle_times.start()
         if self._cfg['cycle_trigger'] == 'odometry':
             self._timer.reset()     # the timer waits for late odometry from now on
         self._others.refresh(now)
@@ -336,16 +343,13 @@ class OrcaNode(ManagedNode):
         if self.fleet.params.require_map and self.fleet.map is None and not self._said_waiting:
             self._said_waiting = True      # normal start-up: said once, at INFO
             self.get_logger().info('waiting for /map (require_map): holding every robot still')
-        for i in out.newly_stale:
-            self.get_logger().warning(f'{self.robots[i]}: odometry older than '
-                                      f'{self.fleet.params.odom_timeout:g} s, stopping it')
-        if out.newly_stale:
+        if out.newly_stale:     # one line a cycle: an rclpy log call costs ~0.7 ms
+            self.get_logger().warning(f'{_listed([self.robots[i] for i in out.newly_stale])}: '
+                                      f'odometry older than {self.fleet.params.odom_timeout:g} s, '
+                                      'stopping')
             self._publish_diagnostics()
         if out.ran.any():   # idle cycles (nobody to command) would flatter the statistics
-            self._cycle_ms.append(1e3 * (time.perf_counter() - started))
-            self._cycle_cpu_ms.append(1e3 * (time.thread_time() - started_cpu))
-            for history in (self._cycle_ms, self._cycle_cpu_ms):
-                del history[:max(0, len(history) - _CYCLE_HISTORY)]
+            self._cycle_times.record(started)
 
     def _publish_commands(self, twists, publish, climb_rates=None) -> None:
         stamped = self._cfg['cmd_vel_stamped']
@@ -373,15 +377,13 @@ class OrcaNode(ManagedNode):
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.status = [status_msg(f'orca_node: {s.robot}', s.robot, s.level, s.message, s.values)
                       for s in self.fleet.status(node_now(self))]
-        values = {}
-        if self._cycle_ms:
-            values = {f'cycle{kind}_p{q}_ms': f'{np.percentile(times, q):.3f}'
-                      for kind, times in (('', self._cycle_ms), ('_cpu', self._cycle_cpu_ms))
-                      for q in (50, 99)}
-            values['cycles'] = str(len(self._cycle_ms))
-        msg.status.append(status_msg('orca_node: control cycle', '', 0,
-                                     f'last {len(self._cycle_ms)} cycles', values))
+        msg.status.append(self._cycle_times.status())
         self._diag_pub.publish(msg)
+
+
+def _listed(names: List[str], shown: int = 10) -> str:
+    more = f' and {len(names) - shown} more' if len(names) > shown else ''
+    return ', '.join(names[:shown]) + more
 
 
 def _timed_prepare_map(version, *args):

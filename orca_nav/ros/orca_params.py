@@ -18,6 +18,11 @@ NODE_SPECS = [
               'robot_name, the others are reciprocal agents', choices=MODES, read_only=True),
     ParamSpec('robot_name', '', 'per_robot mode: the robot this node commands', read_only=True),
     ParamSpec('global_frame', 'map', 'Frame of odometry poses, goals and the map', read_only=True),
+    ParamSpec('batch_robot_topics', True, 'Read the per-robot topics (odometry, goals, plans) on '
+              'a thread of their own and run their callbacks in batches: rclpy\'s executors pay '
+              'per message and per subscription (docs/scale.md). Needs an executor that serves '
+              'guard conditions; rclpy\'s EventsExecutor has none (the embedded demo sets false)',
+              read_only=True),
     SHARED_SPECS['tf_layout'],
     SHARED_SPECS['transform_tolerance'],
     ParamSpec('neighbor_dist', 5.0, 'RVO2 neighborDist: max distance to agents considered (m)',

@@ -22,6 +22,7 @@ from sensor_msgs.msg import LaserScan, PointCloud2
 
 from orca_nav.core.fleet.sensed_obstacles import planar_scan
 from orca_nav.ros.convert import cloud_xyz, stamp_to_seconds
+from orca_nav.ros.qos_events import subscription_events
 
 
 def scan_points(msg: LaserScan) -> np.ndarray:
@@ -48,11 +49,13 @@ class ScanInput:
             if cfg['scan_topic']:
                 node.create_subscription(LaserScan, names.topic(cfg['scan_topic']),
                                          lambda msg, r=robot: self._on_scan(r, msg),
-                                         qos_profile_sensor_data)
+                                         qos_profile_sensor_data,
+                                         event_callbacks=subscription_events())
             if cfg['cloud_topic']:
                 node.create_subscription(PointCloud2, names.topic(cfg['cloud_topic']),
                                          lambda msg, r=robot: self._on_cloud(r, msg),
-                                         qos_profile_sensor_data)
+                                         qos_profile_sensor_data,
+                                         event_callbacks=subscription_events())
 
     def _on_scan(self, robot: str, msg: LaserScan) -> None:
         try:

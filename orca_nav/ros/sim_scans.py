@@ -18,6 +18,7 @@ from orca_nav.core.fleet.sim import FleetSim, PeriodicSchedule
 from orca_nav.core.fleet.sim_scan import beam_angles, scan_ranges
 from orca_nav.ros.convert import seconds_to_time
 from orca_nav.ros.params import ParamSpec
+from orca_nav.ros.qos_events import publisher_events
 
 BOXES_SPEC = ParamSpec('boxes', [], 'Unmapped boxes, 4 numbers each: x0, y0, x1, y1 (m): solid '
                        'for the robots and the scans, not on /map', type_hint='double_array',
@@ -47,7 +48,8 @@ class ScanPublisher:
         self._range = float(scan_cfg['range'])
         self._angles = beam_angles(int(scan_cfg['beams']))
         self._due = PeriodicSchedule(1.0 / scan_cfg['rate'], tolerance=0.5 * step_s)
-        self._pubs = [node.create_publisher(LaserScan, n.topic(scan_cfg['topic']), 10)
+        self._pubs = [node.create_publisher(LaserScan, n.topic(scan_cfg['topic']), 10,
+                                            event_callbacks=publisher_events())
                       for n in names]
         self._msgs = []
         for n in names:

@@ -1,0 +1,129 @@
+"""Per-robot subscriptions read off DDS on a thread of their own, handed to the node in batches.
+
+rclpy's executors run every message as a task of its own and, on every wake, walk every entity
+of the node in Python. A fleet node has a few subscriptions per robot (odometry at 20 Hz, goals,
+plans): at 500 robots that is 10,000 odometry messages a second against a wait set of 1,500
+subscriptions, more than one core spends on rclpy's bookkeeping alone (docs/scale.md has the
+profile). rclpy's EventsExecutor, which would avoid it, answers no service requests in rclpy 7.1.6
+(Jazzy) and stopped commanding robots when tried here, so it is not used.
+
+`RobotTopics` keeps these subscriptions on a companion node, `<node name>_robot_topics`, that no
+executor spins. Its thread waits on them with an rcl wait set (as rclpy's own `wait_for_message`
+does), takes every message that is ready, queues it with its callback and wakes the node's
+executor through one guard condition. The callbacks then run in the executor's thread, one batch
+per wake, each subscription's messages in order: the node's state is still touched by one thread
+only, and its wait set keeps only what is not per robot (parameters, lifecycle, timers, /map,
+/clock). The thread waits again only once the executor has run the batch: filling the wait set
+costs time in proportion to the robots, so the messages that arrive meanwhile are taken together
+in the next pass (and the thread does not hold Python's lock while the node works). Topic names
+are resolved by the node, so its namespace and remappings apply.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Any, Callable, List, Tuple
+
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from rclpy.node import Node
+
+from orca_nav.ros.qos_events import subscription_events
+
+
+class RobotTopics:
+    """Create in the node's configure step, `subscribe` every per-robot topic, then `start`;
+    `close` (at cleanup) stops the thread and removes the companion node."""
+
+    def __init__(self, node: Node, after_batch: Callable[[], None], batched: bool = True):
+        """`after_batch` runs in the executor's thread after each batch of callbacks. Not
+        `batched`: plain subscriptions of the node, each message a batch of its own (for an
+        executor without guard conditions)."""
+        self._node, self._after_batch, self._batched = node, after_batch, batched
+        self._thread = None
+        if not batched:
+            return
+        self._reader = Node(f'{node.get_name()}_robot_topics', namespace=node.get_namespace(),
+                            context=node.context, use_global_arguments=False,
+                            start_parameter_services=False, enable_logger_service=False)
+        self._entries: List[Tuple[Any, Callable[[Any], None]]] = []
+        self._queue: collections.deque = collections.deque()
+        self._handover = node.create_guard_condition(self._run_callbacks)
+        self._wake = self._reader.create_guard_condition(lambda: None)
+        self._ran = threading.Event()        # the executor has run the last batch
+        self._ran.set()
+        self._stopping = False
+
+    def subscribe(self, msg_type, topic: str, callback: Callable[[Any], None], qos,
+                  raw: bool = False) -> None:
+        """As Node.create_subscription; `callback` runs in the node's executor thread."""
+        if self._thread is not None:
+            raise RuntimeError('RobotTopics.subscribe after start')
+        if not self._batched:
+            def one_message(message):
+                callback(message)
+                self._after_batch()
+            self._node.create_subscription(msg_type, topic, one_message, qos, raw=raw,
+                                           event_callbacks=subscription_events())
+            return
+        subscription = self._reader.create_subscription(
+            msg_type, self._node.resolve_topic_name(topic), lambda _msg: None, qos, raw=raw,
+            event_callbacks=subscription_events())
+        self._entries.append((subscription, callback))
+
+    def start(self) -> None:
+        if not self._batched:
+            return
+        self._thread = threading.Thread(target=self._read, daemon=True,
+                                        name=f'{self._node.get_name()}_robot_topics')
+        self._thread.start()
+
+    def close(self) -> None:
+        """(The unbatched subscriptions are the node's: its cleanup destroys them.)"""
+        if not self._batched:
+            return
+        self._stopping = True
+        if self._thread is not None:
+            self._ran.set()
+            self._wake.trigger()
+            self._thread.join()
+        self._node.destroy_guard_condition(self._handover)
+        self._reader.destroy_node()
+        self._queue.clear()
+
+    def _read(self) -> None:
+        context = self._node.context
+        wait_set = _rclpy.WaitSet(len(self._entries), 1, 0, 0, 0, 0, context.handle)
+        while not self._stopping and context.ok():
+            self._ran.wait()
+            wait_set.clear_entities()
+            for subscription, _ in self._entries:
+                wait_set.add_subscription(subscription.handle)
+            wait_set.add_guard_condition(self._wake.handle)
+            try:
+                wait_set.wait(-1)
+            except Exception:       # rcl's error when the context shuts down under the wait
+                if context.ok():
+                    raise
+                return
+            ready = set(wait_set.get_ready_entities('subscription'))
+            taken = 0
+            for subscription, callback in self._entries:
+                if subscription.handle.pointer not in ready:
+                    continue
+                while (message := subscription.handle.take_message(
+                        subscription.msg_type, subscription.raw)) is not None:
+                    self._queue.append((callback, message[0]))
+                    taken += 1
+            if taken:
+                self._ran.clear()
+                self._handover.trigger()
+
+    def _run_callbacks(self) -> None:
+        queue = self._queue
+        try:
+            while queue:
+                callback, message = queue.popleft()
+                callback(message)
+            self._after_batch()
+        finally:
+            self._ran.set()

@@ -219,3 +219,24 @@ def test_serialized_odometry_in_another_encoding_goes_through_rclpy(monkeypatch)
     big_endian_header = b'\x00\x00\x00\x00'
     state = convert.odom_state_from_cdr(big_endian_header + bytes(64))
     assert seen == [b'\x00\x00'] and state.position.tolist() == [4.0, 5.0, 0.0]
+
+
+@pytest.mark.parametrize('frame_id', [None, '', 'b', 'robot0/base_link', 'r12/base_link_x'])
+def test_serialized_twists_read_back_as_rclpy_serializes_them(frame_id):
+    """TwistCdr's bytes deserialize to the intended message, for frame names of every length
+    modulo the 8-byte alignment of the doubles."""
+    from geometry_msgs.msg import Twist, TwistStamped
+    from rclpy.serialization import deserialize_message, serialize_message
+    twist = convert.TwistCdr(frame_id)
+    raw = twist.pack((0.5, -0.25, 0.125), 0.75, stamp_ns=1_234_567_890_123)
+    if frame_id is None:
+        expected = Twist()
+        body = expected
+    else:
+        expected = TwistStamped()
+        expected.header.frame_id = frame_id
+        expected.header.stamp.sec, expected.header.stamp.nanosec = 1234, 567_890_123
+        body = expected.twist
+    body.linear.x, body.linear.y, body.linear.z, body.angular.z = 0.5, -0.25, 0.125, 0.75
+    assert len(raw) == len(serialize_message(expected))      # (rclpy leaves padding unset)
+    assert deserialize_message(raw, type(expected)) == expected

@@ -103,6 +103,7 @@ def odom_to_state(msg: Odometry) -> OdomState:
 _CDR_LITTLE_ENDIAN = b'\x00\x01'
 _STAMP_AND_FRAME_LENGTH = struct.Struct('<iII')
 _STRING_LENGTH = struct.Struct('<I')
+_STAMP = struct.Struct('<iI')
 _POSE = struct.Struct('<7d')
 _TWIST = struct.Struct('<6d')
 _COVARIANCE_XY = struct.Struct('<8d')    # the first 8 of 36: rows x (6) and y (first 2)
@@ -132,6 +133,33 @@ def odom_state_from_cdr(raw: bytes) -> OdomState:
         raise ValueError(f'malformed serialized Odometry ({len(raw)} bytes): {err}') from None
     return _odom_state(pose[:3], pose[3:], twist[:3], twist[5], sec + 1e-9 * nanosec, frame_id,
                        covariance[0:2] + covariance[6:8], child_frame_id)
+
+
+class TwistCdr:
+    """geometry_msgs/Twist, or TwistStamped with a fixed frame_id, serialized (little-endian
+    XCDR1, what rmw_fastrtps sends) for publishing as bytes: a publisher given bytes skips rclpy's
+    conversion of the Python message, 3 us a message instead of 11 (a fleet node publishes one
+    per robot per cycle: 4 ms of every cycle at 500 robots). Layout of TwistStamped: stamp (int32
+    sec, uint32 nanosec), frame_id (uint32 length including the NUL, bytes), then 8-byte aligned
+    doubles linear (3), angular (3); Twist is just the doubles."""
+
+    def __init__(self, frame_id: Optional[str] = None):
+        self.stamped = frame_id is not None
+        if not self.stamped:
+            self._prefix = _CDR_LITTLE_ENDIAN + b'\x00\x00'
+            return
+        name = frame_id.encode() + b'\x00'
+        after_name = 12 + len(name)
+        self._frame = _STRING_LENGTH.pack(len(name)) + name + bytes(_aligned(after_name, 8)
+                                                                   - after_name)
+
+    def pack(self, linear, angular_z: float, stamp_ns: int = 0) -> bytes:
+        """linear (x, y, z) in m/s, angular z in rad/s; stamp_ns for TwistStamped."""
+        twist = _TWIST.pack(linear[0], linear[1], linear[2], 0.0, 0.0, angular_z)
+        if not self.stamped:
+            return self._prefix + twist
+        return (_CDR_LITTLE_ENDIAN + b'\x00\x00' + _STAMP.pack(*divmod(stamp_ns, 10 ** 9))
+                + self._frame + twist)
 
 
 def _aligned(offset: int, size: int) -> int:

@@ -40,7 +40,8 @@ from visualization_msgs.msg import MarkerArray
 
 from orca_nav.core.fleet.controller import FleetController, MapModel, prepare_map
 from orca_nav.ros.construction import released_on_failure
-from orca_nav.ros.convert import latched_qos, msg_to_grid, node_now, odom_state_from_cdr
+from orca_nav.ros.convert import (TwistCdr, latched_qos, msg_to_grid, node_now,
+                              odom_state_from_cdr)
 from orca_nav.ros.diagnostics import CycleTimes, status_msg
 from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.markers import fleet_markers
@@ -104,15 +105,12 @@ class OrcaNode(ManagedNode):
         if cmd_in == cmd_out:
             raise ValueError(f'cmd_vel_in: {cmd_in!r} is also cmd_vel_out (a loop)')
         stamped = self._cfg['cmd_vel_stamped']
-        twist_type = TwistStamped if stamped else Twist
-        self._cmd_out = []      # (row, publisher, message) per commanded robot, messages reused
+        self._cmd_out = []      # (row, publisher, serializer) per commanded robot
         for robot in self.commanded:
-            msg = twist_type()
-            if stamped:
-                msg.header.frame_id = self._poses.names[robot].base_frame
             self._cmd_out.append((self.fleet.index[robot], self.create_lifecycle_publisher(
-                twist_type, self._poses.names[robot].topic(cmd_out), 10,
-                event_callbacks=publisher_events()), msg))
+                TwistStamped if stamped else Twist, self._poses.names[robot].topic(cmd_out), 10,
+                event_callbacks=publisher_events()),
+                TwistCdr(self._poses.names[robot].base_frame if stamped else None)))
         self._marker_pub = self.create_lifecycle_publisher(MarkerArray, 'orca_nav/markers', 10)
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10)
         topics = self.own(RobotTopics(self, self._after_inputs, self._cfg['batch_robot_topics']))
@@ -352,19 +350,13 @@ class OrcaNode(ManagedNode):
             self._cycle_times.record(started)
 
     def _publish_commands(self, twists, publish, climb_rates=None) -> None:
-        stamped = self._cfg['cmd_vel_stamped']
-        stamp = self.get_clock().now().to_msg() if stamped else None
+        stamp_ns = self.get_clock().now().nanoseconds
         values = twists.tolist()
         climb = np.zeros(len(values)).tolist() if climb_rates is None else climb_rates.tolist()
-        for row, pub, msg in self._cmd_out:
-            if not publish[row]:
-                continue
-            body = msg.twist if stamped else msg
-            if stamped:
-                msg.header.stamp = stamp
-            body.linear.x, body.linear.y, body.angular.z = values[row]
-            body.linear.z = climb[row]
-            pub.publish(msg)
+        for row, pub, twist in self._cmd_out:
+            if publish[row]:
+                vx, vy, wz = values[row]
+                pub.publish(twist.pack((vx, vy, climb[row]), wz, stamp_ns))
 
     # ------------------------------------------------------------------ outputs
     def _publish_markers(self) -> None:

@@ -13,10 +13,11 @@ does), takes every message that is ready, queues it with its callback and wakes 
 executor through one guard condition. The callbacks then run in the executor's thread, one batch
 per wake, each subscription's messages in order: the node's state is still touched by one thread
 only, and its wait set keeps only what is not per robot (parameters, lifecycle, timers, /map,
-/clock). The thread waits again only once the executor has run the batch: filling the wait set
-costs time in proportion to the robots, so the messages that arrive meanwhile are taken together
-in the next pass (and the thread does not hold Python's lock while the node works). Topic names
-are resolved by the node, so its namespace and remappings apply.
+/clock). The thread waits again only once the executor has begun the batch: filling the wait
+set costs time in proportion to the robots, so a thread that went round for every message would
+take Python's lock from the node most of the time; this way the messages that arrive meanwhile
+are taken in one pass and still join the batch under way. Topic names are resolved by the node,
+so its namespace and remappings apply.
 """
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ class RobotTopics:
         self._queue: collections.deque = collections.deque()
         self._handover = node.create_guard_condition(self._run_callbacks)
         self._wake = self._reader.create_guard_condition(lambda: None)
-        self._ran = threading.Event()        # the executor has run the last batch
+        self._ran = threading.Event()        # the executor has begun the last batch
         self._ran.set()
         self._stopping = False
 
@@ -93,6 +94,8 @@ class RobotTopics:
     def _read(self) -> None:
         context = self._node.context
         wait_set = _rclpy.WaitSet(len(self._entries), 1, 0, 0, 0, 0, context.handle)
+        by_pointer = {subscription.handle.pointer: (subscription, callback)
+                      for subscription, callback in self._entries}
         while not self._stopping and context.ok():
             self._ran.wait()
             wait_set.clear_entities()
@@ -105,11 +108,9 @@ class RobotTopics:
                 if context.ok():
                     raise
                 return
-            ready = set(wait_set.get_ready_entities('subscription'))
             taken = 0
-            for subscription, callback in self._entries:
-                if subscription.handle.pointer not in ready:
-                    continue
+            for pointer in wait_set.get_ready_entities('subscription'):
+                subscription, callback = by_pointer[pointer]
                 while (message := subscription.handle.take_message(
                         subscription.msg_type, subscription.raw)) is not None:
                     self._queue.append((callback, message[0]))
@@ -120,10 +121,8 @@ class RobotTopics:
 
     def _run_callbacks(self) -> None:
         queue = self._queue
-        try:
-            while queue:
-                callback, message = queue.popleft()
-                callback(message)
-            self._after_batch()
-        finally:
-            self._ran.set()
+        self._ran.set()     # what arrives meanwhile joins this batch
+        while queue:
+            callback, message = queue.popleft()
+            callback(message)
+        self._after_batch()

@@ -13,8 +13,8 @@ rate), `/orca_nav/markers`, `/diagnostics`.
 A cycle starts as soon as every robot with live odometry has sent a new message since the last
 cycle (`cycle_trigger: odometry`, lowest odom->cmd_vel latency) and at the latest on the
 `control_rate` timer. All times come from the node clock, so `use_sim_time` runs it on /clock.
-Modes: `centralized` commands every robot; `per_robot` commands only `robot_name` and sees the
-others as reciprocal agents, so a fleet can spread over machines.
+Modes: `centralized` commands every robot, `per_robot` only `robot_name`, `shard` one block of
+them (`orca_params.commanded_robots`); the others are reciprocal agents: a fleet spreads out.
 
 A robot gets its first cmd_vel once the controller can command it (map prepared with
 `require_map`, first trajectory with `trajectories_only`); then one every cycle.
@@ -379,7 +379,7 @@ class OrcaNode(ManagedNode):
                       for kind, times in (('', self._cycle_ms), ('_cpu', self._cycle_cpu_ms))
                       for q in (50, 99)}
             values['cycles'] = str(len(self._cycle_ms))
-        msg.status.append(status_msg('orca_node: control cycle', '', 0,
+        msg.status.append(status_msg(f'{self.get_fully_qualified_name()[1:]}: control cycle', '', 0,
                                      f'last {len(self._cycle_ms)} cycles', values))
         self._diag_pub.publish(msg)
 

@@ -425,8 +425,8 @@ def report(r, names):
     print(f"(b) alone: simulator with {r['robots']} robots {_mm(r['simulator_alone_cpu_per_s'])} "
           f"CPU s per simulated s; one shard ({r['robots'] // r['shards']}+ of {r['robots']} "
           f"robots) {_mm(a['cpu_per_s'])} CPU s/s, cycle p50 {_mm(a['cycle_p50_ms'])} ms, p99 "
-          f"{_mm(a['cycle_p99_ms'])} ms (CPU p99 {_mm(a['cycle_cpu_p99_ms'])} ms), contacts "
-          f"{a['contacts']}")
+          f"{_mm(a['cycle_p99_ms'])} ms (CPU p99 {_mm(a['cycle_cpu_p99_ms'])} ms); contacts "
+          f"{a['contacts']} (the other robots stand uncommanded here: not a boundary test)")
     p = r['projection']
     print(f"projection to {r['shards'] + 1} machines (simulator on its own, one shard each; "
           "each part's heavier median, alone or in the full run): "

@@ -1,11 +1,11 @@
 """Shards benchmark: one fleet split over several orca_node processes (`shards: S`), over DDS.
 
 The fleet: N holonomic robots (radius 0.3 m, 1 m/s) on a jittered 2 m lattice; once every node
-runs, each robot gets a goal on /<robot>/goal_pose 2 columns along its row, half the columns
-driving +x and half -x, so every robot meets two oncoming ones. The robot list interleaves the
-lattice over the shards (`shards: S` gives contiguous blocks of that list), so a robot's lattice
-neighbours, its oncoming robots among them, belong to other shards: almost every encounter is a
-boundary encounter, where each robot's shard takes half of the avoidance.
+runs, each robot gets a goal on /<robot>/goal_pose: in every cell of 2 x 2 robots the diagonally
+opposite start, so the four meet at the cell's centre (2.8 m each). The robot list interleaves
+the cells' corners over the shards (`shards: S` gives contiguous blocks of that list), so the
+robots that meet belong to different shards (all four with 4 shards): almost every encounter is
+a boundary encounter, where each robot's shard takes half of the avoidance.
 
 The nodes are those `describe_graph` gives for the fleet file (the launch file's), each started
 as its own process: fleet_sim_node (the robots, odometry at the control rate, wall clock) and
@@ -46,46 +46,44 @@ import yaml
 
 RESULTS = Path(__file__).resolve().parent / 'results' / 'shards.json'
 REPO = Path(__file__).resolve().parents[1]
-SPACING, SWAP_COLUMNS = 2.0, 2
+SPACING = 2.0
 RADIUS, MAX_SPEED = 0.3, 1.0
 SAMPLED_PER_SHARD = 8
 CLK_TCK = os.sysconf('SC_CLK_TCK')
 
 
 def lattice(count, seed=0):
-    """(starts (N, 2), goals (N, 2), column, row): the jittered lattice, each robot's goal
-    SWAP_COLUMNS columns along its row, blocks of SWAP_COLUMNS columns driving +x and -x in turn
-    (a column with no partner stays)."""
+    """(starts (N, 2), goals (N, 2), column, row): the jittered lattice; in each cell of 2 x 2
+    robots every robot's goal is the diagonally opposite start, so the four meet at the cell's
+    centre (RVO2's circle with four robots). A robot without a diagonal partner stays."""
     side = int(np.ceil(np.sqrt(count)))
     column, row = np.arange(count) % side, np.arange(count) // side
     start = SPACING * np.column_stack([column, row]).astype(float)
     start += np.random.default_rng(seed).uniform(-0.1, 0.1, start.shape)
-    forward = (column // SWAP_COLUMNS) % 2 == 0
-    target = np.where(forward, column + SWAP_COLUMNS, column - SWAP_COLUMNS)
-    partner = row * side + target
-    valid = (target < side) & (partner < count)
+    partner = (row ^ 1) * side + (column ^ 1)
+    valid = ((column ^ 1) < side) & (partner < count)
     goal = start.copy()
     goal[valid] = start[partner[valid]]
     return start, goal, column, row
 
 
-def oncoming_pairs(column, row):
-    """Lattice index pairs (i, k) that drive at each other: in one row, a robot of a forward
-    block and one of the next (backward) block."""
-    block = column // SWAP_COLUMNS
-    forward = np.flatnonzero(block % 2 == 0)
-    return [(i, k) for i in forward
-            for k in np.flatnonzero((row == row[i]) & (block == block[i] + 1))]
+def meeting_pairs(start, goal, column, row):
+    """Lattice index pairs (i, k) of robots that meet: both move and share a cell."""
+    moving = np.hypot(*(goal - start).T) > 0.0
+    cell = (column // 2) * (row.max() + 2) + row // 2
+    return [(i, k) for i in np.flatnonzero(moving) for k in np.flatnonzero(moving)
+            if i < k and cell[i] == cell[k]]
 
 
 def fleet_config(count, shards, rate):
-    """(the fleet, each robot's goal, the oncoming pairs by name); lattice index j is robot
-    `robot<j>`, listed grouped by (column block + row) mod shards, so that robots driving at
-    each other, and lattice neighbours in a row, fall in different shards (the groups are only
-    about as large as the shards' blocks: a few robots land in the next shard)."""
+    """(the fleet, each robot's goal, the meeting pairs by name); lattice index j is robot
+    `robot<j>`, listed grouped by its corner of the cell, (column mod 2 + 2 (row mod 2)) mod
+    shards, so the robots that meet belong to different shards (with 4 shards all four of a
+    cell, with 2 the diagonal partners; the groups are only about as large as the shards'
+    blocks: a few robots land in the next shard)."""
     from orca_nav.bringup.fleet_file import load_fleet_config
     start, goal, column, row = lattice(count)
-    group = (column // SWAP_COLUMNS + row) % shards
+    group = (column % 2 + 2 * (row % 2)) % shards
     order = sorted(range(count), key=lambda j: (group[j], j))
     cfg = load_fleet_config({
         'name': 'shards_bench', 'shards': shards, 'use_sim_time': False,
@@ -97,7 +95,7 @@ def fleet_config(count, shards, rate):
                       'odom_timeout': max(0.5, 5.0 / rate)},
         'fleet_sim_node': {'odom_rate': float(rate), 'sim_rate': 2.0 * rate,
                            'cmd_timeout': max(0.25, 2.5 / rate)}})
-    pairs = [(f'robot{i}', f'robot{k}') for i, k in oncoming_pairs(column, row)]
+    pairs = [(f'robot{i}', f'robot{k}') for i, k in meeting_pairs(start, goal, column, row)]
     return cfg, {f'robot{j}': goal[j] for j in range(count)}, pairs
 
 
@@ -204,19 +202,30 @@ class Observer:
             self.cmd_counts[robot] += 1
 
     def send_goals(self, goals, readers, timeout):
-        """Publishes every goal once all `readers` nodes subscribe to every goal topic."""
+        """Publishes every goal once all `readers` nodes subscribe to every goal topic, and again
+        every second: a publisher can see a subscription matched before that subscriber has
+        matched the publisher, and drops the message then (a goal a robot already has changes
+        nothing)."""
         deadline = time.monotonic() + timeout
         while any(p.get_subscription_count() < readers for p in self.goal_pubs.values()):
             if time.monotonic() > deadline:
                 raise RuntimeError(f'goal topics not matched by {readers} nodes in {timeout:g} s')
             time.sleep(0.1)
-        stamp = self.node.get_clock().now().to_msg()
+        messages = []
         for robot, xy in goals.items():
             msg = self._pose_type()
-            msg.header.frame_id, msg.header.stamp = 'map', stamp
+            msg.header.frame_id = 'map'
             msg.pose.position.x, msg.pose.position.y = float(xy[0]), float(xy[1])
             msg.pose.orientation.w = 1.0
-            self.goal_pubs[robot].publish(msg)
+            messages.append((self.goal_pubs[robot], msg))
+
+        def publish():
+            stamp = self.node.get_clock().now().to_msg()
+            for pub, msg in messages:
+                msg.header.stamp = stamp
+                pub.publish(msg)
+        publish()
+        self.node.create_timer(1.0, publish)
 
     def close(self):
         self.executor.shutdown(timeout_sec=2.0)
@@ -369,7 +378,7 @@ def main(argv=None):
                         **{k: stats([r['shards'][names[0]].get(k) for r in shard_alone])
                            for k in cycle_keys},
                         'contacts': [r['robot_contacts'] for r in shard_alone]},
-        'oncoming_pairs': len(pairs), 'oncoming_pairs_across_shards': boundary_pairs,
+        'meeting_pairs': len(pairs), 'meeting_pairs_across_shards': boundary_pairs,
         'odometry_bytes': odometry_bytes(cfg),
         'load_average': os.getloadavg()[0]}
     odom_in = count * args.rate * result['odometry_bytes'] / 1e6
@@ -401,8 +410,8 @@ def report(r, names):
     print(f"{r['robots']} robots at {r['rate_hz']:g} Hz over {r['shards']} orca_node shards "
           f"(own processes) + fleet_sim_node, {r['seconds']:g} s windows, min / median over "
           f"{r['repeats']} run(s)")
-    print(f"scene: {r['oncoming_pairs']} pairs of robots drive at each other, "
-          f"{r['oncoming_pairs_across_shards']} of them across shards")
+    print(f"scene: {r['meeting_pairs']} pairs of robots meet at cell centres, "
+          f"{r['meeting_pairs_across_shards']} of them across shards")
     print(f"(a) full run: start-up {_mm(f['startup_s'], '{:.1f}')} s; cmd_vel per sampled robot "
           f"{_mm(f['cmd_vel_hz_p50'])} Hz (median robot), {_mm(f['cmd_vel_hz_min'])} Hz "
           f"(slowest robot); at their goal after the window {f['arrived']} of {f['movers']} with one; "
@@ -436,3 +445,7 @@ def report(r, names):
           'in it; process CPU/s = CPU seconds of the whole process (all threads, DDS included) '
           'per wall second')
     print(f"load average during the run: {r['load_average']:.1f} on {r['cores']} cores")
+
+
+if __name__ == '__main__':
+    main()

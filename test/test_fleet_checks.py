@@ -156,3 +156,15 @@ def test_launch_path_refuses_with_exit_status_2(tmp_path):
     assert info.value.code == 2
     assert stream.getvalue() == (f'multi_robot.launch.py: fleet config {path}: robots[1].name: '
                                  "duplicate robot name 'a' (also robots[0])\n")
+
+
+def test_too_many_shards_refused_with_one_line_and_exit_status_2(tmp_path):
+    path = write_fleet(tmp_path / 'shards.yaml', {'robots': [robot('a', [0.0, 0.0]),
+                                                             robot('b', [3.0, 0.0])],
+                                                  'shards': 4})
+    stream = io.StringIO()
+    with pytest.raises(SystemExit) as info:
+        load_fleet_config_or_exit(path, 'multi_robot.launch.py', stream)
+    assert info.value.code == 2
+    assert stream.getvalue() == (f'multi_robot.launch.py: fleet config {path}: shards: 4 shards '
+                                 'for 2 robots (each shard commands at least one robot)\n')

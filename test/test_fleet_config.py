@@ -84,6 +84,15 @@ def test_round_trip_through_yaml(tmp_path):
     assert load_fleet_config(path) == cfg
 
 
+def test_shards_default_to_one_and_round_trip(tmp_path):
+    assert load_fleet_config(fleet()).shards == 1
+    cfg = load_fleet_config(fleet(robot('a'), robot('b', start=[2.0, 0.0]), shards=2))
+    assert cfg.shards == 2
+    path = tmp_path / 'out.yaml'
+    write_fleet_config(cfg, path)
+    assert load_fleet_config(path) == cfg
+
+
 def test_robot_without_goal_has_no_goal_parameter():
     cfg = load_fleet_config(fleet(robot()))
     assert cfg.robots[0].goals == () and 'goal' not in cfg.robots[0].ros_parameters()
@@ -125,6 +134,15 @@ def test_robot_without_goal_has_no_goal_parameter():
     (fleet(demo={'duration': 0}), r'demo\.duration: 0 is below the minimum'),
     (fleet(demo={'speedup': 2}), r'demo\.speedup: unknown key'),
     (fleet(map='missing.yaml'), r'map: file .*missing\.yaml not found'),
+    (fleet(shards=0), r'^fleet config: shards: 0 is below the minimum 1$'),
+    (fleet(shards=2.0), r'^fleet config: shards: expected an integer, got 2\.0$'),
+    (fleet(shards=True), r'^fleet config: shards: expected an integer, got True$'),
+    (fleet(shards='4'), r"^fleet config: shards: expected an integer, got '4'$"),
+    (fleet(shards=5000), r'^fleet config: shards: 5000 is above the maximum 1024$'),
+    (fleet(robot('a'), robot('b', start=[2.0, 0.0]), shards=3),
+     r'^fleet config: shards: 3 shards for 2 robots \(each shard commands at least one robot\)$'),
+    (fleet(orca_node={'shard_count': 2}), r'orca_node\.shard_count: set by the fleet config'),
+    (fleet(orca_node={'mode': 'shard'}), r'orca_node\.mode: set by the fleet config'),
 ])
 def test_bad_config_names_the_field(raw, message):
     with pytest.raises(ValueError, match=message):

@@ -131,6 +131,19 @@ def test_launch_with_another_fleet_file(launch_module, tmp_path):
         ('planner_node', None)]
 
 
+def test_a_sharded_fleet_launches_one_orca_node_per_shard(launch_module, tmp_path):
+    path = tmp_path / 'trio.yaml'
+    path.write_text('shards: 2\nrobots:\n  - {name: a, start: [0, 0], goal: [2, 0]}\n'
+                    '  - {name: b, start: [2, 0], goal: [0, 0]}\n'
+                    '  - {name: c, start: [4, 0], goal: [0, 2]}\n')
+    nodes = launched_nodes(launch_module, fleet_config=str(path))
+    assert [n.kwargs for n in nodes] == [expected_kwargs(s)
+                                         for s in describe_graph(load_fleet_config(path))]
+    assert [(n.kwargs['executable'], n.kwargs['name']) for n in nodes] == [
+        ('fleet_sim_node', 'fleet_sim'), ('orca_node', 'orca_node_shard0'),
+        ('orca_node', 'orca_node_shard1')]
+
+
 def test_bad_fleet_file_stops_the_launch(launch_module, tmp_path, capsys):
     path = tmp_path / 'bad.yaml'
     path.write_text('robots:\n  - {name: a, start: [0, 0], radius: -1}\n'

@@ -192,7 +192,8 @@ def demo_command(args) -> int:
     clock = 'wall clock' if rtf is None else \
         'simulated time in lockstep, ' + ('as fast as this machine allows' if rtf == 0.0
                                           else f'{rtf:g} x real time')
-    print(f'orca-nav demo: scenario {cfg.name}, {len(cfg.robots)} robots, {args.mode} ORCA, '
+    shards = f' in {cfg.shards} shards' if cfg.shards > 1 and args.mode != 'per_robot' else ''
+    print(f'orca-nav demo: scenario {cfg.name}, {len(cfg.robots)} robots, {args.mode} ORCA{shards}, '
           f'up to {cfg.demo.duration:.0f} s on {clock}; output in {out_dir}', file=sys.stderr)
     try:
         report = run_demo(cfg, out_dir, mode=args.mode, executor=args.executor,

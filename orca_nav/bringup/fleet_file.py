@@ -8,6 +8,7 @@ A fleet config is a YAML file (or the equivalent dict)::
     use_sim_time: true            # nodes on /clock (default: when the embedded simulator runs)
     map: ../maps/corridor.yaml    # map_server YAML, relative to this file; omit for open space
     map_3d: ../maps/forest_3d.yaml   # voxel map YAML for drones (quadrotors); omit for none
+    shards: 1                     # orca_node processes the robots are split over (docs/scale.md)
     defaults:                     # applied to every robot, each robot may override
       kinematics: diff_drive
       radius: 0.25
@@ -59,6 +60,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 import yaml
 
+from orca_nav.core.fleet.controller import MAX_SHARDS
 from orca_nav.core.fleet.names import TF_LAYOUTS
 from orca_nav.core.fleet.robots import (FIELDS_BY_NAME, NUMERIC_FIELDS, ROBOT_FIELDS, Pose,
                                         RobotSpec, check_robot_name, field_problem)
@@ -71,8 +73,8 @@ NODE_SECTIONS = ('orca_node', 'fleet_sim_node', 'planner_node', 'map_publisher',
 
 DEFAULTABLE_FIELDS = tuple(f.name for f in ROBOT_FIELDS)
 ROBOT_KEYS = ('name', 'start', 'goal', 'goals', 'start_z', 'goal_z') + DEFAULTABLE_FIELDS
-TOP_LEVEL_KEYS = ('name', 'global_frame', 'tf_layout', 'use_sim_time', 'map', 'map_3d', 'defaults',
-                  'robots', 'planner', 'demo') + NODE_SECTIONS
+TOP_LEVEL_KEYS = ('name', 'global_frame', 'tf_layout', 'use_sim_time', 'map', 'map_3d', 'shards',
+                  'defaults', 'robots', 'planner', 'demo') + NODE_SECTIONS
 DEMO_DEFAULTS = {'duration': 60.0, 'goal_tolerance': 0.25}
 
 _PARAM_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z')
@@ -135,6 +137,7 @@ class FleetConfig:
     map_3d_path: Optional[Path] = None      # voxel map YAML for the drones
     planner_enabled: bool = False
     use_sim_time: Optional[bool] = None     # None: when the embedded simulator runs
+    shards: int = 1                         # orca_node processes splitting the robots
     # node name (NODE_SECTIONS) -> flat {parameter name: value}; planner params land in planner_node
     node_parameters: Mapping[str, Mapping[str, Any]] = field(
         default_factory=lambda: MappingProxyType({s: MappingProxyType({}) for s in NODE_SECTIONS}))
@@ -167,6 +170,8 @@ class FleetConfig:
         if self.map_3d_path is not None:
             out['map_3d'] = str(_relative_to(self.map_3d_path, base_dir) if base_dir
                                 else self.map_3d_path)
+        if self.shards != 1:
+            out['shards'] = self.shards
         # Fields every robot shares go to `defaults`; robots list only what differs.
         shared = {f: getattr(self.robots[0], f) for f in DEFAULTABLE_FIELDS
                   if len({getattr(r, f) for r in self.robots}) == 1}
@@ -392,6 +397,7 @@ def _parse_rest(raw: Mapping, default_name: str, path: Optional[Path],
     use_sim_time = raw.get('use_sim_time')
     if use_sim_time is not None and not isinstance(use_sim_time, bool):
         raise ValueError(f'use_sim_time: expected true or false, got {use_sim_time!r}')
+    shards = _shards(raw.get('shards', 1), len(robots))
     planner_raw = raw.get('planner', {}) or {}
     if not isinstance(planner_raw, Mapping):
         raise ValueError(f'planner: expected a mapping, got {planner_raw!r}')
@@ -400,7 +406,8 @@ def _parse_rest(raw: Mapping, default_name: str, path: Optional[Path],
         raise ValueError(f'planner.enabled: expected true or false, got {enabled!r}')
     planner_params = {k: v for k, v in planner_raw.items() if k != 'enabled'}
 
-    reserved = {'robots', 'global_frame', 'tf_layout', 'use_sim_time'} | {
+    reserved = {'robots', 'global_frame', 'tf_layout', 'use_sim_time', 'mode', 'robot_name',
+                'shard_index', 'shard_count'} | {
         f'{r.name}.{f}' for r in robots for f in ROBOT_KEYS + ('goal',)}
     sections = {}
     for section in NODE_SECTIONS:
@@ -420,7 +427,7 @@ def _parse_rest(raw: Mapping, default_name: str, path: Optional[Path],
     return FleetConfig(
         name=name, robots=robots, global_frame=global_frame, tf_layout=tf_layout,
         map_path=map_path, map_3d_path=map_3d_path,
-        planner_enabled=enabled, use_sim_time=use_sim_time,
+        planner_enabled=enabled, use_sim_time=use_sim_time, shards=shards,
         node_parameters=MappingProxyType({k: MappingProxyType(v) for k, v in sections.items()}),
         demo=demo, source=path)
 
@@ -456,6 +463,20 @@ def _number(value, where: str, low: Optional[float] = None, high: Optional[float
     if high is not None and value > high:
         raise ValueError(f'{where}: {value!r} is above the maximum {high}')
     return float(value)
+
+
+def _shards(value, robot_count: int) -> int:
+    """`shards`: how many orca_node processes split the robots, each commanding at least one."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f'shards: expected an integer, got {value!r}')
+    if value < 1:
+        raise ValueError(f'shards: {value} is below the minimum 1')
+    if value > MAX_SHARDS:
+        raise ValueError(f'shards: {value} is above the maximum {MAX_SHARDS}')
+    if robot_count and value > robot_count:
+        raise ValueError(f'shards: {value} shards for {robot_count} robots (each shard commands '
+                         'at least one robot)')
+    return value
 
 
 def _pose(value, where: str) -> Pose:
@@ -594,7 +615,8 @@ def _node_parameters(raw, section: str, reserved) -> Dict[str, Any]:
             continue
         if key in reserved:
             raise ValueError(f'{where}: set by the fleet config itself (robots, global_frame, '
-                             'use_sim_time, per-robot fields); remove it here')
+                             'use_sim_time, per-robot fields) or its launch (mode, robot_name, '
+                             'shards); remove it here')
         flat[key] = _parameter_value(value, where)
     return flat
 

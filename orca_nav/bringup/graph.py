@@ -50,6 +50,11 @@ class NodeSpec:
         return '/' + '/'.join(p for p in (self.namespace.strip('/'), self.name) if p)
 
 
+def shard_name(index: int) -> str:
+    """The node name of orca_node shard `index` of a sharded fleet."""
+    return f'{ORCA}_shard{index}'
+
+
 def share_dir() -> Path:
     """The package's share folder (config/, launch/): the colcon install, else this checkout."""
     checkout = Path(__file__).resolve().parents[2]
@@ -101,8 +106,9 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
                    sim_overrides: Optional[Dict[str, Any]] = None,
                    observers: int = 0) -> List[NodeSpec]:
     """The nodes that run `cfg`: map publisher (with a map), simulator (use_sim), ORCA
-    (one node, or one per robot namespace in 'per_robot' mode), planner (when enabled), the
-    mission (when a robot has several goals), RViz.
+    (one node, `cfg.shards` nodes `orca_node_shard<k>` when the fleet is sharded, or one per
+    robot namespace in 'per_robot' mode, sharding's limit, whatever `cfg.shards` says), planner
+    (when enabled), the mission (when a robot has several goals), RViz.
 
     use_sim_time: see `uses_sim_time`; with the embedded simulator on simulated time, the
     simulator publishes /clock and every other node follows it. sim_overrides: simulator
@@ -147,12 +153,19 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
             # One exchange per control cycle, each cycle triggered by the exchange's odometry.
             sim['odom_rate'] = float(orca.get('control_rate', 20.0))
             orca['cycle_trigger'] = 'odometry'
-            odometry_readers = (1 if mode == 'centralized' else len(cfg.robots)) + \
+            odometry_readers = (cfg.shards if mode == 'centralized' else len(cfg.robots)) + \
                 int(cfg.planner_enabled) + int(has_mission(cfg)) + observers
             sim.setdefault('lockstep_subscribers', odometry_readers)
         specs.append(NodeSpec('fleet_sim_node', FLEET_SIM, parameters=[sim]))
-    if mode == 'centralized':
+    if mode == 'centralized' and cfg.shards == 1:
         specs.append(NodeSpec('orca_node', ORCA, parameters=[orca]))
+    elif mode == 'centralized':
+        # Each shard commands a block of the robots and, like a per-robot node, sees the others
+        # as reciprocal agents. Distinct names in the root namespace: the shards serve the
+        # fleet's topics (/<robot>/cmd_vel, /orca_nav/markers), none of their own.
+        specs.extend(NodeSpec('orca_node', shard_name(k), parameters=[{
+            **orca, 'mode': 'shard', 'shard_index': k, 'shard_count': cfg.shards}])
+            for k in range(cfg.shards))
     else:
         # Every per-robot node knows the whole fleet (the others are reciprocal agents seen
         # through their odometry) and commands only its own robot.

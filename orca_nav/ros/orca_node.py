@@ -13,8 +13,8 @@ rate), `/orca_nav/markers`, `/diagnostics`.
 A cycle starts as soon as every robot with live odometry has sent a new message since the last
 cycle (`cycle_trigger: odometry`, lowest odom->cmd_vel latency) and at the latest on the
 `control_rate` timer. All times come from the node clock, so `use_sim_time` runs it on /clock.
-Modes: `centralized` commands every robot; `per_robot` commands only `robot_name` and sees the
-others as reciprocal agents, so a fleet can spread over machines.
+Modes: `centralized` commands every robot, `per_robot` only `robot_name`, `shard` one block of
+them (`orca_params.commanded_robots`); the others are reciprocal agents: a fleet spreads out.
 
 A robot gets its first cmd_vel once the controller can command it (map prepared with
 `require_map`, first trajectory with `trajectories_only`); then one every cycle.
@@ -98,7 +98,8 @@ class OrcaNode(ManagedNode):
         self._last_warn: Dict[tuple, float] = {}
         self._unstamped: set = set()            # robots warned about odometry without a stamp
         self._said_waiting = False              # "waiting for /map" logged
-        self._cycle_times = CycleTimes('orca_node: control cycle', _CYCLE_HISTORY)
+        self._cycle_times = CycleTimes(f'{self.get_fully_qualified_name()[1:]}: control cycle',
+                                       _CYCLE_HISTORY)
         self._map_version = 0       # the newest map (or inflation) being prepared
 
         cmd_in, cmd_out = self._cfg['cmd_vel_in'], self._cfg['cmd_vel_out']

@@ -4,19 +4,27 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from orca_nav.core.fleet.controller import MODES, ControllerParams
+from orca_nav.core.fleet.controller import MAX_SHARDS, MODES, ControllerParams
 from orca_nav.core.fleet.deadlock import DeadlockParams
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.ros.params import POSE_FIELDS, SHARED_SPECS, ParamSpec
 
 TRIGGERS = ('odometry', 'timer')
+# The graph's modes, and `shard`: one of several nodes that split the fleet (`shard_block`).
+NODE_MODES = MODES + ('shard',)
 
 NODE_SPECS = [
     ParamSpec('robots', ['robot0'], 'Names of all robots of the fleet (topic namespaces); '
               'the list order is the deadlock-breaking priority', read_only=True),
     ParamSpec('mode', 'centralized', 'centralized: command every robot; per_robot: command only '
-              'robot_name, the others are reciprocal agents', choices=MODES, read_only=True),
+              'robot_name; shard: command block shard_index of shard_count of robots; robots '
+              'another node commands are reciprocal agents', choices=NODE_MODES, read_only=True),
     ParamSpec('robot_name', '', 'per_robot mode: the robot this node commands', read_only=True),
+    ParamSpec('shard_index', 0, 'shard mode: which block of robots this node commands (0-based; '
+              'contiguous blocks in list order, sizes differ by at most 1)', min=0,
+              max=MAX_SHARDS - 1, read_only=True),
+    ParamSpec('shard_count', 1, 'shard mode: how many nodes split robots between them',
+              min=1, max=MAX_SHARDS, read_only=True),
     ParamSpec('global_frame', 'map', 'Frame of odometry poses, goals and the map', read_only=True),
     ParamSpec('batch_robot_topics', True, 'Read the per-robot topics (odometry, goals, plans) on '
               'a thread of their own and run their callbacks in batches: rclpy\'s executors pay '
@@ -154,10 +162,28 @@ def controller_params(c: Dict[str, Any], d: Dict[str, Any]) -> ControllerParams:
         require_map_3d=c['require_map_3d'])
 
 
+def shard_block(count: int, shard_index: int, shard_count: int) -> range:
+    """The rows of `count` robots that shard `shard_index` of `shard_count` commands: contiguous
+    blocks in list order, the first `count % shard_count` one robot larger."""
+    base, larger = divmod(count, shard_count)
+    start = shard_index * base + min(shard_index, larger)
+    return range(start, start + base + (shard_index < larger))
+
+
 def commanded_robots(c: Dict[str, Any]) -> List[str]:
-    """The robots this node commands: all of `robots`, or `robot_name` in per_robot mode."""
+    """The robots this node commands: all of `robots`, `robot_name` in per_robot mode, its
+    block (`shard_block`) in shard mode."""
+    robots = list(c['robots'])
+    if c['mode'] == 'shard':
+        index, count = c['shard_index'], c['shard_count']
+        if count > len(robots):
+            raise ValueError(f'shard_count: {count} shards for {len(robots)} robots (a shard '
+                             'would command none)')
+        if index >= count:
+            raise ValueError(f'shard_index: {index} is not below shard_count {count}')
+        return [robots[i] for i in shard_block(len(robots), index, count)]
     if c['mode'] != 'per_robot':
-        return list(c['robots'])
+        return robots
     if not c['robot_name']:
         raise ValueError('robot_name: required in per_robot mode (which robot to command)')
     if c['robot_name'] not in c['robots']:

@@ -154,7 +154,7 @@ def test_a_fleet_launched_in_a_namespace_keeps_its_topics_inside_it(ros):
     node = ros.add(OrcaNode(context=ros.context, namespace='site1', parameter_overrides=[
         Parameter('robots', value=['r0']), Parameter('tf_layout', value='namespaced'),
         Parameter('cmd_vel_stamped', value=True)]))
-    assert node._cmd_out[0][2].header.frame_id == 'base_link'     # r0's own tree names it so
+    assert node._cmd_out[0][2].frame_id == 'base_link'     # r0's own tree names it so
     assert ros.wait_for(lambda: node.count_publishers('/site1/r0/cmd_vel') == 1)
     topics = dict(node.get_topic_names_and_types())
     assert {'/site1/r0/odom', '/site1/r0/goal_pose', '/site1/r0/trajectory', '/site1/r0/tf',

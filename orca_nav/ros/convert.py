@@ -144,7 +144,7 @@ class TwistCdr:
     doubles linear (3), angular (3); Twist is just the doubles."""
 
     def __init__(self, frame_id: Optional[str] = None):
-        self.stamped = frame_id is not None
+        self.frame_id, self.stamped = frame_id, frame_id is not None
         if not self.stamped:
             self._prefix = _CDR_LITTLE_ENDIAN + b'\x00\x00'
             return

@@ -330,3 +330,25 @@ def test_a_localization_jump_widens_the_robot_for_a_while(monkeypatch):
     cycle(t, 0.7 + (t - 0.10))              # consistent again, after the hold
     assert seen[-1][0] == pytest.approx(base[0])
     assert controller_module.LOCALIZATION_JUMP_M < 0.6
+
+
+def test_states_set_together_are_the_states_set_one_by_one():
+    """set_states (a batch of odometry) leaves the controller as set_state row by row would:
+    a late row is ignored, a robot's last row wins, a jump grows its margin."""
+    one, many = (FleetController(specs(3), ControllerParams(control_rate=20.0)) for _ in range(2))
+    for fleet in (one, many):
+        fleet.set_state(0, 1.0, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0), 0.0)
+        fleet.set_state(1, 1.0, (3.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0)
+    rows = [0, 1, 2, 1]
+    stamps = [0.9, 1.05, 1.05, 1.1]          # robot0's row is late; robot1 twice
+    positions = [(9.0, 9.0, 0.0), (3.0, 0.0, 0.0), (5.0, 5.0, 1.0), (3.6, 0.0, 0.0)]   # jump
+    velocities = [(0.0, 0.0, 0.0)] * 3 + [(0.5, 0.0, 0.0)]
+    yaws, cov = [0.1, 0.2, 0.3, 0.4], [np.eye(2) * 0.01] * 4
+    for row, stamp, position, velocity, yaw, c in zip(rows, stamps, positions, velocities, yaws,
+                                                       cov):
+        assert one.set_state(row, stamp, position, velocity, yaw, c) is None
+    many.set_states(rows, stamps, positions, velocities, yaws, cov)
+    for name in ('_position', '_velocity', '_altitude', '_climb', '_yaw', '_stamp',
+                 '_covariance', '_fresh', '_jump_margin', '_jump_until'):
+        np.testing.assert_array_equal(getattr(many, name), getattr(one, name), err_msg=name)
+    assert many._jump_margin[1] > 0.25 and many._stamp[0] == 1.0

@@ -240,3 +240,27 @@ def test_serialized_twists_read_back_as_rclpy_serializes_them(frame_id):
     body.linear.x, body.linear.y, body.linear.z, body.angular.z = 0.5, -0.25, 0.125, 0.75
     assert len(raw) == len(serialize_message(expected))      # (rclpy leaves padding unset)
     assert deserialize_message(raw, type(expected)) == expected
+
+
+def test_a_batch_of_odometry_decodes_as_each_message_alone_and_leaves_out_what_needs_a_word():
+    """odom_batch_from_cdr gives what odom_state_from_cdr gives for every message it keeps, and
+    leaves out the ones the node must handle (and name) one by one."""
+    from rclpy.serialization import serialize_message
+    msgs = [convert.state_to_odom((1.0 * i, 2.0, 0.5), 0.3 * i, (0.5, 0.1), 0.2,
+                                  convert.seconds_to_time(10.5 + i), 'map' if i % 2 else 'odom',
+                                  f'robot{i}/base_link') for i in range(7)]
+    msgs[2].pose.covariance[0] = math.nan                    # not finite
+    msgs[3].pose.covariance[0], msgs[3].pose.covariance[7] = 0.04, 0.09     # usable
+    msgs[4].pose.pose.orientation.w = 0.5                    # not a unit quaternion
+    msgs[5].pose.covariance[1] = 0.5                         # not symmetric
+    raws = [serialize_message(m) for m in msgs] + [b'\x00\x01\x00\x00\x01']   # malformed
+    batch = convert.odom_batch_from_cdr(raws)
+    assert batch.index.tolist() == [0, 1, 3, 6]
+    for k, i in enumerate(batch.index):
+        state = convert.odom_state_from_cdr(raws[i])
+        assert batch.frame_id[k] == state.frame_id and batch.stamp[k] == state.stamp_s
+        np.testing.assert_allclose(batch.position[k], state.position)
+        np.testing.assert_allclose(batch.velocity[k], state.velocity, atol=1e-12)
+        assert batch.yaw[k] == pytest.approx(state.yaw)
+        np.testing.assert_allclose(batch.covariance[k], state.position_covariance)
+    assert len(convert.odom_batch_from_cdr([]).index) == 0

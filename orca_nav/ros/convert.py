@@ -5,7 +5,7 @@ import array
 import math
 import struct
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
@@ -160,6 +160,63 @@ class TwistCdr:
             return self._prefix + twist
         return (_CDR_LITTLE_ENDIAN + b'\x00\x00' + _STAMP.pack(*divmod(stamp_ns, 10 ** 9))
                 + self._frame + twist)
+
+
+class OdomBatch(NamedTuple):
+    """Odometry messages decoded together, row k from message `index[k]`; velocities rotated
+    into the pose's frame as in OdomState."""
+    index: np.ndarray           # (K,) positions in the list given
+    stamp: np.ndarray           # (K,) s
+    frame_id: List[str]
+    position: np.ndarray        # (K, 3)
+    velocity: np.ndarray        # (K, 3)
+    yaw: np.ndarray             # (K,)
+    covariance: np.ndarray      # (K, 2, 2) x, y block of pose.covariance
+
+
+def odom_batch_from_cdr(raws: List[bytes]) -> OdomBatch:
+    """odom_state_from_cdr for many serialized messages, the arithmetic in numpy over all of
+    them (a fleet node gets one per robot per period). Only messages odom_state_from_cdr would
+    accept unchanged come back, with a usable covariance (`covariance_problem` is None): the
+    others (another encoding, malformed, not finite, not a unit quaternion, a covariance that
+    gives a margin) are left out, for the caller to pass one by one to odom_state_from_cdr and
+    the controller, which say what is wrong."""
+    index, frames, rows = [], [], []
+    for k, raw in enumerate(raws):
+        if raw[:2] != _CDR_LITTLE_ENDIAN:
+            continue
+        body = memoryview(raw)[4:]
+        try:
+            sec, nanosec, frame_length = _STAMP_AND_FRAME_LENGTH.unpack_from(body, 0)
+            frame_id = bytes(body[12:12 + frame_length]).rstrip(b'\x00').decode()
+            offset = _aligned(12 + frame_length, 4)
+            (child_length,) = _STRING_LENGTH.unpack_from(body, offset)
+            offset = _aligned(offset + 4 + child_length, 8)
+            pose = _POSE.unpack_from(body, offset)
+            covariance = _COVARIANCE_XY.unpack_from(body, offset + _POSE.size)
+            twist = _TWIST.unpack_from(body, offset + _POSE.size + _POSE_COVARIANCE_BYTES)
+        except (struct.error, UnicodeDecodeError):
+            continue
+        index.append(k)
+        frames.append(frame_id)
+        rows.append((sec + 1e-9 * nanosec,) + pose + covariance[0:2] + covariance[6:8] + twist)
+    values = np.array(rows, dtype=float).reshape(-1, 1 + 7 + 4 + 6)
+    stamp, position, (qx, qy, qz, qw) = values[:, 0], values[:, 1:4], values[:, 4:8].T
+    covariance, body = values[:, 8:12].reshape(-1, 2, 2), values[:, 12:18]
+    xx, xy, yx, yy = covariance.reshape(-1, 4).T
+    scale = np.maximum(np.abs(covariance).reshape(-1, 4).max(axis=1, initial=0.0), 1e-12)
+    usable = (np.isfinite(values).all(axis=1)       # (a NaN covariance only fails here)
+              & (np.abs(qx * qx + qy * qy + qz * qz + qw * qw - 1.0) <= 1e-3 + 1e-5)
+              & (np.abs(xy - yx) <= 1e-6 * scale) & (xx >= 0.0) & (yy >= 0.0)
+              & (xx * yy - xy * yx >= -1e-9 * scale * scale))
+    yaw = np.arctan2(2.0 * (qw * qz + qx * qy), 1.0 - 2.0 * (qy * qy + qz * qz))
+    c, s = np.cos(yaw), np.sin(yaw)
+    velocity = np.column_stack([c * body[:, 0] - s * body[:, 1], s * body[:, 0] + c * body[:, 1],
+                                body[:, 2]])
+    keep = np.flatnonzero(usable)
+    return OdomBatch(np.asarray(index, dtype=int)[keep], stamp[keep],
+                     [frames[k] for k in keep], position[keep], velocity[keep], yaw[keep],
+                     covariance[keep])
 
 
 def _aligned(offset: int, size: int) -> int:

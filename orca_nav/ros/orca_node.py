@@ -46,6 +46,7 @@ from orca_nav.ros.diagnostics import CycleTimes, status_msg
 from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.markers import fleet_markers
 from orca_nav.ros.node_main import run_node
+from orca_nav.ros.odometry_input import BatchedOdometry
 from orca_nav.ros.offload import Offloaded
 from orca_nav.ros.orca_drones import DroneMap
 from orca_nav.ros.orca_params import (DEADLOCK_SPECS, NODE_SPECS, commanded_robots,
@@ -115,13 +116,13 @@ class OrcaNode(ManagedNode):
         self._marker_pub = self.create_lifecycle_publisher(MarkerArray, 'orca_nav/markers', 10)
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10)
         topics = self.own(RobotTopics(self, self._after_inputs, self._cfg['batch_robot_topics']))
+        self._odometry = BatchedOdometry(self.fleet, self.global_frame, self._on_odom)
         for i, robot in enumerate(self.robots):
             # Best effort (REP-2003 sensor data): only the newest odometry matters, and it
-            # matches reliable and best-effort publishers alike. Raw: read without rclpy's full
-            # deserialization (convert.odom_state_from_cdr).
+            # matches reliable and best-effort publishers alike. Raw: decoded by the node.
             topics.subscribe(Odometry, self._poses.names[robot].odom_topic,
-                             lambda raw, i=i: self._on_odom(i, raw), qos_profile_sensor_data,
-                             raw=True)
+                             lambda raw, i=i: self._odometry.add(i, raw),
+                             qos_profile_sensor_data, raw=True)
             # Every robot's goal: the deadlock breaker's priorities need to know who travels.
             topics.subscribe(PoseStamped, self._poses.names[robot].goal_topic,
                              lambda msg, i=i: self._on_goal(i, msg), 10)
@@ -234,6 +235,7 @@ class OrcaNode(ManagedNode):
     def _after_inputs(self) -> None:
         """After each batch of per-robot messages: the cycle, when odometry triggers it and
         every live robot's state is in (once a batch: the check is over the whole fleet)."""
+        self._odometry.take()
         if not self.active:
             return
         now = self.fleet.cycle_time(node_now(self))

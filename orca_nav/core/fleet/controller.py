@@ -343,31 +343,54 @@ class FleetController:
         radius grows by the jump for JUMP_MARGIN_HOLD_S, so everyone keeps that extra room."""
         if stamp < self._stamp[i]:
             return None
-        # Plain floats: this runs for every odometry message of the fleet.
         covariance = _ZERO_COVARIANCE if covariance is None else np.asarray(covariance, dtype=float)
         problem = covariance_problem(covariance)
+        if len(position) > 2:       # a 2-D state keeps the altitude and climb held
+            position = (position[0], position[1], position[2])
+            velocity = (velocity[0], velocity[1], velocity[2] if len(velocity) > 2 else 0.0)
+        else:
+            position = (position[0], position[1], self._altitude[i])
+            velocity = (velocity[0], velocity[1], self._climb[i])
+        self.set_states([i], [stamp], [position], [velocity], [yaw],
+                        [covariance if problem is None else _ZERO_COVARIANCE])
         self._covariance_unusable[i] = problem is not None
-        self._input_problem.pop(i, None)
-        x, y = float(position[0]), float(position[1])
-        last_x = float(self._position[i, 0])
-        if math.isfinite(last_x):
-            age = stamp - float(self._stamp[i])
-            jump = math.hypot(x - last_x - float(self._velocity[i, 0]) * age,
-                              y - float(self._position[i, 1]) - float(self._velocity[i, 1]) * age)
-            if jump > LOCALIZATION_JUMP_M:
-                self._jump_margin[i] = max(jump, self._jump_margin[i]
-                                           if stamp < self._jump_until[i] else 0.0)
-                self._jump_until[i] = stamp + JUMP_MARGIN_HOLD_S
-        self._position[i] = x, y
-        self._velocity[i] = float(velocity[0]), float(velocity[1])
-        if len(position) > 2:
-            self._altitude[i] = position[2]
-            self._climb[i] = velocity[2] if len(velocity) > 2 else 0.0
-        self._yaw[i] = yaw
-        self._stamp[i] = stamp
-        self._covariance[i] = covariance if problem is None else 0.0
-        self._fresh[i] = True
         return problem
+
+    def set_states(self, rows, stamps, positions, velocities, yaws, covariances) -> None:
+        """set_state for many robots at once, each with a usable covariance ((K, 2, 2); see
+        `covariance_problem`) and (x, y, z) positions and velocities (z: altitude and climb).
+        A robot listed more than once takes its last row."""
+        rows = np.asarray(rows, dtype=int)
+        last = len(rows) - 1 - np.unique(rows[::-1], return_index=True)[1]
+        rows, stamps = rows[last], np.asarray(stamps, dtype=float)[last]
+        newer = stamps >= self._stamp[rows]     # older than the state held: late, ignored
+        take = last[newer]
+        rows, stamps = rows[newer], stamps[newer]
+        positions = np.asarray(positions, dtype=float).reshape(-1, 3)[take]
+        velocities = np.asarray(velocities, dtype=float).reshape(-1, 3)[take]
+        known = np.isfinite(self._position[rows, 0])    # (a first state cannot jump)
+        was = rows[known]
+        expected = self._position[was] + self._velocity[was] * (stamps[known]
+                                                                - self._stamp[was])[:, None]
+        jump = np.zeros(len(rows))
+        jump[known] = np.hypot(*(positions[known, :2] - expected).T)
+        jumped = jump > LOCALIZATION_JUMP_M
+        if jumped.any():
+            held, when = rows[jumped], stamps[jumped]
+            self._jump_margin[held] = np.maximum(
+                jump[jumped], np.where(when < self._jump_until[held], self._jump_margin[held], 0.0))
+            self._jump_until[held] = when + JUMP_MARGIN_HOLD_S
+        for i in rows.tolist() if self._input_problem else ():
+            self._input_problem.pop(i, None)
+        self._covariance_unusable[rows] = False
+        self._position[rows] = positions[:, :2]
+        self._velocity[rows] = velocities[:, :2]
+        self._altitude[rows] = positions[:, 2]
+        self._climb[rows] = velocities[:, 2]
+        self._yaw[rows] = np.asarray(yaws, dtype=float)[take]
+        self._stamp[rows] = stamps
+        self._covariance[rows] = np.asarray(covariances, dtype=float).reshape(-1, 2, 2)[take]
+        self._fresh[rows] = True
 
     def set_scan(self, i: int, stamp: float, points) -> Optional[str]:
         """Robot i's sensor points at `stamp`, (M, 2) in its body frame (x forward, m): placed

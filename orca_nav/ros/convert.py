@@ -118,6 +118,14 @@ def odom_state_from_cdr(raw: bytes) -> OdomState:
     than little-endian XCDR1 (what rmw_fastrtps sends here) are deserialized by rclpy."""
     if raw[:2] != _CDR_LITTLE_ENDIAN:
         return odom_to_state(deserialize_message(raw, Odometry))
+    stamp_s, frame_id, child_frame_id, pose, covariance, twist = _odom_fields(raw)
+    return _odom_state(pose[:3], pose[3:], twist[:3], twist[5], stamp_s, frame_id,
+                       covariance[0:2] + covariance[6:8], child_frame_id)
+
+
+def _odom_fields(raw: bytes):
+    """(stamp s, frame_id, child_frame_id, pose (7), xy covariance rows (8), twist (6)) of a
+    little-endian serialized Odometry; ValueError when it is malformed."""
     body = memoryview(raw)[4:]
     try:
         sec, nanosec, frame_length = _STAMP_AND_FRAME_LENGTH.unpack_from(body, 0)
@@ -131,8 +139,7 @@ def odom_state_from_cdr(raw: bytes) -> OdomState:
         twist = _TWIST.unpack_from(body, offset + _POSE.size + _POSE_COVARIANCE_BYTES)
     except (struct.error, UnicodeDecodeError) as err:
         raise ValueError(f'malformed serialized Odometry ({len(raw)} bytes): {err}') from None
-    return _odom_state(pose[:3], pose[3:], twist[:3], twist[5], sec + 1e-9 * nanosec, frame_id,
-                       covariance[0:2] + covariance[6:8], child_frame_id)
+    return sec + 1e-9 * nanosec, frame_id, child_frame_id, pose, covariance, twist
 
 
 class TwistCdr:
@@ -185,21 +192,13 @@ def odom_batch_from_cdr(raws: List[bytes]) -> OdomBatch:
     for k, raw in enumerate(raws):
         if raw[:2] != _CDR_LITTLE_ENDIAN:
             continue
-        body = memoryview(raw)[4:]
         try:
-            sec, nanosec, frame_length = _STAMP_AND_FRAME_LENGTH.unpack_from(body, 0)
-            frame_id = bytes(body[12:12 + frame_length]).rstrip(b'\x00').decode()
-            offset = _aligned(12 + frame_length, 4)
-            (child_length,) = _STRING_LENGTH.unpack_from(body, offset)
-            offset = _aligned(offset + 4 + child_length, 8)
-            pose = _POSE.unpack_from(body, offset)
-            covariance = _COVARIANCE_XY.unpack_from(body, offset + _POSE.size)
-            twist = _TWIST.unpack_from(body, offset + _POSE.size + _POSE_COVARIANCE_BYTES)
-        except (struct.error, UnicodeDecodeError):
+            stamp_s, frame_id, _, pose, covariance, twist = _odom_fields(raw)
+        except ValueError:
             continue
         index.append(k)
         frames.append(frame_id)
-        rows.append((sec + 1e-9 * nanosec,) + pose + covariance[0:2] + covariance[6:8] + twist)
+        rows.append((stamp_s,) + pose + covariance[0:2] + covariance[6:8] + twist)
     values = np.array(rows, dtype=float).reshape(-1, 1 + 7 + 4 + 6)
     stamp, position, (qx, qy, qz, qw) = values[:, 0], values[:, 1:4], values[:, 4:8].T
     covariance, body = values[:, 8:12].reshape(-1, 2, 2), values[:, 12:18]

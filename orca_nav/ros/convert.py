@@ -204,18 +204,19 @@ def odom_batch_from_cdr(raws: List[bytes]) -> OdomBatch:
     covariance, body = values[:, 8:12].reshape(-1, 2, 2), values[:, 12:18]
     xx, xy, yx, yy = covariance.reshape(-1, 4).T
     scale = np.maximum(np.abs(covariance).reshape(-1, 4).max(axis=1, initial=0.0), 1e-12)
-    usable = (np.isfinite(values).all(axis=1)       # (a NaN covariance only fails here)
-              & (np.abs(qx * qx + qy * qy + qz * qz + qw * qw - 1.0) <= 1e-3 + 1e-5)
-              & (np.abs(xy - yx) <= 1e-6 * scale) & (xx >= 0.0) & (yy >= 0.0)
-              & (xx * yy - xy * yx >= -1e-9 * scale * scale))
+    with np.errstate(invalid='ignore', over='ignore'):     # rows not finite are left out
+        usable = (np.isfinite(values).all(axis=1)
+                  & (np.abs(qx * qx + qy * qy + qz * qz + qw * qw - 1.0) <= 1e-3 + 1e-5)
+                  & (np.abs(xy - yx) <= 1e-6 * scale) & (xx >= 0.0) & (yy >= 0.0)
+                  & (xx * yy - xy * yx >= -1e-9 * scale * scale))
+    keep = np.flatnonzero(usable)
+    qx, qy, qz, qw, body = qx[keep], qy[keep], qz[keep], qw[keep], body[keep]
     yaw = np.arctan2(2.0 * (qw * qz + qx * qy), 1.0 - 2.0 * (qy * qy + qz * qz))
     c, s = np.cos(yaw), np.sin(yaw)
     velocity = np.column_stack([c * body[:, 0] - s * body[:, 1], s * body[:, 0] + c * body[:, 1],
                                 body[:, 2]])
-    keep = np.flatnonzero(usable)
     return OdomBatch(np.asarray(index, dtype=int)[keep], stamp[keep],
-                     [frames[k] for k in keep], position[keep], velocity[keep], yaw[keep],
-                     covariance[keep])
+                     [frames[k] for k in keep], position[keep], velocity, yaw, covariance[keep])
 
 
 def _aligned(offset: int, size: int) -> int:

@@ -12,6 +12,7 @@ test slower but never changes what it sees.
 import os
 import threading
 
+import pytest
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
@@ -79,6 +80,17 @@ class RosHarness:
         for node in nodes:      # a node left alive keeps publishing into later tests
             node.destroy_node()
         rclpy.try_shutdown(context=self.context)
+
+
+def harness_fixture(make=RosHarness):
+    """A test module's `ros` fixture: `ros = harness_fixture(Ros)` gives each test a fresh
+    `make()`, shut down after it."""
+    @pytest.fixture
+    def ros():
+        harness = make()
+        yield harness
+        harness.shutdown()
+    return ros
 
 
 class SimClock:

@@ -17,15 +17,12 @@ from trajectory_msgs.msg import (MultiDOFJointTrajectory,  # noqa: E402
 
 from orca_nav.ros.convert import latched_qos  # noqa: E402
 from test_orca_node import PERIOD, Ros  # noqa: E402
+from ros_harness import harness_fixture  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
 
-@pytest.fixture
-def ros():
-    env = Ros()
-    yield env
-    env.shutdown()
+ros = harness_fixture(Ros)
 
 
 def keeps_commanding(ros, cmds, pose=(0.0, 0.0)):

@@ -30,7 +30,7 @@ from orca_nav.core.grid import OccupancyGrid  # noqa: E402
 from orca_nav.ros.convert import latched_qos, odom_to_state, stamp_to_seconds  # noqa: E402
 from orca_nav.ros.fleet_sim_node import FleetSimNode  # noqa: E402
 from orca_nav.ros.map_publisher import MapPublisher  # noqa: E402
-from ros_harness import RosHarness, SimClock, private_domain, sim_time  # noqa: E402
+from ros_harness import RosHarness, SimClock, harness_fixture, private_domain, sim_time  # noqa: E402
 
 pytestmark = pytest.mark.ros
 REPO = Path(__file__).resolve().parents[1]
@@ -97,11 +97,7 @@ def rounded(times):
     return set(np.round(times, 9).tolist())
 
 
-@pytest.fixture
-def ros():
-    env = Ros()
-    yield env
-    env.shutdown()
+ros = harness_fixture(Ros)
 
 
 @pytest.mark.parametrize('rtf', [0.0, 1.0], ids=['as_fast_as_possible', 'real_time'])

@@ -18,18 +18,14 @@ from orca_nav.ros.convert import latched_qos, state_to_odom  # noqa: E402
 from orca_nav.ros.map_publisher import MapPublisher  # noqa: E402
 from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
 from orca_nav.ros.planner_node import PlannerNode  # noqa: E402
-from ros_harness import RosHarness, SimClock, sim_time  # noqa: E402
+from ros_harness import SimClock, harness_fixture, sim_time  # noqa: E402
 
 pytestmark = pytest.mark.ros
 MANUAL = Parameter('autostart', value=False)
 CORRIDOR = Path(__file__).resolve().parents[1] / 'config' / 'maps' / 'corridor.yaml'
 
 
-@pytest.fixture
-def ros():
-    harness = RosHarness()
-    yield harness
-    harness.shutdown()
+ros = harness_fixture()
 
 
 class LifecycleClient:

@@ -15,7 +15,7 @@ from sensor_msgs.msg import PointCloud2, PointField  # noqa: E402
 
 from orca_nav.ros.convert import cloud_to_grid, cloud_xyz, grid_to_cloud, latched_qos  # noqa: E402
 from orca_nav.ros.map_3d_publisher import Map3dPublisher  # noqa: E402
-from ros_harness import RosHarness  # noqa: E402
+from ros_harness import harness_fixture  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 MAPS = REPO / 'config' / 'maps'
@@ -139,11 +139,7 @@ def _cloud(points) -> PointCloud2:
 
 
 # ---------------------------------------------------------------------- over DDS
-@pytest.fixture
-def ros():
-    harness = RosHarness()
-    yield harness
-    harness.shutdown()
+ros = harness_fixture()
 
 
 @pytest.mark.ros

@@ -31,14 +31,10 @@ from orca_nav.bringup.graph import describe_graph  # noqa: E402
 from orca_nav.bringup.runner import run_graph  # noqa: E402
 from orca_nav.ros.convert import quaternion_to_yaw, seconds_to_time, state_to_odom  # noqa: E402
 from orca_nav.ros.mission_node import MissionNode  # noqa: E402
-from ros_harness import RosHarness  # noqa: E402
+from ros_harness import harness_fixture  # noqa: E402
 
 
-@pytest.fixture
-def ros():
-    harness = RosHarness()
-    yield harness
-    harness.shutdown()
+ros = harness_fixture()
 
 
 def test_mission_node_publishes_the_next_goal_when_one_is_reached(ros):

@@ -13,6 +13,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from orca_nav.ros.convert import yaw_to_quaternion  # noqa: E402
 from scenes import room  # noqa: E402
 from test_planner_node import HOLONOMIC, Ros, nonempty  # noqa: E402
+from ros_harness import harness_fixture  # noqa: E402
 
 NavigateToPose = nav2_msgs.NavigateToPose
 pytestmark = pytest.mark.ros
@@ -42,11 +43,7 @@ class Navigator:
         return future.result()
 
 
-@pytest.fixture
-def ros():
-    env = Ros()
-    yield env
-    env.shutdown()
+ros = harness_fixture(Ros)
 
 
 def started(ros, *extra):

@@ -14,6 +14,7 @@ from sensor_msgs.msg import PointCloud2  # noqa: E402
 from orca_nav.core.grid import OccupancyGrid  # noqa: E402
 from orca_nav.ros.convert import cloud_xyz, grid_to_cloud, latched_qos, state_to_odom  # noqa: E402
 from test_orca_node import Ros, _time  # noqa: E402
+from ros_harness import harness_fixture  # noqa: E402
 
 pytestmark = pytest.mark.ros
 DRONE = {'robot0.kinematics': 'quadrotor', 'require_map_3d': True, 'diagnostics_rate': 20.0}
@@ -58,11 +59,7 @@ class Log:
         return line in self.text
 
 
-@pytest.fixture
-def ros():
-    env = DroneRos()
-    yield env
-    env.shutdown()
+ros = harness_fixture(DroneRos)
 
 
 def room_cloud(stamp):

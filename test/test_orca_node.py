@@ -37,8 +37,8 @@ from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
 from orca_nav.ros.orca_params import DEADLOCK_SPECS, NODE_SPECS  # noqa: E402
 from orca_nav.ros.params import ROBOT_SPECS  # noqa: E402
 from orca_nav.ros.trajectory_msgs import reference_to_trajectory  # noqa: E402
-from ros_harness import (RosHarness, SimClock, node_time_s, private_domain,  # noqa: E402
-                         sim_time)
+from ros_harness import (RosHarness, SimClock, harness_fixture, node_time_s,  # noqa: E402
+                         private_domain, sim_time)
 
 pytestmark = pytest.mark.ros
 REPO = Path(__file__).resolve().parents[1]
@@ -161,11 +161,7 @@ def goals_on_markers(markers, robot):
     return 'no markers'
 
 
-@pytest.fixture
-def ros():
-    env = Ros()
-    yield env
-    env.shutdown()
+ros = harness_fixture(Ros)
 
 
 def test_cmd_vel_in_the_body_frame_markers_and_diagnostics(ros):

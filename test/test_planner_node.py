@@ -17,7 +17,8 @@ from orca_nav.ros.convert import (grid_to_msg, latched_qos, seconds_to_time,  # 
                                   state_to_odom, stamp_to_seconds, yaw_to_quaternion)
 from orca_nav.ros.planner_node import PlannerNode  # noqa: E402
 from orca_nav.ros.trajectory_msgs import msg_to_reference  # noqa: E402
-from ros_harness import RosHarness, SimClock, node_time_s, sim_time  # noqa: E402
+from ros_harness import (RosHarness, SimClock, harness_fixture, node_time_s,  # noqa: E402
+                         sim_time)
 from scenes import room  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -81,11 +82,7 @@ def nonempty(msgs):
     return [m for m in msgs if m.points]
 
 
-@pytest.fixture
-def ros():
-    env = Ros()
-    yield env
-    env.shutdown()
+ros = harness_fixture(Ros)
 
 
 @pytest.mark.parametrize('kinematics', ['holonomic', 'car'])

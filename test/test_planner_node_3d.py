@@ -21,7 +21,7 @@ from orca_nav.ros.convert import (grid_to_cloud, latched_qos, seconds_to_time,  
                                   state_to_odom, yaw_to_quaternion)
 from orca_nav.ros.planner_node import PlannerNode  # noqa: E402
 from orca_nav.ros.trajectory_msgs import msg_to_reference  # noqa: E402
-from ros_harness import RosHarness  # noqa: E402
+from ros_harness import RosHarness, harness_fixture  # noqa: E402
 from scenes import room  # noqa: E402
 from test_fleet_planner_3d import RES3, wall_with_window  # noqa: E402
 from test_planner_node import nonempty  # noqa: E402
@@ -62,11 +62,7 @@ class Ros(RosHarness):
         self.publisher(PoseStamped, f'/{robot}/goal_pose').publish(msg)
 
 
-@pytest.fixture
-def ros():
-    env = Ros()
-    yield env
-    env.shutdown()
+ros = harness_fixture(Ros)
 
 
 def test_a_drone_gets_a_3d_path_and_trajectory_through_the_3d_map(ros):

@@ -14,15 +14,12 @@ from std_msgs.msg import String  # noqa: E402
 from orca_nav.ros.convert import odom_to_state  # noqa: E402
 from orca_nav.ros.tracked_agents import TRACKED_AGENTS_QOS  # noqa: E402
 from test_fleet_sim_node import Controller, Ros, forward, lockstep  # noqa: E402
+from ros_harness import harness_fixture  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
 
-@pytest.fixture
-def ros():
-    env = Ros()
-    yield env
-    env.shutdown()
+ros = harness_fixture(Ros)
 
 
 def pedestrians(lines=(), walkers=(), **more):

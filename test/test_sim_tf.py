@@ -81,15 +81,12 @@ from orca_nav.ros.convert import odom_to_state, stamp_to_seconds  # noqa: E402
 from orca_nav.ros.sim_tf import SCAN_FRAME, SCAN_HEIGHT_M  # noqa: E402
 from orca_nav.ros.tf_listener import TF_QOS, TF_STATIC_QOS  # noqa: E402
 from test_fleet_sim_node import Controller, Ros, forward, lockstep  # noqa: E402
+from ros_harness import harness_fixture  # noqa: E402
 
 PERIOD = 0.02
 
 
-@pytest.fixture
-def ros():
-    env = Ros()
-    yield env
-    env.shutdown()
+ros = harness_fixture(Ros)
 
 
 def fill(buffer, names_by_topic, messages, static):

@@ -14,16 +14,12 @@ from orca_nav.core.transforms import (FrameNotFoundError, TransformBuffer,  # no
                                       TransformError)
 from orca_nav.ros.convert import seconds_to_time  # noqa: E402
 from orca_nav.ros.tf_listener import TF_QOS, TF_STATIC_QOS, TfListener  # noqa: E402
-from ros_harness import RosHarness, SimClock, sim_time  # noqa: E402
+from ros_harness import SimClock, harness_fixture, sim_time  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
 
-@pytest.fixture
-def ros():
-    env = RosHarness()
-    yield env
-    env.shutdown()
+ros = harness_fixture()
 
 
 def transform(parent, child, stamp, x, yaw=0.0):

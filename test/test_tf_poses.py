@@ -17,7 +17,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data  # n
 from orca_nav.core.transforms import TransformError  # noqa: E402
 from orca_nav.ros.convert import seconds_to_time, state_to_odom, yaw_to_quaternion  # noqa: E402
 from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
-from ros_harness import RosHarness, SimClock, node_time_s, sim_time  # noqa: E402
+from ros_harness import SimClock, harness_fixture, node_time_s, sim_time  # noqa: E402
 
 pytestmark = pytest.mark.ros
 TFMessage = tf2_msgs.TFMessage
@@ -73,11 +73,7 @@ class Stack:
         return fleet._position[0].copy(), float(fleet._yaw[0]), fleet._velocity[0].copy()
 
 
-@pytest.fixture
-def ros():
-    harness = RosHarness()
-    yield harness
-    harness.shutdown()
+ros = harness_fixture()
 
 
 @pytest.mark.parametrize('layout', ['namespaced', 'prefixed'])

@@ -15,15 +15,12 @@ from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from orca_nav.ros.convert import state_to_odom  # noqa: E402
 from test_bad_input_runtime import logged  # noqa: E402
 from test_orca_node import Ros, _time  # noqa: E402
+from ros_harness import harness_fixture  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
 
-@pytest.fixture
-def ros():
-    env = Ros()
-    yield env
-    env.shutdown()
+ros = harness_fixture(Ros)
 
 
 def _agent(ros, pub, agent, x, y, vx, vy=0.0, frame='map', covariance=None):

@@ -689,8 +689,7 @@ class FleetController:
         velocities = np.where(live[:, None], np.column_stack(
             [self._velocity[rows], np.where(flying, self._climb[rows], 0.0)]), 0.0)
         pref = velocities.copy()
-        if drive.any():
-            pref[drive] = keep_right(self._drone_preferred(rows[drive], positions[drive], now))
+        pref[drive] = keep_right(self._drone_preferred(rows[drive], positions[drive], now))
         limits = self._limits.subset(rows)
         margin = np.where(now < self._jump_until[rows], self._jump_margin[rows], 0.0)
         orca = OrcaParams(time_step=p.period, neighbor_dist=p.neighbor_dist,

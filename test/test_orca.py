@@ -428,3 +428,40 @@ def test_agents_without_any_neighbour_skip_the_kd_tree_with_the_same_answer(monk
         for a, b in zip(checked, tree_only):
             np.testing.assert_array_equal(a, b)
     assert checked[0].shape == (12, 0)      # the last spread leaves everybody alone
+
+
+@pytest.mark.parametrize('spread', [200.0, 20.0], ids=['sparse', 'dense'])
+def test_a_kept_neighbor_list_answers_as_a_fresh_kd_tree(monkeypatch, spread):
+    """Over a moving crowd whose size and non-cooperative agents change, the Verlet list gives
+    agent_neighbors' answer at every call; a sparse crowd reuses one kd-tree for many calls,
+    a crowd too dense for the list asks a fresh one."""
+    from orca_nav.core.avoidance import neighbors as neighbor_module
+    trees = []
+    real_tree = neighbor_module.cKDTree
+    monkeypatch.setattr(neighbor_module, 'cKDTree', lambda *a, **k: trees.append(1) or real_tree(*a, **k))
+    rng = np.random.default_rng(11)
+    kept = neighbor_module.AgentNeighborList()
+    positions = rng.uniform(0.0, spread, (150, 2))
+    others_start = rng.uniform(0.0, spread, (3, 2))
+    all_neighbor_dist = rng.uniform(4.0, 6.0, len(positions))
+    all_max_neighbors = rng.integers(1, 9, len(positions))
+    calls = fresh_trees = 0
+    for call in range(60):
+        if call == 20:
+            positions = positions[:140]                        # agents leave
+        others = others_start + 0.01 * call if call >= 40 else None
+        neighbor_dist = all_neighbor_dist[:len(positions)]
+        max_neighbors = all_max_neighbors[:len(positions)]
+        before = len(trees)
+        listed = kept.neighbors(positions, neighbor_dist, max_neighbors, others)
+        from_list = len(trees) - before
+        fresh = neighbor_module.agent_neighbors(positions, neighbor_dist, max_neighbors, others)
+        calls += 1
+        fresh_trees += from_list
+        np.testing.assert_array_equal(listed[1], fresh[1])     # indices outside keep: no meaning
+        np.testing.assert_array_equal(listed[0][listed[1]], fresh[0][fresh[1]])
+        positions = positions + rng.normal(0.0, 0.02, positions.shape)
+    if spread == 200.0:
+        assert fresh_trees < calls / 4
+    else:
+        assert fresh_trees >= calls - 4    # each build attempt that fails asks a tree anyway

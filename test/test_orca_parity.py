@@ -6,7 +6,8 @@ import pytest
 
 from conftest import SHARED
 from orca_nav.core.avoidance.obstacles import ObstacleSet
-from orca_nav.core.avoidance import OrcaParams, compute_velocities, prepare_obstacles
+from orca_nav.core.avoidance import OrcaParams, compute_velocities, prepare_obstacles, solve
+from orca_nav.core.avoidance.neighbors import AgentNeighborList
 
 REFDATA = SHARED / 'refdata' / 'orca'
 
@@ -39,15 +40,19 @@ def test_reference_runs_exist():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize('kept_neighbors', [False, True], ids=['fresh', 'neighbor_list'])
 @pytest.mark.parametrize('path', reference_runs(), ids=lambda p: p.stem)
-def test_replay_every_recorded_step(path):
+def test_replay_every_recorded_step(path, kept_neighbors):
+    """Every recorded step, with neighbours from a fresh kd-tree or from one Verlet list kept
+    over the run (as OrcaSimulator keeps it)."""
     run = dict(np.load(path))
     params = params_of(run)
     obstacles = prepare_obstacles(polygons_of(run))
+    neighbor_list = AgentNeighborList() if kept_neighbors else None
     errors = []
     for step in range(run['pos'].shape[0]):
-        new_velocities = compute_velocities(run['pos'][step], run['vel'][step], run['pref'][step],
-                                            params, obstacles)
+        new_velocities = solve(run['pos'][step], run['vel'][step], run['pref'][step],
+                               params, obstacles, neighbor_list=neighbor_list).velocities
         errors.append(np.hypot(*(new_velocities - run['new_vel'][step]).T))
     errors = np.concatenate(errors)
     within_1e3 = float(np.mean(errors <= 1e-3))

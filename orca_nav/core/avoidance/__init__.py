@@ -3,7 +3,8 @@
 One concept per module, as RVO2 splits them:
 
     params          OrcaParams (RVO2's agent parameters) and the shared input checks
-    neighbors       agent neighbours (RVO2's KdTree agent queries, a scipy cKDTree)
+    neighbors       agent neighbours (RVO2's KdTree agent queries, a scipy cKDTree, or a
+                    Verlet list kept over calls)
     obstacles       polygon obstacles and RVO2's obstacle tree (edge splits, neighbour queries)
     agent_lines     agent-agent ORCA lines
     obstacle_lines  agent-obstacle ORCA lines

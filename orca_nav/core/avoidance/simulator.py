@@ -3,6 +3,7 @@ import numpy as np
 
 from .obstacles import ObstacleSet, signed_area, validate_polygons
 from .params import PER_AGENT_FIELDS, OrcaParams, as_point, as_vectors, check_scalar
+from .neighbors import AgentNeighborList
 from .solver import new_velocities
 
 
@@ -38,6 +39,7 @@ class OrcaSimulator:
         self._polygons = []
         self._enclosures_allowed = False
         self._obstacle_set = ObstacleSet(())
+        self._neighbor_list = AgentNeighborList()
 
     # -- agents --
     def add_agent(self, position, velocity=(0.0, 0.0), **overrides):
@@ -144,7 +146,8 @@ class OrcaSimulator:
         """One RVO2 doStep: new velocities for all agents, then move them."""
         self._flush()
         velocities = new_velocities(self._positions, self._velocities, self._pref,
-                                    self._agent_params, self.time_step, self.obstacles).velocities
+                                    self._agent_params, self.time_step, self.obstacles,
+                                    neighbor_list=self._neighbor_list).velocities
         self._velocities = velocities
         self._positions = self._positions + velocities * self.time_step
         self.global_time += self.time_step

@@ -110,9 +110,11 @@ def compute_velocities(positions, velocities, pref_velocities, params, obstacles
 
 
 def solve(positions, velocities, pref_velocities, params, obstacles=(), responsibility=None,
-          others=None, extra_obstacles=None):
+          others=None, extra_obstacles=None, neighbor_list=None):
     """compute_velocities, plus which agents' linear programs were infeasible and the
-    ORCA lines (2-D, an OrcaSolution) or planes (3-D, an OrcaSolution3d) they were solved over."""
+    ORCA lines (2-D, an OrcaSolution) or planes (3-D, an OrcaSolution3d) they were solved over.
+    neighbor_list (2-D): an AgentNeighborList kept by a caller that solves again and again
+    (the same answer, found faster while agents move a little)."""
     positions = as_vectors('positions', positions, dims=(2, 3))
     count, dims = positions.shape
     velocities = as_vectors('velocities', velocities, count, dims=(dims,))
@@ -121,8 +123,8 @@ def solve(positions, velocities, pref_velocities, params, obstacles=(), responsi
         raise ValueError(f'params must be an OrcaParams, got {type(params).__name__}')
     agent_params, time_step = params.per_agent(count)
     if dims == 3:
-        if responsibility is not None or others is not None or extra_obstacles is not None:
-            raise ValueError('responsibility, others and extra_obstacles: 2-D only')
+        if any(a is not None for a in (responsibility, others, extra_obstacles, neighbor_list)):
+            raise ValueError('responsibility, others, extra_obstacles and neighbor_list: 2-D only')
         return new_velocities_3d(positions, velocities, pref_velocities, agent_params, time_step,
                                  as_voxel_obstacles(obstacles))
     obstacle_set = as_obstacle_set(obstacles)
@@ -131,14 +133,16 @@ def solve(positions, velocities, pref_velocities, params, obstacles=(), responsi
     extra = None if extra_obstacles is None else as_obstacle_set(extra_obstacles,
                                                                  'extra_obstacles')
     return new_velocities(positions, velocities, pref_velocities, agent_params, time_step,
-                          obstacle_set, weights, others, extra)
+                          obstacle_set, weights, others, extra, neighbor_list)
 
 
 def new_velocities(positions, velocities, pref_velocities, agent_params, time_step,
-                   obstacle_set, weights=None, others=None, extra_obstacle_set=None):
+                   obstacle_set, weights=None, others=None, extra_obstacle_set=None,
+                   neighbor_list=None):
     """One doStep over validated input; weights: None or (N,) responsibility weights (see
     `responsibility.check_responsibility`), others: None or a checked NonCooperative,
-    extra_obstacle_set: None or a second ObstacleSet."""
+    extra_obstacle_set: None or a second ObstacleSet, neighbor_list: None or an
+    AgentNeighborList."""
     count = len(positions)
     infeasible = np.zeros(count, dtype=bool)
     if count == 0:
@@ -154,8 +158,9 @@ def new_velocities(positions, velocities, pref_velocities, agent_params, time_st
         all_positions = np.concatenate([positions, others.positions])
         all_velocities = np.concatenate([velocities, others.velocities])
         all_radius = np.concatenate([radius, others.radii])
-    neighbors, keep = agent_neighbors(positions, agent_params['neighbor_dist'],
-                                      agent_params['max_neighbors'], other_positions)
+    find = agent_neighbors if neighbor_list is None else neighbor_list.neighbors
+    neighbors, keep = find(positions, agent_params['neighbor_dist'],
+                           agent_params['max_neighbors'], other_positions)
     # Lines are slot-major, (L, N): per-agent values broadcast along the long axis.
     px, py, dx, dy = agent_lines(all_positions, all_velocities, all_radius,
                                  agent_params['time_horizon'], time_step, neighbors, keep,

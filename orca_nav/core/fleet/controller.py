@@ -43,6 +43,7 @@ from scipy.spatial import cKDTree
 
 from orca_nav.core.avoidance import NonCooperative, OrcaLines, OrcaParams, prepare_obstacles, solve
 from orca_nav.core.avoidance.map_polygons import grid_to_polygons
+from orca_nav.core.avoidance.neighbors import AgentNeighborList
 from orca_nav.core.avoidance.obstacles import ObstacleSet
 from orca_nav.core.fleet.deadlock import DeadlockBreaker, DeadlockParams
 from orca_nav.core.fleet.drones import (Map3dModel, goal_problem_3d, ground_robot_spheres,
@@ -239,6 +240,7 @@ class FleetController:
         self._infeasible_cycles = np.zeros(n, dtype=np.int64)
         self._map: Optional[MapModel] = None
         self._obstacles = prepare_obstacles([])
+        self._neighbor_list = AgentNeighborList()    # kept over cycles: robots move little
         self._jump_margin = np.zeros(n)             # m added to the ORCA radius after a jump
         self._jump_until = np.full(n, -np.inf)      # until then
         self._configure_robots()
@@ -646,7 +648,8 @@ class FleetController:
                           max_speed=limits.max_speed)
         solution = solve(positions, velocities, pref, orca, self._obstacles,
                          responsibility=self._responsibility[rows], others=self._others,
-                         extra_obstacles=self._sensed_obstacles(now))
+                         extra_obstacles=self._sensed_obstacles(now),
+                         neighbor_list=self._neighbor_list)
         self._orca_velocity[rows] = solution.velocities
         self._orca_cycles[rows] += run
         self._infeasible_cycles[rows] += run & solution.infeasible

@@ -107,9 +107,13 @@ def test_stale_robot_gets_zero_once_reported_and_is_a_static_agent():
     assert np.all(out.twists[1] == 0.0)
     assert fleet.step(10.65).newly_stale == []      # reported once
     # robot0 heads at the stale robot 2 m ahead: ORCA keeps it from driving into it.
+    one = fleet.status(10.65, rows=[1])     # a part of the fleet: its counts restart alone
+    assert [s.robot for s in one] == ['robot1'] and one[0].values['orca_cycles'] == '1'
     status = {s.robot: s for s in fleet.status(10.65)}
     assert status['robot1'].level == WARN and 'stale odometry' in status['robot1'].message
     assert status['robot0'].level == OK
+    assert (status['robot0'].values['orca_cycles'], status['robot1'].values['orca_cycles']) == \
+        ('3', '0')
 
 
 def test_a_late_state_is_ignored():

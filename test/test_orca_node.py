@@ -189,6 +189,23 @@ def test_cmd_vel_in_the_body_frame_markers_and_diagnostics(ros):
     assert {'orca_node: robot0', 'orca_node: control cycle'} <= names
 
 
+def test_a_big_fleet_is_reported_in_parts_spread_over_the_period(ros):
+    """120 robots: three /diagnostics messages of at most 50 robot statuses a period, each robot
+    in one of them, the cycle timing with the first; a period later the same again."""
+    robots = [f'robot{i}' for i in range(120)]
+    ros.orca(robots, diagnostics_rate=1.0 / (3 * PERIOD))     # one part a control period
+    diagnostics = ros.collect(DiagnosticArray, '/diagnostics')
+    for _ in range(6):
+        ros.tick({}, [diagnostics])
+    robot_names = [[s.name for s in d.status if s.name.startswith('orca_node: robot')]
+                   for d in diagnostics[:6]]
+    assert [len(names) for names in robot_names] == [40, 40, 40, 40, 40, 40]
+    for period in (robot_names[:3], robot_names[3:]):
+        assert sorted(sum(period, [])) == sorted(f'orca_node: {r}' for r in robots)
+    assert [any(s.name.endswith('control cycle') for s in d.status)
+            for d in diagnostics[:6]] == [True, False, False] * 2
+
+
 def test_orca_lines_on_markers_follow_the_parameter_at_run_time(ros):
     ros.orca(['robot0', 'robot1'], publish_orca_lines=True, marker_rate=20.0,
              **{'robot0.goal': [5.0, 0.0, 0.0], 'robot1.goal': [-5.0, 0.0, 0.0]})

@@ -1,15 +1,21 @@
-"""Core statuses -> diagnostic_msgs (the one place that knows the message's level encoding), and
-the control cycle's own timing."""
+"""Core statuses -> diagnostic_msgs (the one place that knows the message's level encoding), the
+control cycle's own timing, and a fleet's statuses published in parts."""
 from __future__ import annotations
 
+import math
 import time
 from typing import Dict, List, Tuple
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+
+from orca_nav.ros.convert import node_now
 
 # The core's levels are plain ints in diagnostic_msgs' order (OK 0, WARN 1, ERROR 2).
 _LEVELS = (DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR)
+# Robot statuses per /diagnostics message. A bigger fleet is reported in parts spread over the
+# period, each robot still once a period: 500 statuses in one go hold up a control cycle ~15 ms.
+_STATUSES_PER_MESSAGE = 50
 
 
 def status_msg(name: str, hardware_id: str, level: int, message: str,
@@ -47,3 +53,33 @@ class CycleTimes:
         if self._wall_ms:
             values['cycles'] = str(len(self._wall_ms))
         return status_msg(self._name, '', 0, f'last {len(self._wall_ms)} cycles', values)
+
+
+class FleetDiagnostics:
+    """A FleetController's robots on /diagnostics: each commanded robot's status once per
+    1/rate s, in parts of at most _STATUSES_PER_MESSAGE evenly spread over that period, the
+    control cycle's timing (CycleTimes) with the first part. Diagnostic aggregators keep the
+    latest status per name, so parts read as one report."""
+
+    def __init__(self, node, fleet, publisher, cycle_times: CycleTimes, rate: float):
+        self._node, self._fleet, self._pub, self._cycle_times = node, fleet, publisher, cycle_times
+        commanded = np.flatnonzero(fleet.commanded)
+        count = max(1, math.ceil(len(commanded) / _STATUSES_PER_MESSAGE))
+        self._parts = np.array_split(commanded, count)
+        self._next = 0
+        node.create_timer(1.0 / (rate * count), self._publish_next_part)
+
+    def _publish_next_part(self) -> None:
+        part = self._next
+        self._next = (part + 1) % len(self._parts)
+        self.publish(self._parts[part], with_cycle_times=part == 0)
+
+    def publish(self, rows, with_cycle_times: bool = False) -> None:
+        """The statuses of the commanded robots among `rows` (fleet indices), now."""
+        msg = DiagnosticArray()
+        msg.header.stamp = self._node.get_clock().now().to_msg()
+        msg.status = [status_msg(f'orca_node: {s.robot}', s.robot, s.level, s.message, s.values)
+                      for s in self._fleet.status(node_now(self._node), rows)]
+        if with_cycle_times:
+            msg.status.append(self._cycle_times.status())
+        self._pub.publish(msg)

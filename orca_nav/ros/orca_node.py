@@ -42,7 +42,7 @@ from orca_nav.core.fleet.controller import FleetController, MapModel, prepare_ma
 from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import (TwistCdr, latched_qos, msg_to_grid, node_now,
                               odom_state_from_cdr)
-from orca_nav.ros.diagnostics import CycleTimes, status_msg
+from orca_nav.ros.diagnostics import CycleTimes, FleetDiagnostics
 from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.markers import fleet_markers
 from orca_nav.ros.node_main import run_node
@@ -114,7 +114,6 @@ class OrcaNode(ManagedNode):
                 event_callbacks=publisher_events()),
                 TwistCdr(self._poses.names[robot].base_frame if stamped else None)))
         self._marker_pub = self.create_lifecycle_publisher(MarkerArray, 'orca_nav/markers', 10)
-        self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10)
         topics = self.own(RobotTopics(self, self._after_inputs, self._cfg['batch_robot_topics']))
         self._odometry = BatchedOdometry(self.fleet, self.global_frame, self._on_odom)
         for i, robot in enumerate(self.robots):
@@ -125,7 +124,7 @@ class OrcaNode(ManagedNode):
                              qos_profile_sensor_data, raw=True)
             # Every robot's goal: the deadlock breaker's priorities need to know who travels.
             topics.subscribe(PoseStamped, self._poses.names[robot].goal_topic,
-                             lambda msg, i=i: self._on_goal(i, msg), 10)
+                             lambda msg, i=i: self._on_goal(i, msg), 10, rare=True)
         in_type = TwistStamped if self._cfg['cmd_vel_in_stamped'] else Twist
         for robot in self.commanded:
             i = self.fleet.index[robot]
@@ -134,7 +133,8 @@ class OrcaNode(ManagedNode):
                                  lambda msg, i=i: self._on_cmd_vel_in(i, msg), 10)
             else:
                 topics.subscribe(MultiDOFJointTrajectory, self._poses.names[robot].trajectory_topic,
-                                 lambda msg, i=i: self._on_trajectory(i, msg), latched_qos())
+                                 lambda msg, i=i: self._on_trajectory(i, msg), latched_qos(),
+                                 rare=True)
         topics.start()
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
         self._others = TrackedAgentsInput(self, self.fleet, self._cfg, self.global_frame, self._warn)
@@ -143,7 +143,9 @@ class OrcaNode(ManagedNode):
         self._timer = self._marker_timer = None
         self._make_control_timer()
         self._set_marker_timer(self._cfg['marker_rate'])
-        self.create_timer(1.0 / self._cfg['diagnostics_rate'], self._publish_diagnostics)
+        self._diagnostics = FleetDiagnostics(
+            self, self.fleet, self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10),
+            self._cycle_times, self._cfg['diagnostics_rate'])
         self.get_logger().info(
             f'{len(self.commanded)} of {len(self.robots)} robots commanded ({self._cfg["mode"]}), '
             f'{self._cfg["control_rate"]:g} Hz, trigger {self._cfg["cycle_trigger"]}')
@@ -348,7 +350,7 @@ class OrcaNode(ManagedNode):
             self.get_logger().warning(f'{_listed([self.robots[i] for i in out.newly_stale])}: '
                                       f'odometry older than {self.fleet.params.odom_timeout:g} s, '
                                       'stopping')
-            self._publish_diagnostics()
+            self._diagnostics.publish(out.newly_stale)
         if out.ran.any():   # idle cycles (nobody to command) would flatter the statistics
             self._cycle_times.record(started)
 
@@ -366,14 +368,6 @@ class OrcaNode(ManagedNode):
         self._marker_pub.publish(fleet_markers(
             self.fleet.view(node_now(self)), self.robots, self.global_frame,
             self.get_clock().now().to_msg(), self._cfg['publish_orca_lines']))
-
-    def _publish_diagnostics(self) -> None:
-        msg = DiagnosticArray()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.status = [status_msg(f'orca_node: {s.robot}', s.robot, s.level, s.message, s.values)
-                      for s in self.fleet.status(node_now(self))]
-        msg.status.append(self._cycle_times.status())
-        self._diag_pub.publish(msg)
 
 
 def _listed(names: List[str], shown: int = 10) -> str:

@@ -790,13 +790,16 @@ class FleetController:
         return np.where(tracked[:, None], tracking.pref_velocity, pref), tracking
 
     # ------------------------------------------------------------------ outputs
-    def status(self, now: float) -> List[RobotStatus]:
-        """Every commanded robot's health, and restarts the infeasibility counts."""
+    def status(self, now: float, rows: Optional[np.ndarray] = None) -> List[RobotStatus]:
+        """Every commanded robot's health (or that of the commanded ones among `rows`), and
+        restarts their infeasibility counts."""
+        rows = np.flatnonzero(self.commanded) if rows is None else \
+            np.asarray(rows, dtype=np.intp)[self.commanded[rows]]
         out = []
         yielding = self._breaker.yielding(now) if self._breaker is not None else None
         detouring = self._breaker.detouring(now) if self._breaker is not None else None
         waiting_for_map = self.params.require_map and self._map is None
-        for i in np.flatnonzero(self.commanded):
+        for i in rows:
             age = now - self._stamp[i]
             cycles, infeasible = int(self._orca_cycles[i]), int(self._infeasible_cycles[i])
             if not np.isfinite(age):
@@ -835,8 +838,8 @@ class FleetController:
                 'odom_age_s': f'{age:.3f}',
                 'speed': f'{float(np.hypot(*self._orca_velocity[i])):.3f}',
                 'orca_cycles': str(cycles), 'orca_infeasible_cycles': str(infeasible)}))
-        self._orca_cycles[:] = 0
-        self._infeasible_cycles[:] = 0
+        self._orca_cycles[rows] = 0
+        self._infeasible_cycles[rows] = 0
         return out
 
     def view(self, now: float) -> FleetView:

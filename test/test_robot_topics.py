@@ -30,12 +30,15 @@ def test_messages_reach_their_callbacks_on_the_executor_thread(ros, batched):
         batches.append(sum(len(r) for r in received.values()))
 
     topics = RobotTopics(node, after_batch, batched)
-    for robot in (0, 1):
-        topics.subscribe(Int32, f'robot{robot}/count', lambda msg, r=robot: on_message(r, msg), 100)
+    for robot in (0, 1):    # robot1's topic as one that rarely carries a message
+        topics.subscribe(Int32, f'robot{robot}/count', lambda msg, r=robot: on_message(r, msg), 100,
+                         rare=robot == 1)
     topics.start()
     if batched:     # the companion node reads them, under the node's namespace and name
         assert ros.wait_for(lambda: ('fleet_robot_topics', '/site') in
                             ros.probe.get_node_names_and_namespaces())
+        readers = {t.name for t in threading.enumerate() if 'robot_topics' in t.name}
+        assert readers == {'fleet_robot_topics', 'fleet_robot_topics_rare'}
     pubs = [ros.publisher(Int32, f'/site/robot{robot}/count') for robot in (0, 1)]
     for k in range(50):
         for pub in pubs:
@@ -50,6 +53,7 @@ def test_messages_reach_their_callbacks_on_the_executor_thread(ros, batched):
     topics.close()
     assert ros.wait_for(lambda: ('fleet_robot_topics', '/site') not in
                         ros.probe.get_node_names_and_namespaces())
+    assert not any('robot_topics' in t.name for t in threading.enumerate())
 
 
 def test_subscribing_after_start_is_refused(ros):

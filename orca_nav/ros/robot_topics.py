@@ -16,8 +16,10 @@ only, and its wait set keeps only what is not per robot (parameters, lifecycle, 
 /clock). The thread waits again only once the executor has begun the batch: filling the wait
 set costs time in proportion to the robots, so a thread that went round for every message would
 take Python's lock from the node most of the time; this way the messages that arrive meanwhile
-are taken in one pass and still join the batch under way. Topic names are resolved by the node,
-so its namespace and remappings apply.
+are taken in one pass and still join the batch under way. Topics that rarely carry a message
+(goals, plans) wait on a second thread with a wait set of their own, so the frequent ones' wait
+set, filled again on every pass, holds only them. Topic names are resolved by the node, so its
+namespace and remappings apply.
 """
 from __future__ import annotations
 
@@ -40,24 +42,26 @@ class RobotTopics:
         `batched`: plain subscriptions of the node, each message a batch of its own (for an
         executor without guard conditions)."""
         self._node, self._after_batch, self._batched = node, after_batch, batched
-        self._thread = None
+        self._threads: List[threading.Thread] = []
+        self._wakes: list = []      # a guard condition per thread, to end its wait
         if not batched:
             return
         self._reader = Node(f'{node.get_name()}_robot_topics', namespace=node.get_namespace(),
                             context=node.context, use_global_arguments=False,
                             start_parameter_services=False, enable_logger_service=False)
-        self._entries: List[Tuple[Any, Callable[[Any], None]]] = []
+        # (subscription, callback) lists: the frequent topics', the rare ones'
+        self._entries: Tuple[List[Tuple[Any, Callable[[Any], None]]], ...] = ([], [])
         self._queue: collections.deque = collections.deque()
         self._handover = node.create_guard_condition(self._run_callbacks)
-        self._wake = self._reader.create_guard_condition(lambda: None)
         self._ran = threading.Event()        # the executor has begun the last batch
         self._ran.set()
         self._stopping = False
 
     def subscribe(self, msg_type, topic: str, callback: Callable[[Any], None], qos,
-                  raw: bool = False) -> None:
-        """As Node.create_subscription; `callback` runs in the node's executor thread."""
-        if self._thread is not None:
+                  raw: bool = False, rare: bool = False) -> None:
+        """As Node.create_subscription; `callback` runs in the node's executor thread. `rare`:
+        a topic that seldom carries a message (it waits on the second thread)."""
+        if self._threads:
             raise RuntimeError('RobotTopics.subscribe after start')
         if not self._batched:
             def one_message(message):
@@ -69,39 +73,49 @@ class RobotTopics:
         subscription = self._reader.create_subscription(
             msg_type, self._node.resolve_topic_name(topic), lambda _msg: None, qos, raw=raw,
             event_callbacks=subscription_events())
-        self._entries.append((subscription, callback))
+        self._entries[rare].append((subscription, callback))
 
     def start(self) -> None:
         if not self._batched:
             return
-        self._thread = threading.Thread(target=self._read, daemon=True,
-                                        name=f'{self._node.get_name()}_robot_topics')
-        self._thread.start()
+        for kind, entries in zip(('', '_rare'), self._entries):
+            if entries:     # each thread its own wake: a trigger wakes one wait
+                self._wakes.append(self._reader.create_guard_condition(lambda: None))
+                self._threads.append(threading.Thread(
+                    target=self._read, args=(entries, self._wakes[-1]), daemon=True,
+                    name=f'{self._node.get_name()}_robot_topics{kind}'))
+        for thread in self._threads:
+            thread.start()
 
     def close(self) -> None:
         """(The unbatched subscriptions are the node's: its cleanup destroys them.)"""
         if not self._batched:
             return
         self._stopping = True
-        if self._thread is not None:
-            self._ran.set()
-            self._wake.trigger()
-            self._thread.join()
+        self._ran.set()
+        for wake in self._wakes:
+            wake.trigger()
+        for thread in self._threads:
+            thread.join()
         self._node.destroy_guard_condition(self._handover)
         self._reader.destroy_node()
         self._queue.clear()
 
-    def _read(self) -> None:
+    def _read(self, entries, wake) -> None:
         context = self._node.context
-        wait_set = _rclpy.WaitSet(len(self._entries), 1, 0, 0, 0, 0, context.handle)
-        by_pointer = {subscription.handle.pointer: (subscription, callback)
-                      for subscription, callback in self._entries}
+        wait_set = _rclpy.WaitSet(len(entries), 1, 0, 0, 0, 0, context.handle)
+        add = wait_set.add_subscription
+        handles = [subscription.handle for subscription, _ in entries]
+        by_pointer = {handle.pointer: (handle.take_message, subscription.msg_type,
+                                       subscription.raw, callback)
+                      for handle, (subscription, callback) in zip(handles, entries)}
+        queue = self._queue
         while not self._stopping and context.ok():
             self._ran.wait()
             wait_set.clear_entities()
-            for subscription, _ in self._entries:
-                wait_set.add_subscription(subscription.handle)
-            wait_set.add_guard_condition(self._wake.handle)
+            for handle in handles:
+                add(handle)
+            wait_set.add_guard_condition(wake.handle)
             try:
                 wait_set.wait(-1)
             except Exception:       # rcl's error when the context shuts down under the wait
@@ -110,10 +124,9 @@ class RobotTopics:
                 return
             taken = 0
             for pointer in wait_set.get_ready_entities('subscription'):
-                subscription, callback = by_pointer[pointer]
-                while (message := subscription.handle.take_message(
-                        subscription.msg_type, subscription.raw)) is not None:
-                    self._queue.append((callback, message[0]))
+                take, msg_type, raw, callback = by_pointer[pointer]
+                while (message := take(msg_type, raw)) is not None:
+                    queue.append((callback, message[0]))
                     taken += 1
             if taken:
                 self._ran.clear()

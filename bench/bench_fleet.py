@@ -1,20 +1,22 @@
 """Fleet benchmark: orca_node's control cycle and odom -> cmd_vel latency over real DDS.
 
 For N robots (default 10, 50, 100, 200, 500), orca_node runs as its own process (centralized mode,
-20 Hz, `cycle_trigger: odometry`, holonomic robots of radius 0.3 m and 1 m/s). This process plays
-the fleet's odometry at 20 Hz: robots on a jittered lattice (`--spacing`, default 2 m: a busy
-warehouse floor; 1.2 m is a crowd where most LPs are infeasible), every one moving at 0.5 m/s
-toward its mirror image through the centre (goals set the same way), so every robot has
-`max_neighbors` neighbours within neighbor_dist in each cycle. Positions are replayed unchanged (the scene is
-the same each cycle), so the numbers measure the controller, not a changing workload.
+20 Hz, `cycle_trigger: odometry`, holonomic robots of radius 0.3 m and 1 m/s). A player process
+plays the fleet's odometry at 20 Hz and this process (the probe) times the commands. Robots sit
+on a jittered lattice (`--spacing`, default 2 m: a busy warehouse floor; 1.2 m is a crowd where
+most LPs are infeasible), every one moving at 0.5 m/s toward its mirror image through the centre
+(goals set the same way), so every robot has `max_neighbors` neighbours within neighbor_dist in
+each cycle. Positions are replayed unchanged (the scene is the same each cycle), so the numbers
+measure the controller, not a changing workload.
 
 Measured:
 - control cycle (ms, p50/p99): orca_node's own timing of a whole cycle (preferred velocities,
   deadlock breaker, one compute_velocities for all robots, twist mapping, acceleration limits,
   publishing N cmd_vel), wall clock and CPU time of its thread, read from its /diagnostics (its
   last 200 cycles, all inside the measurement window);
-- odom -> cmd_vel latency (ms, p50/p99): from the moment the last odometry message of a burst
-  is published here to the receipt of a cmd_vel it caused, over a sample of up to 10 robots
+- odom -> cmd_vel latency (ms, p50/p99): from the moment the player has published the last
+  odometry message of a burst to the probe's receipt of a cmd_vel (paired after the run with the
+  latest burst published before it arrived), over a sample of up to 10 robots
   spread over the fleet (subscribing to all N cmd_vel topics would make this process the
   bottleneck); the node publishes cmd_vel in robot order, so later robots see up to the
   publishing time of the earlier ones;
@@ -25,15 +27,19 @@ Measured:
   agent's position, velocity and preferred velocity, do_step, read each velocity back;
   and orca_nav's core compute_velocities alone on the same arrays.
 
-The player builds each robot's Odometry message once and only restamps it, and its per-robot
-publishers carry no QoS-event handlers (as orca_node's): it stands for robots on other machines,
-so its own cost should not take the cores from the node it measures.
+Player and probe are separate processes: in one, the player's 500-message bursts held Python's
+lock from the thread receiving commands and delayed the player's own record of its bursts, both
+by tens of ms, which the latency then counted against orca_node. The player builds each robot's
+Odometry message once and only restamps it, and its per-robot publishers carry no QoS-event
+handlers (as orca_node's): it stands for robots on other machines, so its own cost should not
+take the cores from the node it measures.
 
 Usage: python -m bench.bench_fleet [--quick] [--sizes 10 50 100 200 500] [--seconds 8]
        [--spacing 2]
 """
 import argparse
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -77,8 +83,46 @@ def percentile(values, q):
     return float(np.percentile(values, q)) if len(values) else float('nan')
 
 
+def play_odometry(count, spacing, stop, bursts_out):
+    """The fleet's odometry at RATE in a process of its own: prebuilt messages, restamped. At
+    `stop`, sends the perf_counter time each burst's last message was published."""
+    import rclpy
+    from nav_msgs.msg import Odometry
+
+    from orca_nav.ros.convert import state_to_odom
+    from orca_nav.ros.qos_events import publisher_events
+
+    robots = [f'robot{i}' for i in range(count)]
+    start, _, velocity = scene(count, spacing)
+    yaw = np.arctan2(velocity[:, 1], velocity[:, 0])
+    body_speed = np.linalg.norm(velocity, axis=1)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node('bench_fleet_player', context=context)
+    pubs = [node.create_publisher(Odometry, f'/{r}/odom', 10, event_callbacks=publisher_events())
+            for r in robots]
+    msgs = [state_to_odom(start[i], yaw[i], (body_speed[i], 0.0), 0.0,
+                          node.get_clock().now().to_msg(), 'map', f'{robots[i]}/base_link')
+            for i in range(count)]
+    bursts = []
+    period = 1.0 / RATE
+    next_t = time.perf_counter()
+    while not stop.is_set():
+        stamp = node.get_clock().now().to_msg()
+        for pub, msg in zip(pubs, msgs):
+            msg.header.stamp = stamp
+            pub.publish(msg)
+        bursts.append(time.perf_counter())
+        next_t += period
+        stop.wait(max(0.0, next_t - time.perf_counter()))
+    node.destroy_node()
+    rclpy.try_shutdown(context=context)
+    bursts_out.send(bursts)
+
+
 def run_node_size(count, seconds, spacing):
-    """orca_node in a subprocess, odometry played from here; returns the measured numbers."""
+    """orca_node in a subprocess, odometry played by another (`play_odometry`), commands timed
+    here; returns the measured numbers."""
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import Twist
@@ -88,13 +132,8 @@ def run_node_size(count, seconds, spacing):
     from rcl_interfaces.srv import SetParameters
     from rclpy.executors import SingleThreadedExecutor
 
-    from orca_nav.ros.convert import state_to_odom
-    from orca_nav.ros.qos_events import publisher_events
-
     robots = [f'robot{i}' for i in range(count)]
-    start, goals, velocity = scene(count, spacing)
-    yaw = np.arctan2(velocity[:, 1], velocity[:, 0])
-    body_speed = np.linalg.norm(velocity, axis=1)
+    _, goals, _ = scene(count, spacing)
     with tempfile.NamedTemporaryFile('w', suffix='.yaml', delete=False) as f:
         yaml.safe_dump(node_params(robots, goals), f)
         params_file = f.name
@@ -103,11 +142,10 @@ def run_node_size(count, seconds, spacing):
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     context = rclpy.Context()
     rclpy.init(context=context)
-    node = rclpy.create_node('bench_fleet_player', context=context)
+    node = rclpy.create_node('bench_fleet_probe', context=context)
     sampled = sorted(set(np.linspace(0, count - 1, min(count, 10)).astype(int).tolist()))
     lock = threading.Lock()
-    bursts = []          # perf_counter time the last odometry of each burst was published
-    latencies = []
+    arrivals = []        # perf_counter time of each sampled cmd_vel received while measuring
     received = {i: 0 for i in sampled}
     measuring = threading.Event()
     first_cmd = threading.Event()
@@ -119,8 +157,7 @@ def run_node_size(count, seconds, spacing):
         if measuring.is_set():
             with lock:
                 received[i] += 1
-                if bursts:
-                    latencies.append(now - bursts[-1])
+                arrivals.append(now)
 
     def on_diag(msg):
         for status in msg.status:
@@ -130,11 +167,6 @@ def run_node_size(count, seconds, spacing):
     for i in sampled:
         node.create_subscription(Twist, f'/{robots[i]}/cmd_vel', lambda _m, i=i: on_cmd(i), 50)
     node.create_subscription(DiagnosticArray, '/diagnostics', on_diag, 10)
-    pubs = [node.create_publisher(Odometry, f'/{r}/odom', 10, event_callbacks=publisher_events())
-            for r in robots]
-    msgs = [state_to_odom(start[i], yaw[i], (body_speed[i], 0.0), 0.0,
-                          node.get_clock().now().to_msg(), 'map', f'{robots[i]}/base_link')
-            for i in range(count)]
     parameters = node.create_client(SetParameters, '/orca_node/set_parameters')
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
@@ -146,22 +178,11 @@ def run_node_size(count, seconds, spacing):
 
     spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()
-    stop = threading.Event()
-
-    def player():
-        period = 1.0 / RATE
-        next_t = time.perf_counter()
-        while not stop.is_set():
-            stamp = node.get_clock().now().to_msg()
-            for pub, msg in zip(pubs, msgs):
-                msg.header.stamp = stamp
-                pub.publish(msg)
-            with lock:
-                bursts.append(time.perf_counter())
-            next_t += period
-            time.sleep(max(0.0, next_t - time.perf_counter()))
-
-    playing = threading.Thread(target=player, daemon=True)
+    spawn = multiprocessing.get_context('spawn')
+    stop = spawn.Event()
+    bursts_in, bursts_out = spawn.Pipe(duplex=False)
+    playing = spawn.Process(target=play_odometry, args=(count, spacing, stop, bursts_out),
+                            daemon=True)
     try:
         playing.start()
         if not first_cmd.wait(timeout=60.0):
@@ -182,6 +203,7 @@ def run_node_size(count, seconds, spacing):
             time.sleep(0.05)
     finally:
         stop.set()
+        bursts = bursts_in.recv() if bursts_in.poll(10.0) else []
         playing.join(timeout=5.0)
         executor.shutdown(timeout_sec=2.0)
         node.destroy_node()
@@ -192,7 +214,11 @@ def run_node_size(count, seconds, spacing):
         except subprocess.TimeoutExpired:
             proc.kill()
         os.unlink(params_file)
-    lat_ms = 1e3 * np.array(latencies)
+    # Each command against the latest burst published before it arrived (perf_counter is the
+    # system's monotonic clock, the same in both processes).
+    ends, arrived = np.array(bursts), np.array(arrivals)
+    burst = np.searchsorted(ends, arrived, side='right') - 1
+    lat_ms = 1e3 * (arrived[burst >= 0] - ends[burst[burst >= 0]])
     return {'cycle_p50_ms': diag.get('cycle_p50_ms', float('nan')),
             'cycle_p99_ms': diag.get('cycle_p99_ms', float('nan')),
             'cycle_cpu_p50_ms': diag.get('cycle_cpu_p50_ms', float('nan')),

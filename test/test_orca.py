@@ -430,11 +430,13 @@ def test_agents_without_any_neighbour_skip_the_kd_tree_with_the_same_answer(monk
     assert checked[0].shape == (12, 0)      # the last spread leaves everybody alone
 
 
-@pytest.mark.parametrize('spread', [200.0, 20.0], ids=['sparse', 'dense'])
-def test_a_kept_neighbor_list_answers_as_a_fresh_kd_tree(monkeypatch, spread):
+@pytest.mark.parametrize('spread, move, reused', [(200.0, 0.02, True), (20.0, 0.02, True),
+                                                  (20.0, 1.0, False)],
+                         ids=['sparse', 'dense', 'churning'])
+def test_a_kept_neighbor_list_answers_as_a_fresh_kd_tree(monkeypatch, spread, move, reused):
     """Over a moving crowd whose size and non-cooperative agents change, the Verlet list gives
-    agent_neighbors' answer at every call; a sparse crowd reuses one kd-tree for many calls,
-    a crowd too dense for the list asks a fresh one."""
+    agent_neighbors' answer at every call. Sparse or dense, a crowd that moves little reuses
+    one kd-tree for many calls; one that moves more than its list can hold asks fresh ones."""
     from orca_nav.core.avoidance import neighbors as neighbor_module
     trees = []
     real_tree = neighbor_module.cKDTree
@@ -460,8 +462,8 @@ def test_a_kept_neighbor_list_answers_as_a_fresh_kd_tree(monkeypatch, spread):
         fresh_trees += from_list
         np.testing.assert_array_equal(listed[1], fresh[1])     # indices outside keep: no meaning
         np.testing.assert_array_equal(listed[0][listed[1]], fresh[0][fresh[1]])
-        positions = positions + rng.normal(0.0, 0.02, positions.shape)
-    if spread == 200.0:
+        positions = positions + rng.normal(0.0, move, positions.shape)
+    if reused:
         assert fresh_trees < calls / 4
     else:
-        assert fresh_trees >= calls - 4    # each build attempt that fails asks a tree anyway
+        assert fresh_trees >= calls - 4

@@ -4,8 +4,8 @@ Obstacle neighbours live with the obstacle tree (`obstacles.ObstacleSet.neighbor
 
 `agent_neighbors` asks a fresh kd-tree on every call. `AgentNeighborList` gives the same answer
 for callers that ask again and again while agents move a little (a simulator, a control loop):
-it keeps the candidates within the reach plus a skin and answers from them while no agent has
-moved more than half the skin (a Verlet list). RVO2 rebuilds its tree on every step.
+it keeps each agent's nearest candidates and answers from them while nobody outside them can
+have come close enough to count (a Verlet list). RVO2 rebuilds its tree on every step.
 """
 import numpy as np
 from scipy.spatial import cKDTree
@@ -16,7 +16,7 @@ _PARALLEL_QUERY_MIN_AGENTS = 5000  # neighbour queries on all cores from this ma
 _ALONE_CHECK_MAX_AGENTS = 64
 # The list's skin, relative to the reach: wider lasts more steps but holds more candidates.
 _SKIN = 0.2
-# Candidates kept per agent, relative to k + 1; a crowd denser than that is asked afresh.
+# Candidates kept per agent, relative to k + 1.
 _LIST_WIDTH = 2
 # Calls that ask afresh after a crowd was too dense for a list, before it is tried again.
 _DENSE_BACKOFF = 16
@@ -96,20 +96,25 @@ def agent_neighbors(positions, neighbor_dist, max_neighbors, others=None):
 class AgentNeighborList:
     """agent_neighbors for repeated calls, from a Verlet list.
 
-    Built from one kd-tree query: each agent's candidates, every point within the reach plus
-    a skin (up to a width). While every point (agents and others, by index) stays within half
-    the skin of where it was, every pair now within the reach was within reach plus skin then,
-    so the candidates hold all neighbours; their current distances pick them. Otherwise, or
-    when the point count changes, the list is built again. A crowd with more candidates than
-    the width is asked afresh for a while (the list would cost more than the tree).
+    Built from one kd-tree query: each agent's candidates, its nearest points up to a width
+    (twice the slots) within the reach plus a skin, and how far every point left out was then
+    (the last candidate's distance, or the skin's edge). At a later call each agent's
+    candidates are ranked by their current distances; where every point left out cannot have
+    come closer than the agent's last kept neighbour (or its neighbor_dist) -- it has moved at
+    most twice the largest distance any point (agents and others, by index) has moved since --
+    the candidates hold the answer. Otherwise, or when the point count changes, the list is
+    built again; a list that serves no call after its build (a crowd packed so densely that it
+    cannot hold) gives way to fresh kd-trees for a while.
     Answers equal agent_neighbors' except the order of neighbours at exactly equal distances.
     """
 
     def __init__(self):
         self._built_at = None    # positions of all points when the list was built
-        self._built_reach = 0.0
         self._candidates = None  # (count, width) point indices, len(points) = none
+        self._left_out = None    # (count,) distance every point not among the candidates had
+        self._served = 0         # calls answered by the current list
         self._fresh_calls = 0    # calls left that skip the list (a dense crowd)
+        self._buffers = None     # two (count, width) work arrays
 
     def neighbors(self, positions, neighbor_dist, max_neighbors, others=None):
         """Same arguments and answer as agent_neighbors."""
@@ -118,48 +123,65 @@ class AgentNeighborList:
         k, reach = _slots_and_reach(points, neighbor_dist, max_neighbors)
         if k <= 0:
             return _none(count)
-        if self._fresh_calls > 0:
-            self._fresh_calls -= 1
-            return agent_neighbors(positions, neighbor_dist, max_neighbors, others)
-        if not self._holds(points, count, reach):
-            if not self._build(points, count, k, reach):
-                self._fresh_calls = _DENSE_BACKOFF
-                return agent_neighbors(positions, neighbor_dist, max_neighbors, others)
-        return self._answer(points, count, k, neighbor_dist, max_neighbors)
-
-    def _holds(self, points, count, reach):
-        if self._built_at is None or self._built_at.shape != points.shape \
-                or self._candidates.shape[0] != count:
-            return False
-        moved = points - self._built_at
-        drift = np.sqrt((moved * moved).sum(axis=1)).max(initial=0.0)
-        return reach + 2.0 * drift <= self._built_reach
+        if self._fresh_calls == 0:
+            fits = (self._built_at is not None and self._built_at.shape == points.shape
+                    and len(self._candidates) == count)
+            found = self._answer(points, k, neighbor_dist, max_neighbors) if fits else None
+            if found is None and (not fits or self._served > 1):
+                self._build(points, count, k, reach)
+                found = self._answer(points, k, neighbor_dist, max_neighbors)
+            if found is not None:
+                self._served += 1
+                return found
+            self._fresh_calls = _DENSE_BACKOFF + 1
+            self._built_at = None
+        self._fresh_calls -= 1
+        return agent_neighbors(positions, neighbor_dist, max_neighbors, others)
 
     def _build(self, points, count, k, reach):
-        """The list for these points; False (and no list) where a crowd is too dense for it."""
-        self._built_at = None
         width = min(_LIST_WIDTH * (k + 1), len(points) - 1)
         built_reach = reach * (1.0 + _SKIN)
         dist, found = _nearest(points, count, width, built_reach)
-        if width < len(points) - 1 and np.isfinite(dist[:, -1]).any():
-            return False    # some agent has more candidates than the list holds
+        # A full row left out the points beyond its last candidate (none when it holds every
+        # other point); a row with room left out only points beyond the reach asked.
+        last = dist[:, -1] if width < len(points) - 1 else np.full(count, np.inf)
+        self._left_out = np.where(np.isfinite(dist[:, -1]), last, built_reach)
         used = int(np.isfinite(dist).sum(axis=1).max(initial=0))
         self._candidates = np.ascontiguousarray(found[:, :used])
         self._built_at = points.copy()
-        self._built_reach = built_reach
-        return True
+        self._served = 0
 
-    def _answer(self, points, count, k, neighbor_dist, max_neighbors):
+    def _answer(self, points, k, neighbor_dist, max_neighbors):
+        """The answer from the candidates, or None where a point left out may belong in it."""
         candidates = self._candidates
-        if candidates.shape[1] == 0:
-            return _none(count)
-        # A far sentinel for missing candidates: its distance is inf.
+        count, width = candidates.shape
+        moved = points - self._built_at
+        bound = self._left_out - 2.0 * np.sqrt((moved * moved).sum(axis=1).max(initial=0.0))
+        if width == 0:
+            return _none(count) if (bound > neighbor_dist).all() else None
+        # Squared distances to the candidates in buffers kept across calls (fresh temporaries of
+        # this size cost the allocator more than the arithmetic); a far sentinel for missing
+        # candidates, whose distance is inf.
+        if self._buffers is None or self._buffers[0].shape != candidates.shape:
+            self._buffers = (np.empty(candidates.shape), np.empty(candidates.shape))
+        dist_sq, work = self._buffers
         xs = np.append(points[:, 0], np.inf)
         ys = np.append(points[:, 1], np.inf)
-        dx = xs.take(candidates) - points[:count, 0, None]
-        dy = ys.take(candidates) - points[:count, 1, None]
-        dist = np.sqrt(dx * dx + dy * dy)
-        order = np.argsort(dist, axis=1, kind='stable')
-        return _kept(np.take_along_axis(dist, order, axis=1),
+        np.subtract(xs.take(candidates), points[:count, 0, None], out=dist_sq)
+        np.multiply(dist_sq, dist_sq, out=dist_sq)
+        np.subtract(ys.take(candidates), points[:count, 1, None], out=work)
+        np.multiply(work, work, out=work)
+        np.add(dist_sq, work, out=dist_sq)
+        # Whether the candidates hold the answer needs only each row's k-th distance.
+        if width >= k:
+            np.copyto(work, dist_sq)
+            work.partition(k - 1, axis=1)
+            last_kept = np.sqrt(work[:, k - 1])
+        else:
+            last_kept = np.inf
+        if not (bound > np.minimum(neighbor_dist, last_kept)).all():
+            return None
+        order = np.argsort(dist_sq, axis=1)[:, :k]
+        return _kept(np.sqrt(np.take_along_axis(dist_sq, order, axis=1)),
                      np.take_along_axis(candidates, order, axis=1), k, neighbor_dist,
                      max_neighbors)

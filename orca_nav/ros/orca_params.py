@@ -78,7 +78,8 @@ NODE_SPECS = [
               '/orca_nav/markers'),
     ParamSpec('marker_rate', 5.0, '/orca_nav/markers messages per second (Hz); 0 disables',
               min=0.0, max=100.0),
-    ParamSpec('diagnostics_rate', 1.0, '/diagnostics messages per second (Hz)', min=0.1,
+    ParamSpec('diagnostics_rate', 1.0, 'Robot status reports on /diagnostics per second (Hz); '
+              'over 50 robots each report is sent in parts spread over its period', min=0.1,
               max=100.0, read_only=True),
     ParamSpec('uncertainty_gain', 2.0, 'Standard deviations of a pose covariance (odometry '
               'pose.covariance, x-y block, widest axis) added to the radius others avoid',

@@ -18,7 +18,8 @@ _ALONE_CHECK_MAX_AGENTS = 64
 _SKIN = 0.2
 # Candidates kept per agent, relative to k + 1.
 _LIST_WIDTH = 2
-# Calls that ask afresh after a crowd was too dense for a list, before it is tried again.
+# Calls that ask afresh after a list served no call beyond its build (agents moving more than
+# their candidates allow), before a list is tried again.
 _DENSE_BACKOFF = 16
 
 

@@ -123,9 +123,12 @@ class RobotTopics:
                     raise
                 return
             taken = 0
+            # One message per ready subscription and pass: a subscription with more stays ready
+            # for the next pass, and a second take that finds nothing would cost as much as one
+            # that finds something.
             for pointer in wait_set.get_ready_entities('subscription'):
                 take, msg_type, raw, callback = by_pointer[pointer]
-                while (message := take(msg_type, raw)) is not None:
+                if (message := take(msg_type, raw)) is not None:
                     queue.append((callback, message[0]))
                     taken += 1
             if taken:

@@ -1,9 +1,9 @@
 """RVO2's RVOSimulator over numpy arrays: agents, obstacles, preferred velocities, doStep."""
 import numpy as np
 
+from .neighbors import AgentNeighborList
 from .obstacles import ObstacleSet, signed_area, validate_polygons
 from .params import PER_AGENT_FIELDS, OrcaParams, as_point, as_vectors, check_scalar
-from .neighbors import AgentNeighborList
 from .solver import new_velocities
 
 

@@ -65,10 +65,6 @@ from orca_nav.core.planning.reference import Reference
 MODES = ('centralized', 'per_robot')
 MAX_SHARDS = 1024      # orca_node processes (shard mode) one fleet may be split over
 _EARLY = 0.1        # control periods: how early before its grid slot a cycle may run
-# ... when the last period brought every live robot at most one state (odometry at about the
-# control rate): the grid then need not hold cycles back, odometry that arrives well before
-# the slot (its phase, not its rate) runs the cycle at once, and the grid still caps the rate.
-_EARLY_ONE_STATE = 0.5
 _MIN_GAP = 0.5      # control periods: the least time between two cycles
 # A state more than this far from where the previous one's velocity leads is a localization
 # jump (odometry noise and one cycle's acceleration stay far below it).
@@ -220,8 +216,6 @@ class FleetController:
         self._sensed = SensedObstacles(n, params.sensor_persistence, params.sensor_max_points)
         self._sensed_set: Tuple[int, Optional[ObstacleSet]] = (0, None)   # (version, obstacles)
         self._fresh = np.zeros(n, dtype=bool)       # new state since the last cycle
-        self._states_in = np.zeros(n, dtype=np.int64)   # states taken since the last cycle
-        self._one_state_each = False    # the last period brought each live robot at most one
         self._goal = np.full((n, 2), np.nan)
         self._altitude = np.zeros(n)                # drones: z and vz of the last state
         self._climb = np.zeros(n)
@@ -399,7 +393,6 @@ class FleetController:
         self._stamp[rows] = stamps
         self._covariance[rows] = np.asarray(covariances, dtype=float).reshape(-1, 2, 2)[take]
         self._fresh[rows] = True
-        np.add.at(self._states_in, rows, 1)
 
     def set_scan(self, i: int, stamp: float, points) -> Optional[str]:
         """Robot i's sensor points at `stamp`, (M, 2) in its body frame (x forward, m): placed
@@ -560,15 +553,8 @@ class FleetController:
         """A cycle may run: its slot on the control-rate grid has come (a little early counts:
         odometry jitters). Each cycle takes the next slot, so cycles come at the configured rate
         on average whatever triggers them: odometry faster than the control rate does not round
-        every cycle up to the next odometry message. Where the last period brought each robot
-        at most one state, a cycle may run from half a period before its slot, half a period
-        after the last one: odometry at the control rate but out of phase with the grid runs it
-        on arrival."""
-        period = self.params.period
-        if self._one_state_each:
-            return (now >= self._next_cycle - _EARLY_ONE_STATE * period
-                    and now >= self._last_cycle + _MIN_GAP * period)
-        return now >= self._next_cycle - _EARLY * period
+        every cycle up to the next odometry message."""
+        return now >= self._next_cycle - _EARLY * self.params.period
 
     def states_complete(self, now: float) -> bool:
         """Every live robot has sent a new state since the last cycle (and one is due): the
@@ -599,8 +585,6 @@ class FleetController:
         self._fresh[:] = False
         n = len(self.names)
         live = self.live(now)
-        self._one_state_each = bool(live.any() and (self._states_in[live] <= 1).all())
-        self._states_in[:] = 0
         known = np.isfinite(self._position[:, 0])
         # Engagement already waits for the map (`_ready`), and a prepared map never goes away.
         self._engaged |= self._ready(now)

@@ -115,7 +115,7 @@ class AgentNeighborList:
         self._left_out = None    # (count,) distance every point not among the candidates had
         self._served = 0         # calls answered by the current list
         self._fresh_calls = 0    # calls left that skip the list (a dense crowd)
-        self._buffers = None     # two (count, width) work arrays
+        self._buffers = None     # arrays kept for _answer (_work_arrays)
 
     def neighbors(self, positions, neighbor_dist, max_neighbors, others=None):
         """Same arguments and answer as agent_neighbors."""
@@ -157,32 +157,39 @@ class AgentNeighborList:
         candidates = self._candidates
         count, width = candidates.shape
         moved = points - self._built_at
-        bound = self._left_out - 2.0 * np.sqrt((moved * moved).sum(axis=1).max(initial=0.0))
+        moved = np.sqrt((moved * moved).sum(axis=1))
+        # A point left out came closer to an agent by at most its own move plus the agent's.
+        bound = self._left_out - moved[:count] - moved.max(initial=0.0)
         if width == 0:
             return _none(count) if (bound > neighbor_dist).all() else None
-        # Squared distances to the candidates in buffers kept across calls (fresh temporaries of
-        # this size cost the allocator more than the arithmetic); a far sentinel for missing
-        # candidates, whose distance is inf.
-        if self._buffers is None or self._buffers[0].shape != candidates.shape:
-            self._buffers = (np.empty(candidates.shape), np.empty(candidates.shape))
-        dist_sq, work = self._buffers
-        xs = np.append(points[:, 0], np.inf)
-        ys = np.append(points[:, 1], np.inf)
-        np.subtract(xs.take(candidates), points[:count, 0, None], out=dist_sq)
-        np.multiply(dist_sq, dist_sq, out=dist_sq)
-        np.subtract(ys.take(candidates), points[:count, 1, None], out=work)
-        np.multiply(work, work, out=work)
-        np.add(dist_sq, work, out=dist_sq)
-        # Whether the candidates hold the answer needs only each row's k-th distance.
-        if width >= k:
-            np.copyto(work, dist_sq)
-            work.partition(k - 1, axis=1)
-            last_kept = np.sqrt(work[:, k - 1])
-        else:
-            last_kept = np.inf
+        dist_sq, work, xs, ys, row_start = self._work_arrays(len(points), count, width)
+        # Squared distances to the candidates; missing candidates (index len(points)) meet the
+        # far sentinel at the end of xs and ys, and their distance is inf.
+        xs[:-1], ys[:-1] = points[:, 0], points[:, 1]
+        xs.take(candidates, out=dist_sq)
+        dist_sq -= points[:count, 0, None]
+        dist_sq *= dist_sq
+        ys.take(candidates, out=work)
+        work -= points[:count, 1, None]
+        work *= work
+        dist_sq += work
+        # The rows come nearly sorted from the build, where a stable sort (a merge) is quickest.
+        flat = np.argsort(dist_sq, axis=1, kind='stable')[:, :k]
+        flat += row_start
+        nearest_sq = dist_sq.take(flat)
+        last_kept = np.sqrt(nearest_sq[:, k - 1]) if width >= k else np.inf
         if not (bound > np.minimum(neighbor_dist, last_kept)).all():
             return None
-        order = np.argsort(dist_sq, axis=1)[:, :k]
-        return _kept(np.sqrt(np.take_along_axis(dist_sq, order, axis=1)),
-                     np.take_along_axis(candidates, order, axis=1), k, neighbor_dist,
+        return _kept(np.sqrt(nearest_sq), candidates.take(flat), k, neighbor_dist,
                      max_neighbors)
+
+    def _work_arrays(self, point_count, count, width):
+        """Arrays kept across calls (fresh temporaries of this size cost the allocator more than
+        the arithmetic): two (count, width) ones, the coordinates of the points with a far
+        sentinel after them, and where each row starts in a flat (count, width) array."""
+        if self._buffers is None or self._buffers[0].shape != (count, width) \
+                or len(self._buffers[2]) != point_count + 1:
+            xs, ys = np.full(point_count + 1, np.inf), np.full(point_count + 1, np.inf)
+            self._buffers = (np.empty((count, width)), np.empty((count, width)), xs, ys,
+                             width * np.arange(count)[:, None])
+        return self._buffers

@@ -101,9 +101,9 @@ class AgentNeighborList:
     (twice the slots) within the reach plus a skin, and how far every point left out was then
     (the last candidate's distance, or the skin's edge). At a later call each agent's
     candidates are ranked by their current distances; where every point left out cannot have
-    come closer than the agent's last kept neighbour (or its neighbor_dist) -- it has moved at
-    most twice the largest distance any point (agents and others, by index) has moved since --
-    the candidates hold the answer. Otherwise, or when the point count changes, the list is
+    come closer than the agent's last kept neighbour (or its neighbor_dist) -- it came closer by
+    at most the agent's own move since plus the largest move of any point (agents and others,
+    by index) -- the candidates hold the answer. Otherwise, or when the point count changes, the list is
     built again; a list that serves no call after its build (a crowd packed so densely that it
     cannot hold) gives way to fresh kd-trees for a while.
     Answers equal agent_neighbors' except the order of neighbours at exactly equal distances.

@@ -45,6 +45,9 @@ class SensedObstacles:
         self.version = 0
         # Per robot: (stamp, points kept, edges (E, 2, 2)) of each scan, oldest first.
         self._scans: List[Deque[Tuple[float, int, np.ndarray]]] = [deque() for _ in range(robots)]
+        # The robots with scans kept: a fleet without scans (or with few sensing robots) does
+        # not walk every robot's empty queue on every cycle.
+        self._holding: set = set()
 
     def add_scan(self, robot: int, stamp: float, points: np.ndarray, clear_centres: np.ndarray,
                  clear_radii: np.ndarray) -> None:
@@ -59,21 +62,25 @@ class SensedObstacles:
         points = self._clear(points, clear_centres, clear_radii)
         scans = self._scans[robot]
         scans.append((float(stamp), len(points), self._edges(points)))
+        self._holding.add(robot)
         total = sum(count for _, count, _ in scans)
         while len(scans) > 1 and total > self.max_points:
             total -= scans.popleft()[1]
         self.version += 1
 
     def point_count(self) -> int:
-        return sum(count for scans in self._scans for _, count, _ in scans)
+        return sum(count for robot in self._holding for _, count, _ in self._scans[robot])
 
     def edges(self, now: float) -> np.ndarray:
         """(E, 2, 2) edges of the scans of the last `persistence` s (older ones are forgotten)."""
         out = []
-        for scans in self._scans:
+        for robot in sorted(self._holding):     # robot order: the same obstacles every time
+            scans = self._scans[robot]
             while scans and now - scans[0][0] > self.persistence:
                 scans.popleft()
                 self.version += 1
+            if not scans:
+                self._holding.discard(robot)
             out.extend(edges for _, _, edges in scans)
         return np.concatenate(out) if out else np.zeros((0, 2, 2))
 

@@ -8,7 +8,7 @@ from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.sim import FleetSim
 from orca_nav.core.fleet.state_estimate import (covariance_problem, project_positions,
-                                                uncertainty_margins)
+                                                uncertainty_margins, usable_covariances)
 from orca_nav.core.geometry import body_to_world
 
 PERIOD = 0.05
@@ -97,6 +97,21 @@ def test_projection_is_bounded_and_never_backwards():
     stamps = np.array([9.9, 9.0, 10.5])             # 0.1 s old, 1 s old, from the future
     np.testing.assert_allclose(project_positions(positions, velocities, stamps, 10.0, 0.25),
                                [[0.1, 0.0], [0.0, 0.5], [0.0, 0.0]])
+
+
+def test_the_batch_covariance_check_accepts_exactly_what_the_single_one_does():
+    rng = np.random.default_rng(3)
+    # Around each limit: finite, symmetric (to rounding), positive semi-definite (to rounding).
+    cases = [np.zeros((2, 2)), np.eye(2), [[0.1, 0.0], [0.0, np.nan]], [[np.inf, 0.0], [0.0, 1.0]],
+             [[0.1, 0.05], [0.0, 0.1]], [[1.0, 0.5], [0.5 + 5e-7, 1.0]],
+             [[1.0, 0.5], [0.5 + 2e-6, 1.0]], [[0.01, 0.1], [0.1, 0.01]],
+             [[1.0, 1.0], [1.0, 1.0 - 5e-10]], [[1.0, 1.0], [1.0, 1.0 - 2e-9]],
+             [[-0.1, 0.0], [0.0, 0.1]], [[0.0, 0.0], [0.0, -1e-30]]]
+    cases += list(rng.normal(size=(200, 2, 2)))
+    covariances = np.array(cases, dtype=float)
+    single = [covariance_problem(c) is None for c in covariances]
+    assert usable_covariances(covariances).tolist() == single
+    assert 3 < sum(single) < len(single)       # both answers are exercised
 
 
 @pytest.mark.parametrize('covariance, message', [

@@ -16,6 +16,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import PointCloud2, PointField
 
+from orca_nav.core.fleet.state_estimate import usable_covariances
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.voxel_map import grid_from_centres, occupied_centres
 
@@ -101,6 +102,8 @@ def odom_to_state(msg: Odometry) -> OdomState:
 # bytes), then 8-byte aligned doubles: position (3), orientation (4), pose covariance (36),
 # linear (3), angular (3) twist, twist covariance (36).
 _CDR_LITTLE_ENDIAN = b'\x00\x01'
+# |q|^2 within this of 1 is a unit quaternion (isclose(|q|^2, 1, abs_tol=1e-3) and rounding).
+_UNIT_QUATERNION_TOLERANCE = 1e-3 + 1e-5
 _STAMP_AND_FRAME_LENGTH = struct.Struct('<iII')
 _STRING_LENGTH = struct.Struct('<I')
 _STAMP = struct.Struct('<iI')
@@ -202,13 +205,10 @@ def odom_batch_from_cdr(raws: List[bytes]) -> OdomBatch:
     values = np.array(rows, dtype=float).reshape(-1, 1 + 7 + 4 + 6)
     stamp, position, (qx, qy, qz, qw) = values[:, 0], values[:, 1:4], values[:, 4:8].T
     covariance, body = values[:, 8:12].reshape(-1, 2, 2), values[:, 12:18]
-    xx, xy, yx, yy = covariance.reshape(-1, 4).T
-    scale = np.maximum(np.abs(covariance).reshape(-1, 4).max(axis=1, initial=0.0), 1e-12)
     with np.errstate(invalid='ignore', over='ignore'):     # rows not finite are left out
-        usable = (np.isfinite(values).all(axis=1)
-                  & (np.abs(qx * qx + qy * qy + qz * qz + qw * qw - 1.0) <= 1e-3 + 1e-5)
-                  & (np.abs(xy - yx) <= 1e-6 * scale) & (xx >= 0.0) & (yy >= 0.0)
-                  & (xx * yy - xy * yx >= -1e-9 * scale * scale))
+        usable = (np.isfinite(values).all(axis=1) & usable_covariances(covariance)
+                  & (np.abs(qx * qx + qy * qy + qz * qz + qw * qw - 1.0)
+                     <= _UNIT_QUATERNION_TOLERANCE))
     keep = np.flatnonzero(usable)
     qx, qy, qz, qw, body = qx[keep], qy[keep], qz[keep], qw[keep], body[keep]
     yaw = np.arctan2(2.0 * (qw * qz + qx * qy), 1.0 - 2.0 * (qy * qy + qz * qz))
@@ -232,7 +232,7 @@ def _odom_state(position, orientation, body_linear, yaw_rate, stamp_s, frame_id,
     for values, field in fields:
         _check_finite(values, field)
     qx, qy, qz, qw = orientation
-    if abs(qx * qx + qy * qy + qz * qz + qw * qw - 1.0) > 1e-3 + 1e-5:  # isclose(., 1, atol=1e-3)
+    if abs(qx * qx + qy * qy + qz * qz + qw * qw - 1.0) > _UNIT_QUATERNION_TOLERANCE:
         raise ValueError('pose.pose.orientation is not a unit quaternion '
                          f'({[float(v) for v in orientation]})')
     yaw = _yaw(qx, qy, qz, qw)

@@ -26,9 +26,15 @@ def uncertainty_margins(covariances: np.ndarray, gain: float, max_margin: float)
     return np.clip(gain * np.sqrt(np.maximum(largest, 0.0)), 0.0, max_margin)
 
 
+# What a usable covariance is, relative to its largest entry: rounding, not a wrong matrix.
+_ASYMMETRY_TOLERANCE = 1e-6
+_NEGATIVE_DETERMINANT_TOLERANCE = 1e-9
+
+
 def covariance_problem(covariance: np.ndarray):
     """Why a (2, 2) position covariance cannot be used (None when it can): it must be finite,
-    symmetric and positive semi-definite (within rounding)."""
+    symmetric and positive semi-definite (within rounding). `usable_covariances` is the same
+    test over many."""
     # Plain floats: this runs for every odometry message of the fleet.
     if covariance.shape != (2, 2):
         return f'position covariance {covariance.tolist()} is not a finite 2 x 2 matrix'
@@ -36,11 +42,21 @@ def covariance_problem(covariance: np.ndarray):
     if not all(math.isfinite(v) for v in (xx, xy, yx, yy)):
         return f'position covariance {covariance.tolist()} is not a finite 2 x 2 matrix'
     scale = max(abs(xx), abs(xy), abs(yx), abs(yy), 1e-12)
-    if abs(xy - yx) > 1e-6 * scale:
+    if abs(xy - yx) > _ASYMMETRY_TOLERANCE * scale:
         return f'position covariance {covariance.tolist()} is not symmetric'
-    if xx < 0.0 or yy < 0.0 or xx * yy - xy * yx < -1e-9 * scale * scale:
+    if xx < 0.0 or yy < 0.0 or xx * yy - xy * yx < -_NEGATIVE_DETERMINANT_TOLERANCE * scale * scale:
         return f'position covariance {covariance.tolist()} is not positive semi-definite'
     return None
+
+
+def usable_covariances(covariances: np.ndarray) -> np.ndarray:
+    """(K,) covariance_problem(c) is None for each of (K, 2, 2) covariances, in numpy."""
+    xx, xy, yx, yy = covariances.reshape(-1, 4).T
+    scale = np.maximum(np.abs(covariances).reshape(-1, 4).max(axis=1, initial=0.0), 1e-12)
+    with np.errstate(invalid='ignore', over='ignore'):     # not finite: not usable
+        return (np.isfinite(covariances).reshape(-1, 4).all(axis=1)
+                & (np.abs(xy - yx) <= _ASYMMETRY_TOLERANCE * scale) & (xx >= 0.0) & (yy >= 0.0)
+                & (xx * yy - xy * yx >= -_NEGATIVE_DETERMINANT_TOLERANCE * scale * scale))
 
 
 def project_positions(positions: np.ndarray, velocities: np.ndarray, stamps: np.ndarray,

@@ -145,26 +145,27 @@ def test_demo_refuses_with_exit_status_2_and_one_line_per_problem(tmp_path, room
     assert not (tmp_path / 'out').exists()      # nothing started
 
 
+def launch_refusal(path):
+    """(exit status, what was written) when the launch file's loader refuses `path`."""
+    stream = io.StringIO()
+    with pytest.raises(SystemExit) as info:
+        load_fleet_config_or_exit(path, 'multi_robot.launch.py', stream)
+    return info.value.code, stream.getvalue()
+
+
 def test_launch_path_refuses_with_exit_status_2(tmp_path):
     """The launch file loads its fleet with load_fleet_config_or_exit (checked by
     test_launch_file.py against the real file); here: what that function does."""
     path = write_fleet(tmp_path / 'dup.yaml', {'robots': [robot('a', [0.0, 0.0]),
                                                           robot('a', [3.0, 0.0])]})
-    stream = io.StringIO()
-    with pytest.raises(SystemExit) as info:
-        load_fleet_config_or_exit(path, 'multi_robot.launch.py', stream)
-    assert info.value.code == 2
-    assert stream.getvalue() == (f'multi_robot.launch.py: fleet config {path}: robots[1].name: '
-                                 "duplicate robot name 'a' (also robots[0])\n")
+    assert launch_refusal(path) == (2, f'multi_robot.launch.py: fleet config {path}: '
+                                       "robots[1].name: duplicate robot name 'a' (also robots[0])\n")
 
 
 def test_too_many_shards_refused_with_one_line_and_exit_status_2(tmp_path):
     path = write_fleet(tmp_path / 'shards.yaml', {'robots': [robot('a', [0.0, 0.0]),
                                                              robot('b', [3.0, 0.0])],
                                                   'shards': 4})
-    stream = io.StringIO()
-    with pytest.raises(SystemExit) as info:
-        load_fleet_config_or_exit(path, 'multi_robot.launch.py', stream)
-    assert info.value.code == 2
-    assert stream.getvalue() == (f'multi_robot.launch.py: fleet config {path}: shards: 4 shards '
-                                 'for 2 robots (each shard commands at least one robot)\n')
+    assert launch_refusal(path) == (2, f'multi_robot.launch.py: fleet config {path}: shards: 4 '
+                                       'shards for 2 robots (each shard commands at least one '
+                                       'robot)\n')

@@ -263,8 +263,9 @@ def test_watchdog_stops_a_robot_in_simulated_time(ros):
 
 def test_non_finite_cmd_vel_is_rejected_with_a_warning(ros, capfd):
     # use_sim_time too: the node's clock follows its own /clock, so its warnings are throttled
-    # in simulated time and all four rejections fall in one throttling period.
-    node = ros.sim(['robot0'], extra=lockstep(timeout=0.3) + [sim_time()], max_accel=[100.0])
+    # in simulated time and all four rejections fall in one throttling period. The timeout is
+    # also the time every later answer has (wall clock): 1 s, not less, for a loaded machine.
+    node = ros.sim(['robot0'], extra=lockstep(timeout=1.0) + [sim_time()], max_accel=[100.0])
     bad = Twist()
     bad.linear.x = float('nan')
     # Odometry 1 is answered with NaN only: not an answer, exchange 2 times out and the robot

@@ -242,6 +242,30 @@ def test_serialized_twists_read_back_as_rclpy_serializes_them(frame_id):
     assert deserialize_message(raw, type(expected)) == expected
 
 
+@pytest.mark.parametrize('frame_id, child_frame_id', [
+    ('', ''), ('m', 'b'), ('map', 'robot0/base_link'), ('robot12/odom', 'robot12/base_link'),
+    ('abcdefg', 'abcdefgh')])
+def test_serialized_odometry_reads_back_as_the_message_the_simulator_built_before(
+        frame_id, child_frame_id):
+    """OdometryCdr's bytes deserialize to the Odometry state_to_odom builds (with the x and y
+    variances set), for frame names of every length modulo the alignments, and the node's own
+    decoder reads them."""
+    from nav_msgs.msg import Odometry
+    from rclpy.serialization import deserialize_message, serialize_message
+    expected = convert.state_to_odom((1.5, -2.25, 0.75), 2.9, (0.4, -0.1, 0.2), -0.6,
+                                     convert.seconds_to_time(1234.000000125), frame_id,
+                                     child_frame_id)
+    expected.pose.covariance[0] = expected.pose.covariance[7] = 0.0025
+    raw = convert.OdometryCdr(frame_id, child_frame_id).pack(
+        convert.seconds_to_nanoseconds(1234.000000125), (1.5, -2.25, 0.75), 2.9, 0.0025,
+        (0.4, -0.1, 0.2), -0.6)
+    assert len(raw) == len(serialize_message(expected))      # (rclpy leaves padding unset)
+    assert deserialize_message(raw, Odometry) == expected
+    state = convert.odom_state_from_cdr(raw)
+    assert state.yaw == pytest.approx(2.9) and state.stamp_s == pytest.approx(1234.000000125)
+    assert state.position_covariance.tolist() == [[0.0025, 0.0], [0.0, 0.0025]]
+
+
 def test_a_batch_of_odometry_decodes_as_each_message_alone_and_leaves_out_what_needs_a_word():
     """odom_batch_from_cdr gives what odom_state_from_cdr gives for every message it keeps, and
     leaves out the ones the node must handle (and name) one by one."""

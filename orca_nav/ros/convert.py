@@ -46,9 +46,16 @@ def stamp_to_seconds(stamp) -> float:
     return stamp.sec + 1e-9 * stamp.nanosec
 
 
+def seconds_to_nanoseconds(seconds: float) -> int:
+    """A time in seconds as integer nanoseconds, as builtin_interfaces/Time holds it (whole
+    seconds down, the nanoseconds rounded and kept below one second)."""
+    sec = math.floor(seconds)
+    return sec * 10 ** 9 + min(int(round((seconds - sec) * 1e9)), 999_999_999)
+
+
 def seconds_to_time(seconds: float) -> Time:
-    sec = int(np.floor(seconds))
-    return Time(sec=sec, nanosec=min(int(round((seconds - sec) * 1e9)), 999_999_999))
+    sec, nanosec = divmod(seconds_to_nanoseconds(seconds), 10 ** 9)
+    return Time(sec=sec, nanosec=nanosec)
 
 
 def seconds_to_duration(seconds: float) -> Duration:
@@ -170,6 +177,37 @@ class TwistCdr:
             return self._prefix + twist
         return (_CDR_LITTLE_ENDIAN + b'\x00\x00' + _STAMP.pack(*divmod(stamp_ns, 10 ** 9))
                 + self._frame + twist)
+
+
+class OdometryCdr:
+    """nav_msgs/Odometry of one robot with fixed frame ids, serialized (little-endian XCDR1)
+    for publishing as bytes: a simulator sends one per robot per step, and rclpy's conversion of
+    the message object costs it several times the encoding (`_odom_fields` reads the same
+    layout). Only what a simulated robot reports is set: position, yaw, the x and y variances
+    of the pose covariance, the body twist (linear x, y, z and angular z); the rest is 0."""
+
+    # pose (position 3, orientation 4), pose.covariance with [0] and [7] set, twist (6), and its
+    # covariance (36, all 0); 'x' is a zero byte.
+    _BODY = struct.Struct('<7dd48xd224x6d288x')
+
+    def __init__(self, frame_id: str, child_frame_id: str):
+        frame, child = frame_id.encode() + b'\x00', child_frame_id.encode() + b'\x00'
+        after_frame = _aligned(12 + len(frame), 4)
+        after_child = after_frame + 4 + len(child)
+        self._frames = (_STRING_LENGTH.pack(len(frame)) + frame
+                        + bytes(after_frame - 12 - len(frame)) + _STRING_LENGTH.pack(len(child))
+                        + child + bytes(_aligned(after_child, 8) - after_child))
+
+    def pack(self, stamp_ns: int, position, yaw: float, position_variance: float,
+             body_linear, yaw_rate: float) -> bytes:
+        """position (x, y, z) in the frame, yaw (rad), the variance of x and of y (m^2), body
+        linear (x, y, z) in m/s and yaw rate in rad/s."""
+        half_yaw = 0.5 * yaw
+        return (_CDR_LITTLE_ENDIAN + b'\x00\x00' + _STAMP.pack(*divmod(stamp_ns, 10 ** 9))
+                + self._frames + self._BODY.pack(
+                    position[0], position[1], position[2], 0.0, 0.0, math.sin(half_yaw),
+                    math.cos(half_yaw), position_variance, position_variance, body_linear[0],
+                    body_linear[1], body_linear[2], 0.0, 0.0, yaw_rate))
 
 
 class OdomBatch(NamedTuple):

@@ -8,22 +8,31 @@ robots that meet belong to different shards (all four with 4 shards): almost eve
 a boundary encounter, where each robot's shard takes half of the avoidance.
 
 The nodes are those `describe_graph` gives for the fleet file (the launch file's), each started
-as its own process: fleet_sim_node (the robots, odometry at the control rate, wall clock) and
-S orca_node shards at `--rate` (default 10 Hz, cycle_trigger odometry).
+as its own process: fleet_sim_node (the robots, odometry at the control rate) and S orca_node
+shards at `--rate` (default 10 Hz, cycle_trigger odometry).
+
+The full run is in lockstep on the simulator's clock (`use_sim_time`, the simulator publishing
+/clock and advancing one odometry period only once every robot's command for the last one has
+arrived, or 2 s passed): the robots are commanded at `--rate` of their own time however much of
+the machine the five processes need, so it shows the fleet as it runs where every part has the
+cores it needs, and how far this machine is from that (simulated seconds per wall second). The
+parts alone run on the wall clock: their CPU per second is the cost model.
 
 Measured:
 (a) the full run: per shard the control cycle (ms, p50/p99, wall and CPU of its thread, from its
     /diagnostics status `<node>: control cycle`, its last 200 cycles), the cmd_vel rate a
-    sample of robots receives (Hz per robot, up to 8 per shard), every process's CPU (CPU
-    seconds per wall second, /proc), the simulator's contacts and the boundary contacts
+    sample of robots receives (Hz per simulated second per robot, up to 8 per shard), the
+    simulated seconds in the wall-clock window, every process's CPU (/proc: CPU seconds per
+    simulated second, and per wall second), the simulator's contacts and the boundary contacts
     (robots of different shards) among them, and how long start-up took (until every shard ran);
 (b) each part alone: the simulator with N robots and no controller (CPU per simulated second:
     it follows the wall clock), and one shard commanding its N/S robots while seeing all N (the
     simulator beside it playing the fleet; the others stand still), its CPU per second and
     cycle p50/p99.
 Projection to S + 1 machines: the simulator on a machine of its own and one shard per machine
-(each part's CPU per second and a shard's cycle CPU p99 against the control period: the heavier
-median of the part alone and in the full run, where the simulator serves S shards), each shard
+(each part's CPU per second of the robots' time and a shard's cycle CPU p99 against the control
+period: the heavier median of the part alone and in the full run, where the simulator serves S
+shards), each shard
 machine receiving N odometry messages per control period (the bytes per message measured by
 serializing one), the simulator's machine sending them S times (DDS unicast).
 Every number is min/median over `--repeats` runs.
@@ -75,10 +84,12 @@ def meeting_pairs(start, goal, column, row):
             if i < k and cell[i] == cell[k]]
 
 
-def fleet_config(count, shards, rate):
-    """(the fleet, each robot's goal, the meeting pairs by name); lattice index j is robot
-    `robot<j>`, listed grouped by its corner of the cell, (column mod 2 + 2 (row mod 2)) mod
-    shards, so the robots that meet belong to different shards (with 4 shards all four of a
+def fleet_config(count, shards, rate, lockstep=False):
+    """(the fleet, each robot's goal, the meeting pairs by name); with `lockstep` every node runs
+    on the simulator's clock, which waits for every robot's command (see the module docstring).
+    Lattice index j is robot `robot<j>`, listed grouped by its corner of the cell,
+    (column mod 2 + 2 (row mod 2)) mod shards, so the robots that meet belong to different
+    shards (with 4 shards all four of a
     cell, with 2 the diagonal partners; the groups are only about as large as the shards'
     blocks: a few robots land in the next shard)."""
     from orca_nav.bringup.fleet_file import load_fleet_config
@@ -86,7 +97,7 @@ def fleet_config(count, shards, rate):
     group = (column % 2 + 2 * (row % 2)) % shards
     order = sorted(range(count), key=lambda j: (group[j], j))
     cfg = load_fleet_config({
-        'name': 'shards_bench', 'shards': shards, 'use_sim_time': False,
+        'name': 'shards_bench', 'shards': shards, 'use_sim_time': lockstep,
         'defaults': {'kinematics': 'holonomic', 'radius': RADIUS, 'max_speed': MAX_SPEED,
                      'max_accel': 2.0},
         'robots': [{'name': f'robot{j}', 'start': [float(start[j, 0]), float(start[j, 1]), 0.0]}
@@ -94,7 +105,10 @@ def fleet_config(count, shards, rate):
         'orca_node': {'control_rate': float(rate), 'marker_rate': 0.0, 'diagnostics_rate': 1.0,
                       'odom_timeout': max(0.5, 5.0 / rate)},
         'fleet_sim_node': {'odom_rate': float(rate), 'sim_rate': 2.0 * rate,
-                           'cmd_timeout': max(0.25, 2.5 / rate)}})
+                           'cmd_timeout': max(0.25, 2.5 / rate),
+                           **({'publish_clock': True, 'lockstep': True, 'real_time_factor': 1.0,
+                               'lockstep_timeout': 2.0, 'lockstep_start_timeout': 600.0}
+                              if lockstep else {})}})
     pairs = [(f'robot{i}', f'robot{k}') for i, k in meeting_pairs(start, goal, column, row)]
     return cfg, {f'robot{j}': goal[j] for j in range(count)}, pairs
 
@@ -151,6 +165,7 @@ class Observer:
         from diagnostic_msgs.msg import DiagnosticArray
         from geometry_msgs.msg import PoseStamped, Twist
         from rclpy.executors import SingleThreadedExecutor
+        from rosgraph_msgs.msg import Clock
         from std_msgs.msg import String
 
         from orca_nav.ros.convert import latched_qos
@@ -164,8 +179,12 @@ class Observer:
         self.contacts = []
         self.simulating = False     # the simulator's diagnostics arrived: it is up
         self.positions = {}         # robot -> (x, y) in the simulator's latest diagnostics
+        self.sim_time = None        # s: the latest /clock (lockstep runs)
         self.cmd_counts = dict.fromkeys(sampled, 0)
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 50)
+        self.node.create_subscription(
+            Clock, '/clock', lambda msg: setattr(self, 'sim_time', msg.clock.sec
+                                                 + 1e-9 * msg.clock.nanosec), 10)
         self.node.create_subscription(String, '/fleet_sim/collisions',
                                       lambda msg: self.contacts.append(json.loads(msg.data)),
                                       latched_qos(COLLISION_HISTORY))
@@ -271,16 +290,20 @@ def run(cfg, goals, specs, seconds, startup_timeout, shard_names):
             cpu0 = {p.name: p.cpu_s() for p in processes}
             with observer.lock:
                 cmd0 = dict(observer.cmd_counts)
-            t0 = time.perf_counter()
+            t0, sim0 = time.perf_counter(), observer.sim_time
             time.sleep(seconds)
-            elapsed = time.perf_counter() - t0
-            cpu = {p.name: (p.cpu_s() - cpu0[p.name]) / elapsed for p in processes}
+            elapsed, sim1 = time.perf_counter() - t0, observer.sim_time
+            cpu_s = {p.name: p.cpu_s() - cpu0[p.name] for p in processes}
+            # Per second of the robots' time: simulated in lockstep, else the wall's.
+            if cfg.use_sim_time and (sim0 is None or sim1 is None or sim1 <= sim0):
+                raise RuntimeError(f'simulated time did not advance in the {seconds:g} s window')
+            sim_elapsed = sim1 - sim0 if cfg.use_sim_time else elapsed
             with observer.lock:
-                cmd_rates = [(observer.cmd_counts[r] - cmd0[r]) / elapsed for r in sampled]
+                cmd_rates = [(observer.cmd_counts[r] - cmd0[r]) / sim_elapsed for r in sampled]
             observer.cycles.clear()     # the statuses after the window cover it
             observer.positions.clear()
             wait_until(lambda: all(n in observer.cycles for n in shard_names) and
-                       len(observer.positions) == len(cfg.robots), 10.0,
+                       len(observer.positions) == len(cfg.robots), 30.0,
                        'no control-cycle or simulator status after the window', processes)
             for p in processes:
                 if p.proc.poll() is not None:
@@ -295,7 +318,9 @@ def run(cfg, goals, specs, seconds, startup_timeout, shard_names):
               float(np.hypot(*np.subtract(r.start[:2], goals[r.name]))) > 0.3]
     arrived = sum(float(np.hypot(*np.subtract(observer.positions[r], goals[r]))) < 0.3
                   for r in movers)
-    return {'startup_s': startup_s, 'seconds': elapsed, 'cpu_per_s': cpu, 'arrived': arrived,
+    return {'startup_s': startup_s, 'seconds': elapsed, 'simulated_seconds': sim_elapsed,
+            'cpu_per_s': {n: c / sim_elapsed for n, c in cpu_s.items()},
+            'cpu_per_wall_s': {n: c / elapsed for n, c in cpu_s.items()}, 'arrived': arrived,
             'movers': len(movers),
             'shards': {n: observer.cycles[n] for n in shard_names},
             'cmd_vel_hz_p50': float(np.median(cmd_rates)) if cmd_rates else None,
@@ -342,6 +367,8 @@ def main(argv=None):
     from orca_nav.ros.orca_params import commanded_robots
     cfg, goals, pairs = fleet_config(count, shards, args.rate)
     specs = describe_graph(cfg, use_sim=True)
+    lockstep_cfg = fleet_config(count, shards, args.rate, lockstep=True)[0]
+    lockstep_specs = describe_graph(lockstep_cfg, use_sim=True)
     names = [shard_name(k) for k in range(shards)]
     shard_of = {robot: spec.name for spec in specs if spec.name in names
                 for robot in commanded_robots(spec.parameters[-1])}
@@ -349,7 +376,8 @@ def main(argv=None):
     sim_spec = next(s for s in specs if s.name == FLEET_SIM)
     full, sim_alone, shard_alone = [], [], []
     for repeat in range(repeats):
-        full.append(run(cfg, goals, specs, seconds, args.startup_timeout, names))
+        full.append(run(lockstep_cfg, goals, lockstep_specs, seconds, args.startup_timeout,
+                        names))
         print(f'run {repeat + 1}/{repeats}: full run done', file=sys.stderr, flush=True)
         sim_alone.append(run(cfg, {}, [sim_spec], seconds, args.startup_timeout, []))
         alone = [sim_spec, next(s for s in specs if s.name == names[0])]
@@ -363,10 +391,13 @@ def main(argv=None):
         'repeats': repeats, 'quick': bool(args.quick), 'cores': os.cpu_count(),
         'full': {
             'startup_s': stats([r['startup_s'] for r in full]),
+            'simulated_seconds': stats([r['simulated_seconds'] for r in full]),
             'per_shard': {n: {k: stats([r['shards'][n].get(k) for r in full])
                               for k in cycle_keys} for n in names},
             'cpu_per_s': {p: stats([r['cpu_per_s'][p] for r in full])
                           for p in full[0]['cpu_per_s']},
+            'cpu_per_wall_s': {p: stats([r['cpu_per_wall_s'][p] for r in full])
+                               for p in full[0]['cpu_per_wall_s']},
             'cmd_vel_hz_p50': stats([r['cmd_vel_hz_p50'] for r in full]),
             'cmd_vel_hz_min': stats([r['cmd_vel_hz_min'] for r in full]),
             'arrived': [r['arrived'] for r in full], 'movers': full[0]['movers'],
@@ -383,7 +414,8 @@ def main(argv=None):
         'load_average': os.getloadavg()[0]}
     odom_in = count * args.rate * result['odometry_bytes'] / 1e6
     # The heavier of each part alone and in the full run (the simulator sends to S shards
-    # there; a shard avoids moving robots of other shards).
+    # there; a shard avoids moving robots of other shards), in CPU seconds per second of the
+    # robots' time: what a machine needs to keep up with real time.
     result['projection'] = {
         'simulator_machine_cores': max(result['simulator_alone_cpu_per_s']['median'],
                                        result['full']['cpu_per_s'][FLEET_SIM]['median']),
@@ -412,25 +444,27 @@ def report(r, names):
           f"{r['repeats']} run(s)")
     print(f"scene: {r['meeting_pairs']} pairs of robots meet at cell centres, "
           f"{r['meeting_pairs_across_shards']} of them across shards")
-    print(f"(a) full run: start-up {_mm(f['startup_s'], '{:.1f}')} s; cmd_vel per sampled robot "
+    print(f"(a) full run, in lockstep on the simulator's clock: start-up "
+          f"{_mm(f['startup_s'], '{:.1f}')} s; {_mm(f['simulated_seconds'])} simulated s in the "
+          f"{r['seconds']:g} s window; cmd_vel per sampled robot per simulated s "
           f"{_mm(f['cmd_vel_hz_p50'])} Hz (median robot), {_mm(f['cmd_vel_hz_min'])} Hz "
           f"(slowest robot); at their goal after the window {f['arrived']} of {f['movers']} with one; "
           f"contacts {f['contacts']}, at shard boundaries {f['boundary_contacts']}")
     header = f"{'shard':>18} | {'cycle p50':>15} | {'cycle p99':>15} | {'cpu p50':>15} | " \
-             f"{'cpu p99':>15} | {'process CPU/s':>15}"
+             f"{'cpu p99':>15} | {'CPU per sim s':>15} | {'CPU per wall s':>15}"
     print(header)
     print('-' * len(header))
     for n in names:
         s = f['per_shard'][n]
         print(f"{n:>18} | {_mm(s['cycle_p50_ms']):>15} | {_mm(s['cycle_p99_ms']):>15} | "
               f"{_mm(s['cycle_cpu_p50_ms']):>15} | {_mm(s['cycle_cpu_p99_ms']):>15} | "
-              f"{_mm(f['cpu_per_s'][n]):>15}")
+              f"{_mm(f['cpu_per_s'][n]):>15} | {_mm(f['cpu_per_wall_s'][n]):>15}")
     print(f"{'fleet_sim':>18} | {'':>15} | {'':>15} | {'':>15} | {'':>15} | "
-          f"{_mm(f['cpu_per_s']['fleet_sim']):>15}")
+          f"{_mm(f['cpu_per_s']['fleet_sim']):>15} | {_mm(f['cpu_per_wall_s']['fleet_sim']):>15}")
     a = r['shard_alone']
     print(f"(b) alone: simulator with {r['robots']} robots {_mm(r['simulator_alone_cpu_per_s'])} "
           f"CPU s per simulated s; one shard ({r['robots'] // r['shards']}+ of {r['robots']} "
-          f"robots) {_mm(a['cpu_per_s'])} CPU s/s, cycle p50 {_mm(a['cycle_p50_ms'])} ms, p99 "
+          f"robots) {_mm(a['cpu_per_s'])} CPU s/s (both on the wall clock), cycle p50 {_mm(a['cycle_p50_ms'])} ms, p99 "
           f"{_mm(a['cycle_p99_ms'])} ms (CPU p99 {_mm(a['cycle_cpu_p99_ms'])} ms); contacts "
           f"{a['contacts']} (the other robots stand uncommanded here: not a boundary test)")
     p = r['projection']
@@ -442,8 +476,8 @@ def report(r, names):
           f"{p['odometry_into_each_shard_MB_per_s']:.1f} MB/s into each shard machine, "
           f"{p['odometry_out_of_simulator_MB_per_s']:.1f} MB/s out of the simulator's")
     print('cycle = wall clock of a whole control cycle in the shard; cpu = CPU time of its thread '
-          'in it; process CPU/s = CPU seconds of the whole process (all threads, DDS included) '
-          'per wall second')
+          'in it; CPU per sim s / wall s = CPU seconds of the whole process (all threads, DDS '
+          'included) per simulated / wall second')
     print(f"load average during the run: {r['load_average']:.1f} on {r['cores']} cores")
 
 

@@ -2,7 +2,8 @@
 
 For N robots (default 10, 50, 100, 200, 500), orca_node runs as its own process (centralized mode,
 20 Hz, `cycle_trigger: odometry`, holonomic robots of radius 0.3 m and 1 m/s). A player process
-plays the fleet's odometry at 20 Hz and this process (the probe) times the commands. Robots sit
+plays the fleet's odometry (20 Hz, or `--odom-rate`) and this process (the probe) times the
+commands. Robots sit
 on a jittered lattice (`--spacing`, default 2 m: a busy warehouse floor; 1.2 m is a crowd where
 most LPs are infeasible), every one moving at 0.5 m/s toward its mirror image through the centre
 (goals set the same way), so every robot has `max_neighbors` neighbours within neighbor_dist in
@@ -22,7 +23,8 @@ Measured:
   spread over the fleet (subscribing to all N cmd_vel topics would make this process the
   bottleneck); the node publishes cmd_vel in robot order, so later robots see up to the
   publishing time of the earlier ones;
-- cmd_vel rate (Hz): over the window, the slowest of the sampled robots;
+- cmd_vel rate (Hz): over the window, the slowest and the fastest of the sampled robots (with
+  `--odom-rate 50`: the control rate is kept whatever the odometry rate);
 - parameter service: while the fleet runs, a `set_parameters` call on the running node (what
   `ros2 param set` does) and its answer time;
 - peer (same run, same scene): a naive per-robot Python loop around RVO2 (PyPI pyrvo): set each
@@ -39,8 +41,11 @@ it can of the cores the node is measured on. Its bursts are then shorter (8 ms f
 leaves more of each burst for the node to take after the burst's last message, where the
 latency starts.
 
-Usage: python -m bench.bench_fleet [--quick] [--sizes 10 50 100 200 500] [--seconds 8]
-       [--spacing 2]
+`--repeats R` runs every size R times, sizes interleaved; the table gives each figure's median
+and the lines under it min / median / max of the judged ones.
+
+Usage: python -m bench.bench_fleet [--quick] [--sizes 10 50 100 200 500] [--seconds 10]
+       [--spacing 2] [--odom-rate 20] [--repeats 1]
 """
 import argparse
 import json
@@ -90,9 +95,9 @@ def percentile(values, q):
     return float(np.percentile(values, q)) if len(values) else float('nan')
 
 
-def play_odometry(count, spacing, stop, bursts_out):
-    """The fleet's odometry at RATE in a process of its own: prebuilt messages, restamped. At
-    `stop`, sends the system time (ns) each burst's last message was published."""
+def play_odometry(count, spacing, odom_rate, stop, bursts_out):
+    """The fleet's odometry at `odom_rate` in a process of its own: prebuilt messages,
+    restamped. At `stop`, sends the system time (ns) each burst's last message was published."""
     import rclpy
     from nav_msgs.msg import Odometry
     from rclpy.serialization import serialize_message
@@ -116,7 +121,7 @@ def play_odometry(count, spacing, stop, bursts_out):
         start[i], yaw[i], (body_speed[i], 0.0), 0.0, node.get_clock().now().to_msg(), 'map',
         f'{robots[i]}/base_link'))) for i in range(count)]
     bursts = []
-    period = 1.0 / RATE
+    period = 1.0 / odom_rate
     next_t = time.perf_counter()
     while not stop.is_set():
         sec, nanosec = divmod(node.get_clock().now().nanoseconds, 1_000_000_000)
@@ -131,7 +136,7 @@ def play_odometry(count, spacing, stop, bursts_out):
     bursts_out.send(bursts)
 
 
-def run_node_size(count, seconds, spacing):
+def run_node_size(count, seconds, spacing, odom_rate):
     """orca_node in a subprocess, odometry played by another (`play_odometry`), commands timed
     here; returns the measured numbers."""
     import rclpy
@@ -192,7 +197,7 @@ def run_node_size(count, seconds, spacing):
     spawn = multiprocessing.get_context('spawn')
     stop = spawn.Event()
     bursts_in, bursts_out = spawn.Pipe(duplex=False)
-    playing = spawn.Process(target=play_odometry, args=(count, spacing, stop, bursts_out),
+    playing = spawn.Process(target=play_odometry, args=(count, spacing, odom_rate, stop, bursts_out),
                             daemon=True)
     try:
         playing.start()
@@ -240,7 +245,8 @@ def run_node_size(count, seconds, spacing):
             'latency_callback_p50_ms': percentile(at_callback_ms, 50),
             'latency_callback_p99_ms': percentile(at_callback_ms, 99),
             'latency_samples': int(len(lat_ms)), 'sampled_robots': len(sampled),
-            'cmd_rate_min_hz': min(received.values()) / window, 'param_set_ms': param_ms,
+            'cmd_rate_min_hz': min(received.values()) / window,
+            'cmd_rate_max_hz': max(received.values()) / window, 'param_set_ms': param_ms,
             'load_average': load}
 
 
@@ -302,35 +308,69 @@ def time_pyrvo_loop(count, repeats, spacing):
     return 1e3 * np.array(times)
 
 
+def run_size(count, seconds, spacing, odom_rate, quick):
+    """One run of one fleet size: the node over DDS, then the core and the peer on its scene."""
+    measured = run_node_size(count, seconds, spacing, odom_rate)
+    core = time_core(count, 10 if quick else 40, spacing)
+    peer = time_pyrvo_loop(count, 10 if quick else 40, spacing)
+    row = dict(robots=count, **measured, core_p50_ms=float(np.median(core)),
+               pyrvo_loop_p50_ms=float(np.median(peer)) if peer is not None else None)
+    row['cycle_vs_pyrvo_loop'] = (row['cycle_p50_ms'] / row['pyrvo_loop_p50_ms']
+                                  if peer is not None else None)
+    return row
+
+
+def median_row(runs):
+    """Each figure's median over the runs of one size (None where a run has none)."""
+    row = {}
+    for key, value in runs[0].items():
+        values = [r[key] for r in runs if r[key] is not None]
+        row[key] = (value if key == 'robots' else
+                    float(np.median(values)) if values and len(values) == len(runs) else None)
+    return row
+
+
+def spread(runs, key, fmt='{:.1f}'):
+    """`min / median / max` of one figure over the runs."""
+    values = [r[key] for r in runs]
+    if any(v is None for v in values):
+        return 'no answer in ' + str(sum(v is None for v in values)) + ' run(s)'
+    return ' / '.join(fmt.format(v) for v in (min(values), float(np.median(values)), max(values)))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--quick', action='store_true', help='10 and 50 robots, short windows')
     parser.add_argument('--sizes', type=int, nargs='+', default=None)
     parser.add_argument('--seconds', type=float, default=None, help='measurement window per size')
     parser.add_argument('--spacing', type=float, default=2.0, help='lattice spacing (m)')
+    parser.add_argument('--odom-rate', type=float, default=RATE,
+                        help=f'odometry rate of every robot (Hz; the node runs at {RATE:g} Hz)')
+    parser.add_argument('--repeats', type=int, default=None,
+                        help='runs of every size, interleaved (default 1; the table is the median)')
     args = parser.parse_args(argv)
     sizes = args.sizes or ([10, 50] if args.quick else [10, 50, 100, 200, 500])
     seconds = args.seconds or (3.0 if args.quick else 10.0)
+    repeats = args.repeats or 1
+    if args.odom_rate <= 0.0 or repeats < 1:
+        parser.error('--odom-rate must be > 0 and --repeats at least 1')
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 
-    rows = []
-    for count in sizes:
-        measured = run_node_size(count, seconds, args.spacing)
-        core = time_core(count, 10 if args.quick else 40, args.spacing)
-        peer = time_pyrvo_loop(count, 10 if args.quick else 40, args.spacing)
-        row = dict(robots=count, **measured, core_p50_ms=float(np.median(core)),
-                   pyrvo_loop_p50_ms=float(np.median(peer)) if peer is not None else None)
-        row['cycle_vs_pyrvo_loop'] = (row['cycle_p50_ms'] / row['pyrvo_loop_p50_ms']
-                                      if peer is not None else None)
-        rows.append(row)
-        print(f'{count} robots done', file=sys.stderr, flush=True)
+    runs = {count: [] for count in sizes}
+    for repeat in range(repeats):       # sizes interleaved: a busy minute spreads over all
+        for count in sizes:
+            runs[count].append(run_size(count, seconds, args.spacing, args.odom_rate, args.quick))
+            print(f'run {repeat + 1}/{repeats}: {count} robots done', file=sys.stderr, flush=True)
+    rows = [median_row(runs[count]) for count in sizes]
 
     header = (f"{'robots':>6} | {'cycle p50':>9} | {'cycle p99':>9} | {'cpu p50':>7} | "
               f"{'cpu p99':>7} | {'odom->cmd p50':>13} | "
               f"{'odom->cmd p99':>13} | {'cmd Hz min':>10} | {'param set':>9} | "
               f"{'core ORCA p50':>13} | {'pyrvo loop p50':>14} | {'cycle/pyrvo':>11} | {'load':>4}")
-    print(f'orca_node at {RATE:g} Hz over DDS (ms), lattice spacing {args.spacing:g} m; peer = '
-          'per-robot Python loop around pyrvo (RVO2 2.0.3), same scene, same run')
+    print(f'orca_node at {RATE:g} Hz over DDS (ms), odometry at {args.odom_rate:g} Hz, lattice '
+          f'spacing {args.spacing:g} m; peer = per-robot Python loop around pyrvo (RVO2 2.0.3), '
+          f'same scene, same run; ' + ('median of ' + str(repeats) + ' runs' if repeats > 1
+                                       else 'one run'))
     print(header)
     print('-' * len(header))
     for r in rows:
@@ -346,17 +386,30 @@ def main(argv=None):
               f"{r['core_p50_ms']:13.2f} | {peer} | {ratio} | {r['load_average']:4.1f}")
     print('cycle = wall clock of a whole control cycle in orca_node; cpu = CPU time of that thread '
           'in it (what the cycle costs without other processes competing for the cores); cmd Hz '
-          'min = the slowest sampled robot; param set = a set_parameters answer while running; '
-          f'load = 1-min load average at the end of the window, {os.cpu_count()} cores')
+          'min = the slowest sampled robot; param set = a set_parameters answer while running '
+          '("no answer" if any run had none); load = 1-min load average at the end of the '
+          f'window, {os.cpu_count()} cores')
     print('odom->cmd = to the probe\'s DDS receipt; at its Python callback (p50 / p99 ms): ' +
           ', '.join(f"{r['robots']} robots {r['latency_callback_p50_ms']:.1f} / "
                     f"{r['latency_callback_p99_ms']:.1f}" for r in rows))
+    print(f'over {repeats} run(s), min / median / max:')
+    for count in sizes:
+        print(f"  {count} robots: odom->cmd p50 {spread(runs[count], 'latency_p50_ms')} ms, "
+              f"p99 {spread(runs[count], 'latency_p99_ms')} ms; cmd_vel "
+              f"{spread(runs[count], 'cmd_rate_min_hz', '{:.2f}')} Hz (slowest robot), "
+              f"{spread(runs[count], 'cmd_rate_max_hz', '{:.2f}')} Hz (fastest); param set "
+              f"{spread(runs[count], 'param_set_ms', '{:.0f}')} ms; load "
+              f"{spread(runs[count], 'load_average')}")
     print('targets: 100 robots odom->cmd_vel p50 <= 10 ms, p99 <= 30 ms; 500 robots every cmd_vel '
-          '>= 18 Hz, p50 <= 20 ms, p99 <= 50 ms, parameters answered')
+          f'>= 18 Hz, p50 <= 20 ms, p99 <= 50 ms, parameters answered; cmd_vel at {RATE:g} Hz '
+          '+-5 % whatever the odometry rate')
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({'rate_hz': RATE, 'quick': bool(args.quick), 'seconds': seconds,
-                                   'spacing_m': args.spacing, 'load_average': os.getloadavg()[0],
-                                   'cores': os.cpu_count(), 'rows': rows}, indent=1))
+    RESULTS.write_text(json.dumps({'rate_hz': RATE, 'odom_rate_hz': args.odom_rate,
+                                   'quick': bool(args.quick), 'seconds': seconds,
+                                   'repeats': repeats, 'spacing_m': args.spacing,
+                                   'load_average': os.getloadavg()[0], 'cores': os.cpu_count(),
+                                   'rows': rows, 'runs': {str(c): runs[c] for c in sizes}},
+                                  indent=1))
     return rows
 
 

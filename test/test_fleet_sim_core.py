@@ -201,6 +201,20 @@ def test_lockstep_pacing_holds_answered_exchanges():
     assert step.ready(1.5)
 
 
+def test_lockstep_resends_the_first_exchange_to_the_robots_that_have_not_answered():
+    step = Lockstep(3, now=0.0, timeout=1.0, start_timeout=30.0, resend_period=0.5)
+    assert step.resend_due(5.0) == []               # no exchange open yet
+    step.open(1.0)
+    step.answer(1)
+    assert step.resend_due(1.4) == []
+    assert step.resend_due(1.5) == [0, 2]
+    assert step.resend_due(1.9) == []               # once a period
+    step.answer(0)
+    assert step.resend_due(2.0) == [2]
+    step.open(31.0)                                 # later exchanges end at their timeout
+    assert step.resend_due(40.0) == []
+
+
 def test_lockstep_bad_arguments():
     with pytest.raises(ValueError, match='timeout'):
         Lockstep(1, now=0.0, timeout=0.0, start_timeout=30.0)
@@ -208,6 +222,8 @@ def test_lockstep_bad_arguments():
         Lockstep(1, now=0.0, timeout=1.0, start_timeout=30.0, pace_period=float('nan'))
     with pytest.raises(ValueError, match='n_robots'):
         Lockstep(0, now=0.0, timeout=1.0, start_timeout=30.0)
+    with pytest.raises(ValueError, match='resend_period must be finite and > 0, got 0.0'):
+        Lockstep(1, now=0.0, timeout=1.0, start_timeout=30.0, resend_period=0.0)
 
 
 def test_seeded_noise_is_reproducible_and_has_the_given_spread():

@@ -229,6 +229,23 @@ def test_lockstep_start_up_waits_for_the_controllers(ros):
                                                                            2 * PERIOD])
 
 
+def test_lockstep_sends_the_first_odometry_again_to_a_controller_that_lost_it(ros):
+    """A controller whose subscription matched late loses the first odometry (played here by
+    one that ignores it): the simulator sends it again instead of waiting out the start-up."""
+    node = ros.sim(['robot0', 'robot1'], extra=lockstep(start_timeout=300.0),
+                   start=[[0.0, 0.0, 0.0], [3.0, 0.0, 0.0]])
+    ctl = Controller(ros, ['robot0', 'robot1'],
+                     lambda robot, k: None if robot == 'robot1' and k == 0 else forward(0.0))
+    odom = ctl.odom['robot1']
+    assert ros.wait_for(lambda: odom and stamp_s(odom[-1]) > 0.0)
+    # The first odometry again (until answered: on a slow machine more than once), then the next.
+    stamps = [stamp_s(m) for m in odom]
+    assert stamps[:2] == [0.0, 0.0] and set(stamps[:-1]) == {0.0}
+    assert stamps[-1] == pytest.approx(PERIOD)
+    assert [stamp_s(m) for m in ctl.odom['robot0'][:2]] == pytest.approx([0.0, PERIOD])
+    assert node.lockstep.exchange >= 2
+
+
 def test_lockstep_times_out_and_advances_naming_the_silent_robot(ros, capfd):
     node = ros.sim(['robot0', 'robot1'], extra=lockstep(timeout=0.5),
                    start=[[0.0, 0.0, 0.0], [3.0, 0.0, 0.0]])

@@ -35,7 +35,8 @@ Time:
   robots that did not), it integrates 1/odom_rate in steps of at most 1/sim_rate and opens the
   next exchange. The first exchange opens once every robot's odom has a subscriber and its
   cmd_vel a publisher and waits up to `lockstep_start_timeout` from start-up, so nothing moves
-  before the controllers run. A controller that answers each odometry with the command it
+  before the controllers run; its odometry goes out again every 0.5 s to the robots that have
+  not answered (a controller that had not yet matched the topic would lose it). A controller that answers each odometry with the command it
   computed from it then sees the same run whatever the machine's load: runs are reproducible.
 """
 from __future__ import annotations
@@ -249,6 +250,7 @@ class FleetSimNode(Node):
         names = [robot_names(r, self.params['tf_layout'], self.global_frame)
                  for r in self.robots]
         self._odom_out = [OdometryCdr(n.odom_frame, n.base_frame) for n in names]
+        self._odom_sent: List[bytes] = [b''] * len(names)     # each robot's last odometry out
         self._tf = (SimTfPublisher(self, names, starts, self.params)
                     if self.params['tf_layout'] != 'none' else None)
         self._scans = (ScanPublisher(self, self.sim, names, scan_cfg, self._step_s)
@@ -392,6 +394,8 @@ class FleetSimNode(Node):
         now = self._wall_now()
         self._publish_clock()
         if self.lockstep.exchange > 0:
+            for index in self.lockstep.resend_due(now):
+                self._odom_pubs[index].publish(self._odom_sent[index])
             self._try_advance(now)
             return
         unconnected = self._unconnected_robots()
@@ -545,8 +549,9 @@ class FleetSimNode(Node):
         # Serialized here and published as bytes: rclpy's conversion of an Odometry object
         # costs several times the encoding, which matters at 100+ robots x 50 Hz.
         for index, ((x, y, yaw), (vx, vy, wz)) in enumerate(zip(poses.tolist(), twists.tolist())):
-            self._odom_pubs[index].publish(self._odom_out[index].pack(
-                stamp_ns, (x, y, altitudes[index]), yaw, pos_var, (vx, vy, climb[index]), wz))
+            self._odom_sent[index] = self._odom_out[index].pack(
+                stamp_ns, (x, y, altitudes[index]), yaw, pos_var, (vx, vy, climb[index]), wz)
+            self._odom_pubs[index].publish(self._odom_sent[index])
 
     def _deliver_late_odometry(self, now: float) -> None:
         """Odometry the link delivers by `now`, stamped with its measurement time."""

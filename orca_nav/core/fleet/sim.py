@@ -574,28 +574,43 @@ class Lockstep:
     at least once (a robot nobody commands must not hold the fleet up every exchange), and a
     robot joins as soon as its first answer comes.
 
+    The first exchange's odometry goes out again every `resend_period` to the robots that have
+    not answered (`resend_due`): DDS can count a subscription as matched before the subscriber
+    has matched the publisher, and a controller that started a moment before would lose it and
+    hold the run up for the rest of `start_timeout`. Later exchanges end at `timeout` anyway.
+
     Times are seconds of the caller's wall clock (a steady one), passed in: they bound waits and
     pace the run, they never enter the simulation.
     """
 
     def __init__(self, n_robots: int, now: float, timeout: float, start_timeout: float,
-                 pace_period: float = 0.0):
+                 pace_period: float = 0.0, resend_period: float = 0.5):
         if n_robots < 1:
             raise ValueError(f'n_robots must be >= 1, got {n_robots}')
         self.timeout = _finite_at_least_zero('timeout', timeout, positive=True)
         self.start_timeout = _finite_at_least_zero('start_timeout', start_timeout)
         self.pace_period = _finite_at_least_zero('pace_period', pace_period)
+        self.resend_period = _finite_at_least_zero('resend_period', resend_period, positive=True)
         self.exchange = 0                   # exchanges opened; 0 while starting up
         self._answered = np.zeros(n_robots, dtype=bool)
         self._controlled = np.zeros(n_robots, dtype=bool)    # answered at least once
         self._started = float(now)
         self._opened = float(now)
+        self._resent = float(now)
 
     def open(self, now: float) -> None:
         """Odometry for a new exchange went out at `now`: answers count from here."""
         self.exchange += 1
         self._answered[:] = False
-        self._opened = float(now)
+        self._opened = self._resent = float(now)
+
+    def resend_due(self, now: float) -> List[int]:
+        """Robots whose odometry of the first exchange goes out again at `now` (every
+        `resend_period` while it waits for them); none in later exchanges."""
+        if self.exchange != 1 or now < self._resent + self.resend_period:
+            return []
+        self._resent = float(now)
+        return self.missing
 
     def answer(self, robot: int) -> None:
         """`robot`'s command arrived (ignored before the first exchange opens)."""

@@ -41,6 +41,9 @@ it can of the cores the node is measured on. Its bursts are then shorter (8 ms f
 leaves more of each burst for the node to take after the burst's last message, where the
 latency starts.
 
+Fleets of more than 400 robots run with the DDS profile the launch gives them
+(`bringup.graph.dds_environment`: bursts of one message per robot fit Fast DDS's queues).
+
 `--repeats R` runs every size R times, sizes interleaved; the table gives each figure's median
 and the lines under it min / median / max of the judged ones.
 
@@ -95,9 +98,11 @@ def percentile(values, q):
     return float(np.percentile(values, q)) if len(values) else float('nan')
 
 
-def play_odometry(count, spacing, odom_rate, stop, bursts_out):
-    """The fleet's odometry at `odom_rate` in a process of its own: prebuilt messages,
-    restamped. At `stop`, sends the system time (ns) each burst's last message was published."""
+def play_odometry(count, spacing, odom_rate, env, stop, bursts_out):
+    """The fleet's odometry at `odom_rate` in a process of its own (`env` on top of this
+    one's): prebuilt messages, restamped. At `stop`, sends the system time (ns) each burst's
+    last message was published."""
+    os.environ.update(env)
     import rclpy
     from nav_msgs.msg import Odometry
     from rclpy.serialization import serialize_message
@@ -148,14 +153,17 @@ def run_node_size(count, seconds, spacing, odom_rate):
     from rcl_interfaces.srv import SetParameters
     from rclpy.executors import SingleThreadedExecutor
 
+    from orca_nav.bringup.graph import dds_environment
     robots = [f'robot{i}' for i in range(count)]
     _, goals, _ = scene(count, spacing)
+    env = dds_environment(count)    # what the launch gives a fleet this large
     with tempfile.NamedTemporaryFile('w', suffix='.yaml', delete=False) as f:
         yaml.safe_dump(node_params(robots, goals), f)
         params_file = f.name
     proc = subprocess.Popen([sys.executable, '-m', 'orca_nav.ros.orca_node', '--ros-args',
                              '--params-file', params_file, '--log-level', 'warn'],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, **env})
     context = rclpy.Context()
     rclpy.init(context=context)
     node = rclpy.create_node('bench_fleet_probe', context=context)
@@ -197,7 +205,7 @@ def run_node_size(count, seconds, spacing, odom_rate):
     spawn = multiprocessing.get_context('spawn')
     stop = spawn.Event()
     bursts_in, bursts_out = spawn.Pipe(duplex=False)
-    playing = spawn.Process(target=play_odometry, args=(count, spacing, odom_rate, stop, bursts_out),
+    playing = spawn.Process(target=play_odometry, args=(count, spacing, odom_rate, env, stop, bursts_out),
                             daemon=True)
     try:
         playing.start()

@@ -40,7 +40,7 @@ def _nodes(context):
     return [Node(package=spec.package, executable=spec.executable, name=spec.name,
                  namespace=spec.namespace or None, parameters=list(spec.parameters),
                  remappings=list(spec.remappings), arguments=list(spec.arguments),
-                 output='screen')
+                 additional_env=dict(spec.env) or None, output='screen')
             for spec in specs]
 
 

@@ -175,3 +175,52 @@ def test_orca_node_waits_for_the_map_when_the_fleet_has_one(fleet_with_map):
     assert circle(2).map_path is None
     assert by_executable(describe_graph(circle(2)))['orca_node'][0] \
         .parameters[0]['require_map'] is False
+
+
+def lattice_fleet(count):
+    side = int(count ** 0.5) + 1
+    return load_fleet_config({'robots': [
+        {'name': f'r{i}', 'start': [2.0 * (i % side), 2.0 * (i // side)]} for i in range(count)],
+        'shards': 2})
+
+
+def test_a_large_fleet_runs_every_node_with_the_large_fleet_dds_profile():
+    """Over LARGE_FLEET_ROBOTS robots every node (each shard, the simulator) gets the Fast DDS
+    profile in both variables Fast DDS 2 and 3 read; a smaller fleet gets nothing."""
+    from orca_nav.bringup.graph import DDS_PROFILE_VARIABLES, LARGE_FLEET_ROBOTS
+    profile = str(share_dir() / 'config' / 'dds' / 'fastdds_large_fleet.xml')
+    large = describe_graph(lattice_fleet(LARGE_FLEET_ROBOTS + 1), environ={})
+    assert [s.name for s in large] == ['fleet_sim', 'orca_node_shard0', 'orca_node_shard1']
+    assert all(s.env == dict.fromkeys(DDS_PROFILE_VARIABLES, profile) for s in large)
+    assert all(s.env == {} for s in describe_graph(lattice_fleet(LARGE_FLEET_ROBOTS),
+                                                   environ={}))
+
+
+@pytest.mark.parametrize('variable', ['FASTRTPS_DEFAULT_PROFILES_FILE',
+                                      'FASTDDS_DEFAULT_PROFILES_FILE'])
+def test_a_dds_profile_of_the_users_own_wins(variable):
+    from orca_nav.bringup.graph import LARGE_FLEET_ROBOTS, dds_environment
+    assert dds_environment(LARGE_FLEET_ROBOTS + 1, {variable: '/etc/my_dds.xml'}) == {}
+    assert dds_environment(LARGE_FLEET_ROBOTS + 1, {variable: ''}) != {}
+
+
+def test_the_large_fleet_dds_profile_holds_a_burst_from_every_robot():
+    """The profile parses, is Fast DDS's default participant profile, replaces the builtin
+    transports with shared memory and UDP, and its queues hold thousands of messages."""
+    import xml.etree.ElementTree as ET
+    ns = {'p': 'http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles'}
+    root = ET.parse(share_dir() / 'config' / 'dds' / 'fastdds_large_fleet.xml').getroot()
+    assert root.tag == 'dds'
+    profiles = root.find('p:profiles', ns)
+    transports = {t.findtext('p:type', namespaces=ns): t
+                  for t in profiles.findall('p:transport_descriptors/p:transport_descriptor', ns)}
+    assert set(transports) == {'SHM', 'UDPv4'}
+    assert int(transports['SHM'].findtext('p:port_queue_capacity', namespaces=ns)) >= 4096
+    assert int(transports['SHM'].findtext('p:segment_size', namespaces=ns)) >= 4096 * 1024
+    assert int(transports['UDPv4'].findtext('p:receiveBufferSize', namespaces=ns)) >= 2 ** 22
+    (participant,) = profiles.findall('p:participant', ns)
+    assert participant.get('is_default_profile') == 'true'
+    rtps = participant.find('p:rtps', ns)
+    assert rtps.findtext('p:useBuiltinTransports', namespaces=ns) == 'false'
+    assert [t.text for t in rtps.findall('p:userTransports/p:transport_id', ns)] == [
+        t.findtext('p:transport_id', namespaces=ns) for t in transports.values()]

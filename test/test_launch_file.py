@@ -89,7 +89,8 @@ def launched_nodes(module, **overrides):
 def expected_kwargs(spec):
     return dict(executable=spec.executable, package=spec.package, name=spec.name,
                 namespace=spec.namespace or None, parameters=spec.parameters,
-                remappings=spec.remappings, arguments=spec.arguments, output='screen')
+                remappings=spec.remappings, arguments=spec.arguments,
+                additional_env=dict(spec.env) or None, output='screen')
 
 
 def test_launch_arguments(launch_module):
@@ -156,3 +157,20 @@ def test_bad_fleet_file_stops_the_launch(launch_module, tmp_path, capsys):
         'minimum 0.01',
         f'multi_robot.launch.py: fleet config {path}: robots[2].start: [0.2, 0, 0] overlaps '
         'robots[1] (b at [0.1, 0, 0]): centres 0.1 m apart, radii 0.3 + 0.3 m']
+
+
+def test_a_large_fleet_launches_its_nodes_with_the_dds_profile(launch_module, tmp_path,
+                                                                monkeypatch):
+    from orca_nav.bringup.graph import DDS_PROFILE_VARIABLES, LARGE_FLEET_ROBOTS
+    for variable in DDS_PROFILE_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    path = tmp_path / 'large.yaml'
+    path.write_text('shards: 2\nrobots:\n' + ''.join(
+        f'  - {{name: r{i}, start: [{2 * (i % 30)}, {2 * (i // 30)}]}}\n'
+        for i in range(LARGE_FLEET_ROBOTS + 1)))
+    nodes = launched_nodes(launch_module, fleet_config=str(path))
+    assert [n.kwargs for n in nodes] == [expected_kwargs(s)
+                                         for s in describe_graph(load_fleet_config(path))]
+    profile = str(share_dir() / 'config' / 'dds' / 'fastdds_large_fleet.xml')
+    assert all(n.kwargs['additional_env'] == dict.fromkeys(DDS_PROFILE_VARIABLES, profile)
+               for n in nodes)

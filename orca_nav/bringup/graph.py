@@ -7,10 +7,11 @@ tests) can use it anywhere.
 """
 from __future__ import annotations
 
+import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from orca_nav.bringup.fleet_file import FleetConfig
 from orca_nav.bringup.rviz import rviz_remappings, write_rviz_config
@@ -28,13 +29,21 @@ ORCA = 'orca_node'
 PLANNER = 'planner_node'
 MISSION = 'mission_node'
 
+# Fast DDS's default shared-memory port holds 512 messages: a node reading every robot's
+# odometry takes a burst of one per robot each period, beside its other topics. Larger fleets
+# run with config/dds/fastdds_large_fleet.xml (see `dds_environment`).
+LARGE_FLEET_ROBOTS = 400
+DDS_PROFILE_VARIABLES = ('FASTRTPS_DEFAULT_PROFILES_FILE',    # Fast DDS 2 (Humble, Jazzy)
+                         'FASTDDS_DEFAULT_PROFILES_FILE')     # Fast DDS 3
+
 
 @dataclass(frozen=True)
 class NodeSpec:
     """One node of the graph, in the terms of `launch_ros.actions.Node`.
 
     `namespace` '' means the root namespace. `parameters` holds ROS parameter dicts with flat
-    names (`robot0.radius`), later dicts overriding earlier ones.
+    names (`robot0.radius`), later dicts overriding earlier ones. `env`: environment variables
+    the node's process gets on top of the launching one's (launch_ros's `additional_env`).
     """
 
     executable: str
@@ -44,6 +53,7 @@ class NodeSpec:
     remappings: List[Tuple[str, str]] = field(default_factory=list)
     arguments: List[str] = field(default_factory=list)
     package: str = PACKAGE
+    env: Dict[str, str] = field(default_factory=dict)
 
     @property
     def full_name(self) -> str:
@@ -66,6 +76,16 @@ def share_dir() -> Path:
         return Path(get_package_share_directory(PACKAGE))
     except (LookupError, OSError):      # not installed, or no AMENT_PREFIX_PATH at all
         return checkout
+
+
+def dds_environment(robot_count: int, environ: Mapping[str, str] = os.environ) -> Dict[str, str]:
+    """The DDS profile a fleet's nodes need: for more than LARGE_FLEET_ROBOTS robots,
+    config/dds/fastdds_large_fleet.xml (bursts of one message per robot fit Fast DDS's queues),
+    unless `environ` already names a profile (the user's own wins); else nothing."""
+    if robot_count <= LARGE_FLEET_ROBOTS or any(environ.get(v) for v in DDS_PROFILE_VARIABLES):
+        return {}
+    profile = str(share_dir() / 'config' / 'dds' / 'fastdds_large_fleet.xml')
+    return dict.fromkeys(DDS_PROFILE_VARIABLES, profile)
 
 
 def fleet_parameters(cfg: FleetConfig) -> Dict[str, Any]:
@@ -104,7 +124,8 @@ def uses_sim_time(cfg: FleetConfig, use_sim: bool, use_sim_time: Optional[bool] 
 def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centralized',
                    rviz: bool = False, use_sim_time: Optional[bool] = None,
                    sim_overrides: Optional[Dict[str, Any]] = None,
-                   observers: int = 0) -> List[NodeSpec]:
+                   observers: int = 0,
+                   environ: Mapping[str, str] = os.environ) -> List[NodeSpec]:
     """The nodes that run `cfg`: map publisher (with a map), simulator (use_sim), ORCA
     (one node, `cfg.shards` nodes `orca_node_shard<k>` when the fleet is sharded, or one per
     robot namespace in 'per_robot' mode, sharding's limit, whatever `cfg.shards` says), planner
@@ -115,6 +136,8 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
     parameters that win over the fleet file's (the demo's real-time factor, lockstep).
     observers: nodes outside this graph that listen to every robot's odometry (the demo's
     mission); a simulator in lockstep starts the clock only once all of them listen.
+    environ: the launching environment; every node of a large fleet gets the DDS profile it
+    needs unless this names one (`dds_environment`).
     """
     if mode not in MODES:
         raise ValueError(f'mode: {mode!r} is not one of {", ".join(MODES)}')
@@ -184,4 +207,5 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
                                    Path(tempfile.gettempdir()) / 'orca_nav' / f'{cfg.name}.rviz')
         specs.append(NodeSpec('rviz2', 'rviz2', package='rviz2', parameters=[clock],
                               remappings=rviz_remappings(cfg), arguments=['-d', str(config)]))
-    return specs
+    dds = dds_environment(len(cfg.robots), environ)
+    return [replace(spec, env={**spec.env, **dds}) for spec in specs] if dds else specs

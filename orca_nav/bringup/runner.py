@@ -15,6 +15,7 @@ distance they covered with the EventsExecutor in the same 10 s on the loaded 2-c
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import threading
 import traceback
@@ -207,6 +208,12 @@ def run_graph(specs: Sequence[NodeSpec], executor: Optional[str] = None,
     kind = executor or default_executor()
     if kind not in EXECUTORS:
         raise ValueError(f'executor: {kind!r} is not one of {", ".join(EXECUTORS)}')
+    # One process, one DDS participant: the nodes' environment (a large fleet's DDS profile)
+    # is this process's, where it does not set the variable itself. Fast DDS reads its profile
+    # once per process, at the first participant.
+    for spec in specs:
+        for name, value in spec.env.items():
+            os.environ.setdefault(name, value)
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
     executor = make_executor(kind, context, num_threads)

@@ -139,7 +139,7 @@ class Process:
         self.proc = subprocess.Popen(
             [sys.executable, '-m', f'orca_nav.ros.{spec.executable}', '--ros-args',
              '-r', f'__node:={spec.name}', '--params-file', str(path), '--log-level', 'warn'],
-            cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT)
+            cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **spec.env})
 
     def cpu_s(self):
         """User + system CPU seconds of the process so far (every thread)."""
@@ -308,6 +308,17 @@ def run(cfg, goals, specs, seconds, startup_timeout, shard_names):
             for p in processes:
                 if p.proc.poll() is not None:
                     raise RuntimeError(f'{p.name} exited during the run (log: {p.log.name})')
+        except Exception:
+            # The logs go with the folder: what each process said is printed before.
+            print(f'bench_shards: simulator up {observer.simulating}, clock {observer.sim_time}, '
+                  f'shard cycles {observer.cycles}, sampled commands {observer.cmd_counts}',
+                  file=sys.stderr)
+            for p in processes:
+                p.log.flush()
+                tail = Path(p.log.name).read_text().splitlines()[-20:]
+                print(f'--- {p.name} (exit status {p.proc.poll()}):', *tail, sep='\n',
+                      file=sys.stderr)
+            raise
         finally:
             for p in processes:
                 p.stop()

@@ -3,12 +3,11 @@
 For N robots (default 10, 50, 100, 200, 500), orca_node runs as its own process (centralized mode,
 20 Hz, `cycle_trigger: odometry`, holonomic robots of radius 0.3 m and 1 m/s). A player process
 plays the fleet's odometry (20 Hz, or `--odom-rate`) and this process (the probe) times the
-commands. Robots sit
-on a jittered lattice (`--spacing`, default 2 m: a busy warehouse floor; 1.2 m is a crowd where
-most LPs are infeasible), every one moving at 0.5 m/s toward its mirror image through the centre
-(goals set the same way), so every robot has `max_neighbors` neighbours within neighbor_dist in
-each cycle. Positions are replayed unchanged (the scene is the same each cycle), so the numbers
-measure the controller, not a changing workload.
+commands. Robots sit on a jittered lattice (`--spacing`, default 2 m: a busy warehouse floor;
+1.2 m is a crowd where most LPs are infeasible), every one moving at 0.5 m/s toward its mirror
+image through the centre (goals set the same way), so every robot has `max_neighbors`
+neighbours within neighbor_dist in each cycle. Positions are replayed unchanged (the scene is
+the same each cycle), so the numbers measure the controller, not a changing workload.
 
 Measured:
 - control cycle (ms, p50/p99): orca_node's own timing of a whole cycle (preferred velocities,
@@ -205,8 +204,8 @@ def run_node_size(count, seconds, spacing, odom_rate):
     spawn = multiprocessing.get_context('spawn')
     stop = spawn.Event()
     bursts_in, bursts_out = spawn.Pipe(duplex=False)
-    playing = spawn.Process(target=play_odometry, args=(count, spacing, odom_rate, env, stop, bursts_out),
-                            daemon=True)
+    playing = spawn.Process(target=play_odometry,
+                            args=(count, spacing, odom_rate, env, stop, bursts_out), daemon=True)
     try:
         playing.start()
         if not first_cmd.wait(timeout=60.0):
@@ -334,7 +333,7 @@ def median_row(runs):
     for key, value in runs[0].items():
         values = [r[key] for r in runs if r[key] is not None]
         row[key] = (value if key == 'robots' else
-                    float(np.median(values)) if values and len(values) == len(runs) else None)
+                    float(np.median(values)) if len(values) == len(runs) else None)
     return row
 
 

@@ -89,9 +89,8 @@ def fleet_config(count, shards, rate, lockstep=False):
     on the simulator's clock, which waits for every robot's command (see the module docstring).
     Lattice index j is robot `robot<j>`, listed grouped by its corner of the cell,
     (column mod 2 + 2 (row mod 2)) mod shards, so the robots that meet belong to different
-    shards (with 4 shards all four of a
-    cell, with 2 the diagonal partners; the groups are only about as large as the shards'
-    blocks: a few robots land in the next shard)."""
+    shards (with 4 shards all four of a cell, with 2 the diagonal partners; the groups are only
+    about as large as the shards' blocks: a few robots land in the next shard)."""
     from orca_nav.bringup.fleet_file import load_fleet_config
     start, goal, column, row = lattice(count)
     group = (column % 2 + 2 * (row % 2)) % shards
@@ -475,9 +474,9 @@ def report(r, names):
     a = r['shard_alone']
     print(f"(b) alone: simulator with {r['robots']} robots {_mm(r['simulator_alone_cpu_per_s'])} "
           f"CPU s per simulated s; one shard ({r['robots'] // r['shards']}+ of {r['robots']} "
-          f"robots) {_mm(a['cpu_per_s'])} CPU s/s (both on the wall clock), cycle p50 {_mm(a['cycle_p50_ms'])} ms, p99 "
-          f"{_mm(a['cycle_p99_ms'])} ms (CPU p99 {_mm(a['cycle_cpu_p99_ms'])} ms); contacts "
-          f"{a['contacts']} (the other robots stand uncommanded here: not a boundary test)")
+          f"robots) {_mm(a['cpu_per_s'])} CPU s/s (both on the wall clock), cycle p50 "
+          f"{_mm(a['cycle_p50_ms'])} ms, p99 {_mm(a['cycle_p99_ms'])} ms (CPU p99 "
+          f"{_mm(a['cycle_cpu_p99_ms'])} ms); contacts {a['contacts']} (the other robots stand uncommanded here: not a boundary test)")
     p = r['projection']
     print(f"projection to {r['shards'] + 1} machines (simulator on its own, one shard each; "
           "each part's heavier median, alone or in the full run): "

@@ -36,8 +36,9 @@ Time:
   next exchange. The first exchange opens once every robot's odom has a subscriber and its
   cmd_vel a publisher and waits up to `lockstep_start_timeout` from start-up, so nothing moves
   before the controllers run; its odometry goes out again every 0.5 s to the robots that have
-  not answered (a controller that had not yet matched the topic would lose it). A controller that answers each odometry with the command it
-  computed from it then sees the same run whatever the machine's load: runs are reproducible.
+  not answered (a controller that had not yet matched the topic would lose it). A controller
+  that answers each odometry with the command it computed from it then sees the same run
+  whatever the machine's load: runs are reproducible.
 """
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """Scripted pedestrians (core.fleet.pedestrians) in the core simulator, robot-person contacts,
 and the fleet controller avoiding them closed loop (core only, no ROS)."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -52,6 +54,51 @@ def test_bad_pedestrians_are_named():
         PedestrianParams(area=(1.0, 0.0, 0.0, 1.0))
     with pytest.raises(ValueError, match='pedestrians.speed'):
         PedestrianParams(speed=-1.0)
+    with pytest.raises(ValueError, match='pedestrians.stop_gap must be finite and >= 0'):
+        PedestrianParams(stop_gap=-0.1)
+
+
+def test_people_with_a_stop_gap_stand_short_of_a_robot_and_walk_on_when_it_goes():
+    params = PedestrianParams(speed=0.5, radius=0.25, stop_gap=0.15)
+    # person0 walks at a robot standing at x 2.6 (radius 0.25); person1 walks away from it.
+    people = Pedestrians([[0.0, 0.0, 5.0, 0.0], [2.05, 0.0, -3.0, 0.0]], [], params)
+    robot, radius = np.array([[2.6, 0.0]]), np.array([0.25])
+    for _ in range(100):                    # 5 s: it reaches the robot after about 3.5 s
+        people.step(0.05, robot, radius)
+    gap = 2.6 - people.positions[0, 0] - 0.5
+    assert 0.15 <= gap < 0.15 + 0.5 * 0.05        # the last step would have closed within 0.15
+    np.testing.assert_array_equal(people.velocities[0], [0.0, 0.0])     # standing
+    assert people.positions[1, 0] < 0.0                                 # walked on
+    robot = np.array([[2.6, 3.0]])                                      # the robot drives off
+    people.step(0.05, robot, radius)
+    np.testing.assert_allclose(people.velocities[0], [0.5, 0.0])
+    assert people.positions[0, 0] > 2.6 - 0.5 - 0.15
+
+
+def test_people_who_stood_for_their_patience_turn_back():
+    params = PedestrianParams(speed=0.5, radius=0.25, stop_gap=0.15, patience=1.0)
+    # A line walker and a random walker (heading +x, no drift) both blocked by a robot.
+    people = Pedestrians([[0.0, 0.0, 5.0, 0.0]], [[0.0, 3.0]], dataclasses.replace(
+        params, turn_std=0.0), seed=1)
+    people._heading[:] = 0.0
+    robots, radii = np.array([[2.6, 0.0], [2.6, 3.0]]), np.array([0.25, 0.25])
+    standing_since = None
+    for k in range(200):
+        people.step(0.05, robots, radii)
+        if standing_since is None and not people.velocities.any():
+            standing_since = k
+        if standing_since is not None and people.velocities[:, 0].max() < 0.0:
+            break
+    assert standing_since is not None
+    assert (k - standing_since) * 0.05 == pytest.approx(1.0, abs=0.051)     # stood 1 s
+    np.testing.assert_allclose(people.velocities, [[-0.5, 0.0], [-0.5, 0.0]], atol=1e-9)
+
+
+def test_people_without_a_stop_gap_walk_into_a_robot():
+    people = Pedestrians([[0.0, 0.0, 5.0, 0.0]], [], PedestrianParams(speed=0.5, radius=0.25))
+    for _ in range(150):
+        people.step(0.05, np.array([[2.6, 0.0]]), np.array([0.25]))
+    assert people.positions[0, 0] > 2.6                 # straight through: they avoid no one
 
 
 def _limits(count):

@@ -12,6 +12,8 @@ from rclpy.parameter import Parameter  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
 from orca_nav.ros.convert import odom_to_state  # noqa: E402
+from orca_nav.ros.sim_pedestrians import (PEDESTRIAN_SPECS,  # noqa: E402
+                                          pedestrians_from_parameters)
 from orca_nav.ros.tracked_agents import TRACKED_AGENTS_QOS  # noqa: E402
 from test_fleet_sim_node import Controller, Ros, forward, lockstep  # noqa: E402
 from ros_harness import harness_fixture  # noqa: E402
@@ -58,6 +60,15 @@ def test_bad_pedestrian_parameters_stop_start_up(ros):
         ros.sim(['robot0'], extra=pedestrians(walkers=[1.0, 1.0], area=[0.0, 0.0, 1.0]))
     with pytest.raises(ValueError, match='pedestrians.speed'):
         ros.sim(['robot0'], extra=pedestrians(walkers=[1.0, 1.0], speed=-0.5))
+    with pytest.raises(ValueError, match='pedestrians.stop_gap'):
+        ros.sim(['robot0'], extra=pedestrians(walkers=[1.0, 1.0], stop_gap=-0.1))
+
+
+def test_the_stop_gap_parameter_reaches_the_pedestrians():
+    values = {spec.name: spec.default for spec in PEDESTRIAN_SPECS}
+    assert pedestrians_from_parameters({**values, 'walkers': [1.0, 1.0]}, 0).params.stop_gap == 0.0
+    people = pedestrians_from_parameters({**values, 'walkers': [1.0, 1.0], 'stop_gap': 0.15}, 0)
+    assert people.params.stop_gap == 0.15
 
 
 def test_scans_see_an_unmapped_box_and_a_contact_with_it_is_reported(ros):

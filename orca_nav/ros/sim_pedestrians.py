@@ -29,6 +29,11 @@ PEDESTRIAN_SPECS = [
               min=0.01, max=5.0, read_only=True),
     ParamSpec('turn_std', _DEFAULT.turn_std, 'Random walkers: heading diffusion (rad/sqrt(s))',
               min=0.0, max=10.0, read_only=True),
+    ParamSpec('stop_gap', _DEFAULT.stop_gap, 'A pedestrian stands still for a step rather than '
+              'walk to within this gap of a robot it closes on (m); 0: they avoid no one',
+              min=0.0, max=5.0, read_only=True),
+    ParamSpec('patience', _DEFAULT.patience, 'A pedestrian who has stood this long for a robot '
+              'turns back (s)', min=0.0, max=600.0, read_only=True),
     ParamSpec('topic', 'tracked_agents', 'Where the pedestrians are published '
               '(nav_msgs/Odometry per person)', read_only=True),
 ]
@@ -45,7 +50,8 @@ def pedestrians_from_parameters(values: Dict, seed: int) -> Optional[Pedestrians
         return None
     area = tuple(values['area']) or PedestrianParams().area
     params = PedestrianParams(speed=values['speed'], radius=values['radius'],
-                              turn_std=values['turn_std'], area=area)
+                              turn_std=values['turn_std'], area=area,
+                              stop_gap=values['stop_gap'], patience=values['patience'])
     return Pedestrians(lines, walkers, params, seed=seed)
 
 

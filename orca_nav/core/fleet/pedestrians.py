@@ -1,4 +1,5 @@
-"""Scripted pedestrians for the fleet simulator: people who avoid no one.
+"""Scripted pedestrians for the fleet simulator: people who avoid no one, or who at most stop
+short of walking into a robot.
 
 Two kinds, both at a constant walking speed:
 
@@ -8,8 +9,14 @@ Two kinds, both at a constant walking speed:
   sqrt(s)) inside a rectangular area; at its border, or where the map's clearance is below the
   pedestrian's radius, they turn back (a new heading pointing away from where they came).
 
-They ignore robots and each other: the fleet has to take all of the avoidance. Time is passed
-in (`step(dt)`); everything random comes from one seeded generator.
+They ignore robots and each other: the fleet has to take all of the avoidance. With
+`stop_gap` > 0 a person stands still for a step rather than walk to within that gap of a robot
+it is closing on, as people do when something is right in front of them; they never step aside,
+so a robot that drives into a standing person is in contact. Who has stood for `patience`
+seconds turns back (a line walker heads for its other end, a random walker turns around), as a
+person whose way stays blocked does: without it a person and a robot can wait for each other
+forever. Time is passed in
+(`step(dt)`); everything random comes from one seeded generator.
 """
 from __future__ import annotations
 
@@ -26,10 +33,12 @@ class PedestrianParams:
     speed: float = 0.6              # m/s
     radius: float = 0.25            # m
     turn_std: float = 0.8           # random walkers: heading diffusion, rad / sqrt(s)
+    stop_gap: float = 0.0           # m: stand still rather than close to within this of a robot
+    patience: float = 2.0           # s: who stood this long turns back
     area: tuple = (-np.inf, -np.inf, np.inf, np.inf)   # random walkers stay in (x0, y0, x1, y1)
 
     def __post_init__(self):
-        for name in ('speed', 'radius', 'turn_std'):
+        for name in ('speed', 'radius', 'turn_std', 'stop_gap', 'patience'):
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0.0):
                 raise ValueError(f'pedestrians.{name} must be finite and >= 0, got {value}')
@@ -61,6 +70,8 @@ class Pedestrians:
             else np.zeros((0, 2))
         self._heading = self._rng.uniform(-np.pi, np.pi, len(walkers))
         self.velocities = np.zeros_like(self.positions)
+        self._standing = np.zeros(len(self.positions), dtype=bool)   # stopped short this step
+        self._stood = np.zeros(len(self.positions))                 # s standing without a break
         self._aim()
 
     def __len__(self) -> int:
@@ -80,9 +91,40 @@ class Pedestrians:
                 to_target, length, out=np.zeros_like(to_target), where=length > 0.0)
         self.velocities[count:] = self.params.speed * np.column_stack(
             [np.cos(self._heading), np.sin(self._heading)])
+        self.velocities[self._standing] = 0.0
 
-    def step(self, dt: float) -> None:
-        """Walks for dt seconds."""
+    def step(self, dt: float, robot_positions=None, robot_radii=None) -> None:
+        """Walks for dt seconds. robot_positions (N, 2) and robot_radii (N,): the robots that
+        people with a stop_gap stop short of."""
+        if self._standing.any():     # who stood last step walks again unless still closing in
+            self._standing[:] = False
+            self._aim()
+        before = self.positions.copy()
+        self._advance(dt)
+        if self.params.stop_gap > 0.0 and robot_positions is not None and len(robot_positions):
+            self._standing = self._closing_in(before, robot_positions, robot_radii)
+            self.positions[self._standing] = before[self._standing]
+            self._stood = np.where(self._standing, self._stood + dt, 0.0)
+            self._turn_back(self._stood >= self.params.patience)
+        self._aim()
+
+    def _turn_back(self, who: np.ndarray) -> None:
+        """People who waited long enough turn around."""
+        count = len(self._ends)
+        lines = np.flatnonzero(who[:count])
+        self._target[lines] = 1 - self._target[lines]
+        self._heading[who[count:]] += np.pi
+        self._stood[who] = 0.0
+
+    def _closing_in(self, before: np.ndarray, robot_positions, robot_radii) -> np.ndarray:
+        """(P,) bool: the person's step from `before` closes on a robot to within stop_gap."""
+        robots = np.asarray(robot_positions, dtype=float)[None, :, :2]
+        reach = np.asarray(robot_radii, dtype=float)[None, :] + self.params.radius
+        gap_after = np.linalg.norm(self.positions[:, None] - robots, axis=2) - reach
+        gap_before = np.linalg.norm(before[:, None] - robots, axis=2) - reach
+        return ((gap_after < self.params.stop_gap) & (gap_after < gap_before)).any(axis=1)
+
+    def _advance(self, dt: float) -> None:
         count = len(self._ends)
         if count:
             to_target = self._ends[np.arange(count), self._target] - self.positions[:count]
@@ -94,7 +136,6 @@ class Pedestrians:
             self._target[arrive] = 1 - self._target[arrive]
         if len(self._heading):
             self._walk(dt, count)
-        self._aim()
 
     def _walk(self, dt: float, first: int) -> None:
         p = self.params

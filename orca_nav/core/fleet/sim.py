@@ -28,8 +28,8 @@ noise, latency, collisions.
     point-to-square distance, not the cell-centre clearance, so a robot hugging a wall that is
     legally r away from the cells' edges is not reported); for a drone, its sphere against the
     voxel cubes of the 3-D map (`set_grid_3d`; without one, drones have no map contacts);
-  - robot-person: with scripted `pedestrians` (people who avoid no one, walked in every step),
-    a robot's centre closer than r + the person's radius;
+  - robot-person: with scripted `pedestrians` (walked in every step; people who avoid no one,
+    or stop short of the robots), a robot's centre closer than r + the person's radius;
   - robot-obstacle: the robot's disc overlaps an unmapped box (`boxes`, `sim_scan`).
   An event is returned once when a contact starts; the contact must end before the same pair
   (or robot and map) is reported again.
@@ -387,7 +387,7 @@ class FleetSim:
         self._twist = twist
         self._climb = climb
         if self.pedestrians is not None:
-            self.pedestrians.step(dt)
+            self.pedestrians.step(dt, self._pose[:, :2], self.radius)
         self.time += dt
         return self.check_collisions()
 

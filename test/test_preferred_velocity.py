@@ -96,6 +96,25 @@ def test_stalled_head_on_pair_one_yields_the_other_turns_right():
     assert not breaker.detouring(3.05).any() and not breaker.yielding(3.05).any()
 
 
+def test_a_detour_into_a_wall_turns_left_where_there_is_room():
+    # Robot 0 drives east with a wall 0.05 m below its disc (y <= -0.3); robot 1 in the open.
+    def room(points):
+        return np.asarray(points)[:, 1] + 0.3      # clearance from the wall below y = -0.3
+
+    breaker = DeadlockBreaker(2, DeadlockParams(stall_time=1.0, recovery_time=2.0))
+    positions = np.array([[0.0, 0.0], [0.0, 10.0]])
+    goals = np.array([[5.0, 0.0], [5.0, 10.0]])
+    pref, arrived = goal_velocities(positions, goals, 1.0, 1.0, GOAL_TOLERANCE)
+    for now in np.arange(0.0, 1.05, 0.1):       # neither moves: both stall at 1 s
+        out = breaker.update(now, positions, pref, arrived, goals, max_speed=1.0, radius=0.25,
+                             room=room)
+    assert breaker.detouring(1.0).tolist() == [True, True]
+    assert out[0, 1] > 0.0 and out[1, 1] < 0.0      # the walled robot turns left, the other right
+    angle = DeadlockParams().detour_angle           # robot 0's, mirrored: 40 degrees left
+    np.testing.assert_allclose(out[0], [np.cos(angle), np.sin(angle)])
+    assert np.linalg.norm(out[1]) == pytest.approx(1.0)
+
+
 def test_moving_robots_are_never_stalled():
     breaker = DeadlockBreaker(3)
     goals = np.array([[100.0, 0.0], [0.0, 100.0], [-100.0, 0.0]])

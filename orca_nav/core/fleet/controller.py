@@ -661,6 +661,14 @@ class FleetController:
         twist = limit_twist(command, self._twist[rows], limits, dt)
         return np.where(run[:, None], twist, 0.0)
 
+    def _map_room(self):
+        """The map's clearance at points (exact up to two of the largest radius: what the
+        deadlock breaker compares), or None."""
+        if self._map is None:
+            return None
+        grid, reach = self._map.grid, 2.0 * float(self._radius.max())
+        return lambda points: grid.clearance_near(points, reach)
+
     def _sensed_obstacles(self, now: float) -> Optional[ObstacleSet]:
         """The recent sensor edges as obstacles, rebuilt only when they changed."""
         edges = self._sensed.edges(now)
@@ -785,7 +793,8 @@ class FleetController:
             all_route = np.zeros(n)
             all_route[rows] = route
             out = self._breaker.update(now, all_pos, all_pref, exempt, np.nan_to_num(self._goal),
-                                       self._limits.max_speed, self._radius, distances=all_route)
+                                       self._limits.max_speed, self._radius, distances=all_route,
+                                       room=self._map_room())
             pref = out[rows]
         return np.where(tracked[:, None], tracking.pref_velocity, pref), tracking
 

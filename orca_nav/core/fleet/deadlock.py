@@ -20,7 +20,10 @@ neighbours, so a ring cannot even rotate. Someone has to wait. The breaker there
      ``detour_angle`` minus a deterministic per-robot offset (a golden-ratio sequence over the
      index, up to ``detour_spread``). Turning right is a convention every robot shares, so two
      robots facing each other sidestep in opposite directions; the offset removes the exact
-     symmetry a ring would otherwise keep.
+     symmetry a ring would otherwise keep. Given the map's clearance (``room``), a robot whose
+     right-hand detour leads within two radii of an obstacle four radii ahead turns left
+     instead when the left has more room: a robot held against a wall on its right (behind a person standing in its
+     way, say) would otherwise keep detouring into the wall.
 3. ends a recovery early when the robot arrives, and re-checks progress after it.
 
 Robots close to their own goal claim no priority, so a lower-priority robot parked on (or next
@@ -101,11 +104,13 @@ class DeadlockBreaker:
         self._yielding[index] = False
 
     def update(self, now, positions, pref_velocities, arrived, goals, max_speed, radius,
-               distances=None):
+               distances=None, room=None):
         """Preferred velocities (N, 2) with stalled robots yielding or detouring.
 
         distances: optional (N,) distance to the goal along the route around obstacles
-        (progress is judged on it; default: the straight distance to `goals`)."""
+        (progress is judged on it; default: the straight distance to `goals`). room: optional
+        function from (K, 2) points to their (K,) clearance from the map's obstacles (m),
+        which decides the side of a detour next to a wall."""
         n = len(self._angle)
         positions = points('positions', positions, n)
         pref = points('pref_velocities', pref_velocities, n)
@@ -144,10 +149,30 @@ class DeadlockBreaker:
         if not recovering.any():    # the usual cycle: nobody yields or detours
             return pref.copy()
         turn = np.where(recovering & ~self._yielding, self._angle, 0.0)
+        if room is not None:
+            turn = self._toward_room(turn, positions, pref, radius, room)
         c, s = np.cos(turn), np.sin(turn)
         out = np.stack([c * pref[:, 0] - s * pref[:, 1], s * pref[:, 0] + c * pref[:, 1]], axis=1)
         out[recovering & self._yielding] = 0.0
         return out
+
+    @staticmethod
+    def _toward_room(turn, positions, pref, radius, room):
+        """`turn` with the detours mirrored whose right-hand turn leads within two radii of an
+        obstacle four radii ahead, where the left has more room."""
+        rows = np.flatnonzero((turn != 0.0) & np.any(pref != 0.0, axis=1))
+        if not rows.size:
+            return turn
+        heading = np.arctan2(pref[rows, 1], pref[rows, 0])
+        probes = []
+        for side in (turn[rows], -turn[rows]):
+            direction = np.column_stack([np.cos(heading + side), np.sin(heading + side)])
+            probes.append(positions[rows] + 4.0 * radius[rows, None] * direction)
+        right, left = (np.asarray(room(probe), dtype=float) for probe in probes)
+        mirrored = turn.copy()
+        flip = rows[(right < 2.0 * radius[rows]) & (left > right)]
+        mirrored[flip] = -turn[flip]
+        return mirrored
 
     def _outranked(self, positions, radius, distance, stuck):
         """(N,) bool: a stuck higher-priority (lower index) robot with a long way to go is near.

@@ -63,6 +63,17 @@ def test_sensor_points_become_few_edges_bounded_and_short_lived():
     assert sensed.edges(1.75).shape == (0, 2, 2)     # all expired
 
 
+def test_the_distance_to_the_sensed_edges():
+    sensed = SensedObstacles(robots=1, persistence=0.5, max_points=50, link_distance=0.3)
+    points = np.array([[0.0, 0.0], [3.5, 0.5], [3.0, 2.0]])
+    assert np.isinf(sensed.distance(points, 1.0)).all()            # nothing sensed yet
+    wall = np.column_stack([np.full(21, 3.0), np.linspace(-1.0, 1.0, 21)])
+    sensed.add_scan(0, 1.0, wall, np.zeros((0, 2)), np.zeros(0))
+    # Beside the wall, level with it, and past its end (to the end point).
+    np.testing.assert_allclose(sensed.distance(points, 1.0), [3.0, 0.5, 1.0])
+    assert np.isinf(sensed.distance(points, 1.6)).all()            # expired
+
+
 def test_extra_obstacles_act_as_obstacles_next_to_the_prepared_map():
     from orca_nav.core.avoidance import OrcaParams, prepare_obstacles, solve
     params = OrcaParams(0.1, 10.0, 10, 3.0, 2.0, 0.3, 1.0)
@@ -116,6 +127,42 @@ def test_a_robot_goes_around_a_box_only_its_scan_shows():
     seen, final = _robot_toward_a_box(scans=True)
     assert [e.kind for e in blind] == ['robot_obstacle']
     assert seen == [] and final < 0.2
+
+
+def test_two_robots_side_by_side_go_around_a_box_only_their_scans_show():
+    """Both head west into an unmapped box in front of them both, the lower-priority robot on
+    the other's right: the right-hand detour led the first into it and made the second wait,
+    for good. Now the first detours to its left, where the scans show room."""
+    from orca_nav.core.fleet.controller import ControllerParams, FleetController
+    from orca_nav.core.fleet.kinematics import RobotLimits
+    from orca_nav.core.fleet.robots import RobotSpec
+    from orca_nav.core.fleet.sim import FleetSim
+    from orca_nav.core.geometry import body_to_world
+    boxes = check_boxes([[-1.7, -0.1, -0.5, 0.9]])
+    starts = np.array([[2.0, 0.0, np.pi], [2.0, 0.64, np.pi]])
+    goals = starts[:, :2] - (8.0, 0.0)
+    sim = FleetSim(RobotLimits.create(['holonomic'] * 2, [1.0] * 2, [2.0] * 2, [2.0] * 2,
+                                      [1.0] * 2), [0.25, 0.25], starts, boxes=boxes)
+    controller = FleetController([RobotSpec('a', radius=0.25), RobotSpec('b', radius=0.25)],
+                                 ControllerParams())
+    for i, goal in enumerate(goals):
+        controller.set_goal(i, goal)
+    angles = beam_angles(180)
+    now, events = 0.0, []
+    for _ in range(400):                                    # 20 s
+        pose, twist = sim.odometry()
+        velocity = body_to_world(twist[:, :2], pose[:, 2])
+        for i in range(2):
+            controller.set_state(i, now, pose[i, :2], velocity[i], pose[i, 2])
+            ranges = scan_ranges(pose[i, :2], pose[i, 2], angles, 6.0, None, boxes,
+                                 pose[[1 - i], :2], np.array([0.25]))
+            hit = np.isfinite(ranges)
+            body = ranges[hit, None] * np.column_stack([np.cos(angles[hit]), np.sin(angles[hit])])
+            assert controller.set_scan(i, now, body) is None
+        events += sim.step(0.05, controller.step(now).twists)
+        now += 0.05
+    assert events == []
+    assert np.hypot(*(sim.poses[:, :2] - goals).T).max() < 0.2
 
 
 def test_a_point_cloud_becomes_the_scan_a_planar_laser_would_give():

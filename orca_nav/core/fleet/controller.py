@@ -661,13 +661,20 @@ class FleetController:
         twist = limit_twist(command, self._twist[rows], limits, dt)
         return np.where(run[:, None], twist, 0.0)
 
-    def _map_room(self):
-        """The map's clearance at points (exact up to two of the largest radius: what the
-        deadlock breaker compares), or None."""
-        if self._map is None:
+    def _room(self, now: float):
+        """Clearance at points from the map's obstacles (exact up to two of the largest radius:
+        what the deadlock breaker compares) and from the recent sensor edges; None without
+        either."""
+        grid = self._map.grid if self._map is not None else None
+        if grid is None and not self._sensed.edges(now).size:
             return None
-        grid, reach = self._map.grid, 2.0 * float(self._radius.max())
-        return lambda points: grid.clearance_near(points, reach)
+        reach = 2.0 * float(self._radius.max())
+
+        def room(points):
+            sensed = self._sensed.distance(points, now)
+            return sensed if grid is None else np.minimum(grid.clearance_near(points, reach),
+                                                          sensed)
+        return room
 
     def _sensed_obstacles(self, now: float) -> Optional[ObstacleSet]:
         """The recent sensor edges as obstacles, rebuilt only when they changed."""
@@ -794,7 +801,7 @@ class FleetController:
             all_route[rows] = route
             out = self._breaker.update(now, all_pos, all_pref, exempt, np.nan_to_num(self._goal),
                                        self._limits.max_speed, self._radius, distances=all_route,
-                                       room=self._map_room())
+                                       room=self._room(now))
             pref = out[rows]
         return np.where(tracked[:, None], tracking.pref_velocity, pref), tracking
 

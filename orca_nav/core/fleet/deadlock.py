@@ -20,10 +20,11 @@ neighbours, so a ring cannot even rotate. Someone has to wait. The breaker there
      ``detour_angle`` minus a deterministic per-robot offset (a golden-ratio sequence over the
      index, up to ``detour_spread``). Turning right is a convention every robot shares, so two
      robots facing each other sidestep in opposite directions; the offset removes the exact
-     symmetry a ring would otherwise keep. Given the map's clearance (``room``), a robot whose
-     right-hand detour leads within two radii of an obstacle four radii ahead turns left
-     instead when the left has more room: a robot held against a wall on its right (behind a person standing in its
-     way, say) would otherwise keep detouring into the wall.
+     symmetry a ring would otherwise keep. Given the clearance from obstacles (``room``: the
+     map's and the sensed ones), a robot whose right-hand detour leads within two radii of an
+     obstacle four radii ahead turns left instead when the left has more room: a robot held
+     against a wall on its right (behind a person standing in its way, say), or facing an
+     unmapped pallet with another robot on its right, would otherwise keep detouring into it.
 3. ends a recovery early when the robot arrives, and re-checks progress after it.
 
 Robots close to their own goal claim no priority, so a lower-priority robot parked on (or next
@@ -109,8 +110,8 @@ class DeadlockBreaker:
 
         distances: optional (N,) distance to the goal along the route around obstacles
         (progress is judged on it; default: the straight distance to `goals`). room: optional
-        function from (K, 2) points to their (K,) clearance from the map's obstacles (m),
-        which decides the side of a detour next to a wall."""
+        function from (K, 2) points to their (K,) clearance from obstacles (m), which decides
+        the side of a detour next to one."""
         n = len(self._angle)
         positions = points('positions', positions, n)
         pref = points('pref_velocities', pref_velocities, n)

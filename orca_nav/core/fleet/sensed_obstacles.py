@@ -84,6 +84,20 @@ class SensedObstacles:
             out.extend(edges for _, _, edges in scans)
         return np.concatenate(out) if out else np.zeros((0, 2, 2))
 
+    def distance(self, points, now: float) -> np.ndarray:
+        """(K,) distance from each point to the nearest edge of the last `persistence` s
+        (inf when there is none)."""
+        points = np.asarray(points, dtype=float).reshape(-1, 2)
+        edges = self.edges(now)
+        if not len(edges):
+            return np.full(len(points), np.inf)
+        start, along = edges[None, :, 0], edges[None, :, 1] - edges[None, :, 0]
+        length_sq = np.einsum('kei,kei->ke', along, along)
+        offset = points[:, None] - start
+        share = np.clip(np.einsum('kei,kei->ke', offset, along)
+                        / np.where(length_sq > 0.0, length_sq, 1.0), 0.0, 1.0)
+        return np.linalg.norm(offset - share[..., None] * along, axis=2).min(axis=1)
+
     def _clear(self, points: np.ndarray, centres, radii) -> np.ndarray:
         """`points` without those within radii + clear_margin of a (finite) centre."""
         centres = np.asarray(centres, dtype=float).reshape(-1, 2)

@@ -52,13 +52,13 @@ def test_a_noisy_map_gets_the_big_map_structure_and_every_speck_stays_covered():
 def exhaustive_neighbors(obstacles, positions, range_sq):
     """Every (agent, edge) with the agent strictly on the outer side and the edge within range,
     by brute force in float32 (RVO2's predicate)."""
-    from orca_nav.core.avoidance.obstacles import _dist_sq_point_segment, _left_of
+    from orca_nav.core.avoidance.obstacles import dist_sq_point_segment, _left_of
     pos = positions.astype(np.float32)[:, None, :]
     a = obstacles.points32[None]
     b = obstacles.points32[obstacles.next_vertex][None]
     outside = _left_of(a[..., 0], a[..., 1], b[..., 0], b[..., 1], pos[..., 0], pos[..., 1]) < 0
     e = b - a
-    dist = _dist_sq_point_segment(a[..., 0], a[..., 1], b[..., 0], b[..., 1], pos[..., 0],
+    dist = dist_sq_point_segment(a[..., 0], a[..., 1], b[..., 0], b[..., 1], pos[..., 0],
                                   pos[..., 1], e[..., 0] * e[..., 0] + e[..., 1] * e[..., 1])
     agent, edge = np.nonzero(outside & (dist < np.float32(range_sq)[:, None]))
     return set(zip(agent.tolist(), edge.tolist()))

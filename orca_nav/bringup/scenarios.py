@@ -148,8 +148,8 @@ def blocks(robots: int = 20) -> FleetConfig:
 PERSON_RADIUS = 0.25
 PERSON_SPEED = 0.5
 # People stop 15 cm short of walking into a robot: outside the 10 cm ORCA keeps between a robot
-# and a person (tracked_agent_radius + safety_margin). People who avoid no one at all corner robots
-# against the lane's walls faster than 2 m/s^2 lets them get away: see docs/limits.md.
+# and a person (tracked_agent_radius + safety_margin). People who avoid no one at all corner
+# robots against the lane's walls faster than 2 m/s^2 lets them get away: see docs/limits.md.
 PERSON_STOP_GAP = 0.15
 
 
@@ -169,8 +169,9 @@ def people(robots: int = 6) -> FleetConfig:
     """Robots sharing the top lane of config/maps/warehouse.yaml (y 16..19.7, 3.7 m wide) with
     10 scripted people who never step aside, but stop rather than walk into a robot
     (fleet_sim_node's pedestrians, `stop_gap`; orca_node's tracked agents): half the robots start
-    in the open west end and cross to the east end, the others the reverse. Two people walk the lane's length near its edges, three cross it (one out of
-    the cross-aisle at x 15), two walk up and down the open ends, three walk at random in it."""
+    in the open west end and cross to the east end, the others the reverse. Two people walk the
+    lane's length near its edges, three cross it (one out of the cross-aisle at x 15), two walk
+    up and down the open ends, three walk at random in it."""
     _check_count('people', robots, 2, 12)
     lines = [[6.0, 16.5, 24.0, 16.5], [24.0, 19.2, 6.0, 19.2],      # along the lane
              [9.0, 16.4, 9.0, 19.3], [15.0, 12.5, 15.0, 19.3], [21.0, 19.3, 21.0, 16.4],

@@ -358,7 +358,7 @@ class ObstacleSet:
         bx, by = self.points32[ends, 0], self.points32[ends, 1]
         outside = _left_of(ax, ay, bx, by, px, py) < 0.0
         ex, ey = bx - ax, by - ay
-        dist_sq = _dist_sq_point_segment(ax, ay, bx, by, px, py, ex * ex + ey * ey)
+        dist_sq = dist_sq_point_segment(ax, ay, bx, by, px, py, ex * ex + ey * ey)
         keep = outside & (dist_sq < range32[agent])
         agent, edge, dist_sq = agent[keep], edge[keep], dist_sq[keep]
         if agent.size == 0:
@@ -426,7 +426,7 @@ class ObstacleSet:
         return digits
 
 
-def _dist_sq_point_segment(ax, ay, bx, by, cx, cy, length_sq):
+def dist_sq_point_segment(ax, ay, bx, by, cx, cy, length_sq):
     """RVO2 distSqPointLineSegment(a, b, c), vectorised (same operation order)."""
     r = ((cx - ax) * (bx - ax) + (cy - ay) * (by - ay)) / length_sq
     # Exact endpoints outside [0, 1], so a shared vertex gives bit-equal distances to both

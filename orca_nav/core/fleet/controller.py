@@ -661,20 +661,14 @@ class FleetController:
         twist = limit_twist(command, self._twist[rows], limits, dt)
         return np.where(run[:, None], twist, 0.0)
 
-    def _room(self, now: float):
-        """Clearance at points from the map's obstacles (exact up to two of the largest radius:
-        what the deadlock breaker compares) and from the recent sensor edges; None without
-        either."""
-        grid = self._map.grid if self._map is not None else None
-        if grid is None and not self._sensed.edges(now).size:
-            return None
-        reach = 2.0 * float(self._radius.max())
-
-        def room(points):
-            sensed = self._sensed.distance(points, now)
-            return sensed if grid is None else np.minimum(grid.clearance_near(points, reach),
-                                                          sensed)
-        return room
+    def _room(self, points, now: float) -> np.ndarray:
+        """Clearance at points (K, 2) from the recent sensor edges and the map's obstacles
+        (exact up to two of the largest radius: what the deadlock breaker compares)."""
+        sensed = self._sensed.distance(points, now)
+        if self._map is None:
+            return sensed
+        return np.minimum(self._map.grid.clearance_near(points, 2.0 * float(self._radius.max())),
+                          sensed)
 
     def _sensed_obstacles(self, now: float) -> Optional[ObstacleSet]:
         """The recent sensor edges as obstacles, rebuilt only when they changed."""
@@ -801,7 +795,7 @@ class FleetController:
             all_route[rows] = route
             out = self._breaker.update(now, all_pos, all_pref, exempt, np.nan_to_num(self._goal),
                                        self._limits.max_speed, self._radius, distances=all_route,
-                                       room=self._room(now))
+                                       room=lambda points: self._room(points, now))
             pref = out[rows]
         return np.where(tracked[:, None], tracking.pref_velocity, pref), tracking
 

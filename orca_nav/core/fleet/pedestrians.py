@@ -15,8 +15,7 @@ it is closing on, as people do when something is right in front of them; they ne
 so a robot that drives into a standing person is in contact. Who has stood for `patience`
 seconds turns back (a line walker heads for its other end, a random walker turns around), as a
 person whose way stays blocked does: without it a person and a robot can wait for each other
-forever. Time is passed in
-(`step(dt)`); everything random comes from one seeded generator.
+forever. Time is passed in (`step(dt)`); everything random comes from one seeded generator.
 """
 from __future__ import annotations
 

@@ -28,6 +28,8 @@ from typing import Deque, List, Tuple
 
 import numpy as np
 
+from orca_nav.core.avoidance.obstacles import dist_sq_point_segment
+
 LONE_POINT_SEGMENT = 0.02   # m: length of the segment a lone point becomes
 
 
@@ -91,12 +93,11 @@ class SensedObstacles:
         edges = self.edges(now)
         if not len(edges):
             return np.full(len(points), np.inf)
-        start, along = edges[None, :, 0], edges[None, :, 1] - edges[None, :, 0]
-        length_sq = np.einsum('kei,kei->ke', along, along)
-        offset = points[:, None] - start
-        share = np.clip(np.einsum('kei,kei->ke', offset, along)
-                        / np.where(length_sq > 0.0, length_sq, 1.0), 0.0, 1.0)
-        return np.linalg.norm(offset - share[..., None] * along, axis=2).min(axis=1)
+        a, b = edges[:, 0], edges[:, 1]
+        # (K, 1) points against (E,) edges: (K, E) squared distances.
+        dist_sq = dist_sq_point_segment(a[:, 0], a[:, 1], b[:, 0], b[:, 1], points[:, :1],
+                                        points[:, 1:], np.sum((b - a) ** 2, axis=1))
+        return np.sqrt(dist_sq.min(axis=1))
 
     def _clear(self, points: np.ndarray, centres, radii) -> np.ndarray:
         """`points` without those within radii + clear_margin of a (finite) centre."""

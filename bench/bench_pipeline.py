@@ -47,12 +47,12 @@ def baseline_run(cfg, dt: float = 0.05):
     Returns a dict: makespan (None unless every goal was reached), per-robot finish times,
     robot-robot and robot-map collision events.
     """
-    from orca_nav.core.fleet.sim import FleetSim
+    from orca_nav.core.sim.fleet_sim import FleetSim
     from orca_nav.core.grid import OccupancyGrid
     from orca_nav.core.fleet.kinematics import RobotLimits
     from orca_nav.core.fleet.robots import RobotSpec
     from orca_nav.core.fleet.tracking import FleetTracker, tracking_twist
-    from orca_nav.core.planning.fleet_planner import (PlanSettings, StartState, build_planner,
+    from orca_nav.core.fleet.fleet_planner import (PlanSettings, StartState, build_planner,
                                                       plan_reference)
     from orca_nav.ros.params import SHARED_SPECS
 

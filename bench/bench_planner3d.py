@@ -33,7 +33,7 @@ import numpy as np
 from bench.bench_kinodynamic import PLANNERS, REPO, random_queries
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.planning.fleet_planner import (FleetPlanner, PlanSettings, ReplanPolicy,
+from orca_nav.core.fleet.fleet_planner import (FleetPlanner, PlanSettings, ReplanPolicy,
                                                   StartState, build_planner, planner_key,
                                                   run_request)
 from orca_nav.core.voxel_map import grid_from_centres, load_voxel_map, occupied_centres

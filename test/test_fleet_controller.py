@@ -10,7 +10,7 @@ from orca_nav.core.fleet.controller import (OK, WARN, ControllerParams, FleetCon
 from orca_nav.core.fleet.deadlock import DeadlockParams
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.robots import RobotSpec
-from orca_nav.core.fleet.sim import FleetSim
+from orca_nav.core.sim.fleet_sim import FleetSim
 from orca_nav.core.geometry import body_to_world
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.reference import Reference

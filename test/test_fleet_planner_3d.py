@@ -6,7 +6,7 @@ import pytest
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.tracking import FleetTracker
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.planning.fleet_planner import (FleetPlanner, Level, PlanSettings,
+from orca_nav.core.fleet.fleet_planner import (FleetPlanner, Level, PlanSettings,
                                                   ReplanPolicy, StartState, run_request)
 from scenes import room
 
@@ -143,7 +143,7 @@ def test_the_controller_flies_a_drone_along_its_3d_plan_through_the_window():
     from orca_nav.core.fleet.controller import ControllerParams, FleetController
     from orca_nav.core.fleet.drones import prepare_map_3d
     from orca_nav.core.fleet.kinematics import RobotLimits
-    from orca_nav.core.fleet.sim import FleetSim
+    from orca_nav.core.sim.fleet_sim import FleetSim
     grid = wall_with_window()
     planner = fleet(DRONE)
     planner.set_map(grid, now=0.0)

@@ -1,10 +1,10 @@
-"""core/fleet/sim.py: exact integration, limits, latency, watchdog, seeded noise, collision events
+"""core/sim/fleet_sim.py: exact integration, limits, latency, watchdog, seeded noise, collision events
 once; the odometry schedule and the lockstep bookkeeping, on times passed in."""
 import numpy as np
 import pytest
 
-from orca_nav.core.fleet.sim import (ROBOT_MAP, ROBOT_ROBOT, FleetSim, Lockstep, PeriodicSchedule,
-                                    map_overlap)
+from orca_nav.core.sim.fleet_sim import ROBOT_MAP, ROBOT_ROBOT, FleetSim, map_overlap
+from orca_nav.core.sim.lockstep import Lockstep, PeriodicSchedule
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.fleet.kinematics import RobotLimits
 

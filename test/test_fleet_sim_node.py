@@ -25,7 +25,8 @@ from rosgraph_msgs.msg import Clock as ClockMsg  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
 from orca_nav.core.fleet.kinematics import RobotLimits  # noqa: E402
-from orca_nav.core.fleet.sim import Faults, FleetSim  # noqa: E402
+from orca_nav.core.sim.faults import Faults
+from orca_nav.core.sim.fleet_sim import FleetSim  # noqa: E402
 from orca_nav.core.grid import OccupancyGrid  # noqa: E402
 from orca_nav.ros.convert import latched_qos, odom_to_state, stamp_to_seconds  # noqa: E402
 from orca_nav.ros.fleet_sim_node import FleetSimNode  # noqa: E402
@@ -479,7 +480,7 @@ def test_params_file_start_loads_the_parameters():
     assert '[WARN]' not in out and '[ERROR]' not in out, out
 
 
-# ---- fault injection (parameters `fault.*`, logic in core.fleet.sim) ----------------------------
+# ---- fault injection (parameters `fault.*`, logic in core.sim.faults) ----------------------------
 
 def test_faults_are_off_by_default_and_named_when_wrong(ros):
     node = ros.sim(['a', 'b'])

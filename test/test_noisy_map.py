@@ -11,7 +11,7 @@ from orca_nav.core.fleet.controller import (ControllerParams, FleetController, M
 from orca_nav.core.fleet.guidance import GeodesicGuidance
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.robots import RobotSpec
-from orca_nav.core.fleet.sim import FleetSim
+from orca_nav.core.sim.fleet_sim import FleetSim
 from orca_nav.core.grid import OccupancyGrid
 from test_map_polygons import winding_number
 

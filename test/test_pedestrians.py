@@ -8,9 +8,9 @@ import pytest
 from orca_nav.core.avoidance import NonCooperative
 from orca_nav.core.fleet.controller import ControllerParams, FleetController
 from orca_nav.core.fleet.kinematics import RobotLimits
-from orca_nav.core.fleet.pedestrians import PedestrianParams, Pedestrians
+from orca_nav.core.sim.pedestrians import PedestrianParams, Pedestrians
 from orca_nav.core.fleet.robots import RobotSpec
-from orca_nav.core.fleet.sim import ROBOT_PERSON, FleetSim
+from orca_nav.core.sim.fleet_sim import ROBOT_PERSON, FleetSim
 from orca_nav.core.geometry import body_to_world
 from orca_nav.core.grid import OccupancyGrid
 

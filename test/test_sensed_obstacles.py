@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from orca_nav.core.fleet.sensed_obstacles import SensedObstacles, planar_scan
-from orca_nav.core.fleet.sim_scan import (beam_angles, box_clearance, box_overlap, check_boxes,
+from orca_nav.core.sim.scan import (beam_angles, box_clearance, box_overlap, check_boxes,
                                           scan_ranges)
 from orca_nav.core.grid import OccupancyGrid
 
@@ -98,7 +98,7 @@ def _robot_toward_a_box(scans: bool):
     from orca_nav.core.fleet.controller import ControllerParams, FleetController
     from orca_nav.core.fleet.kinematics import RobotLimits
     from orca_nav.core.fleet.robots import RobotSpec
-    from orca_nav.core.fleet.sim import FleetSim
+    from orca_nav.core.sim.fleet_sim import FleetSim
     from orca_nav.core.geometry import body_to_world
     boxes = check_boxes([[2.0, -0.6, 2.8, 0.5]])
     sim = FleetSim(RobotLimits.create(['holonomic'], [1.0], [2.0], [2.0], [1.0]), [0.3],
@@ -136,7 +136,7 @@ def test_two_robots_side_by_side_go_around_a_box_only_their_scans_show():
     from orca_nav.core.fleet.controller import ControllerParams, FleetController
     from orca_nav.core.fleet.kinematics import RobotLimits
     from orca_nav.core.fleet.robots import RobotSpec
-    from orca_nav.core.fleet.sim import FleetSim
+    from orca_nav.core.sim.fleet_sim import FleetSim
     from orca_nav.core.geometry import body_to_world
     boxes = check_boxes([[-1.7, -0.1, -0.5, 0.9]])
     starts = np.array([[2.0, 0.0, np.pi], [2.0, 0.64, np.pi]])

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from orca_nav.core.fleet.kinematics import RobotLimits
-from orca_nav.core.fleet.sim import NO_ROBOT, Faults, FleetSim, OdometryLink
+from orca_nav.core.sim.faults import NO_ROBOT, Faults, OdometryLink
+from orca_nav.core.sim.fleet_sim import FleetSim
 
 
 def sim(faults=Faults(), count=2, **kwargs):

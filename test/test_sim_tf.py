@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from orca_nav.core.fleet.names import robot_names
-from orca_nav.core.fleet.sim_localization import SimLocalization, compose_planar
+from orca_nav.core.sim.localization import SimLocalization, compose_planar
 from orca_nav.core.transforms import TransformBuffer, transform_planar_poses
 
 STARTS = np.array([[1.0, 2.0, math.pi / 2], [-3.0, 0.5, 0.3]])

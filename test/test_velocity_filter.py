@@ -8,7 +8,7 @@ import pytest
 from orca_nav.core.fleet.controller import ControllerParams, FleetController
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.robots import RobotSpec
-from orca_nav.core.fleet.sim import FleetSim
+from orca_nav.core.sim.fleet_sim import FleetSim
 from orca_nav.core.geometry import body_to_world, world_to_body
 
 PERIOD = 0.05

@@ -102,7 +102,7 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     from orca_nav.bringup.report_plot import plot_trajectories
     from orca_nav.bringup.mission import DemoMission
     from orca_nav.bringup.runner import run_graph
-    from orca_nav.core.fleet.pedestrians import PedestrianParams
+    from orca_nav.core.sim.pedestrians import PedestrianParams
     import numpy as np
     from rclpy.parameter import Parameter
 

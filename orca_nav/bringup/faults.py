@@ -4,7 +4,7 @@ Every case runs the same fleet (default: the 8-robot circle) on the embedded sim
 DDS topics, on simulated time paced at `real_time_factor` against the wall clock (not in
 lockstep: lost and late odometry, a dead node and a loaded machine must be able to cost time, as
 they do on real robots). The simulator injects the fault (`fleet_sim_node` `fault.*`
-parameters, `orca_nav.core.fleet.sim.Faults`); a node kill takes the node out of the running
+parameters, `orca_nav.core.sim.faults.Faults`); a node kill takes the node out of the running
 graph and starts a fresh one `OUTAGE_S` later; busy loops are processes spinning for the whole
 run. Fault times count from the robots' start: `FAULT_TIME_S` in, mid-path.
 

@@ -64,7 +64,7 @@ from orca_nav.core.fleet.controller import MAX_SHARDS
 from orca_nav.core.fleet.names import TF_LAYOUTS
 from orca_nav.core.fleet.robots import (FIELDS_BY_NAME, NUMERIC_FIELDS, ROBOT_FIELDS, Pose,
                                         RobotSpec, check_robot_name, field_problem)
-from orca_nav.core.fleet.sim import GROUND_CLEARANCE, map_overlap
+from orca_nav.core.sim.fleet_sim import GROUND_CLEARANCE, map_overlap
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.voxel_map import load_voxel_map
 

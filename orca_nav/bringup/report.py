@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from orca_nav.core.fleet.sim_scan import box_clearance
+from orca_nav.core.sim.scan import box_clearance
 from orca_nav.core.grid import OccupancyGrid
 
 # Pairwise distances are computed for this many (time, robot, robot) entries at a time.

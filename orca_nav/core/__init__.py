@@ -1,13 +1,15 @@
 """orca_nav's algorithms as a library: numpy and scipy only, no ROS, no clock (time is passed in).
 
-Three parts, each a subpackage, plus what they share:
+Four parts, each a subpackage that imports only the ones below it, plus what they share:
 
-    avoidance/   ORCA exactly as RVO2 (2-D) and RVO2-3D (3-D, plus voxel obstacles) compute it
-                 (imports neither planning nor fleet)
+    sim/         the fleet simulator: robots, people, scans, localization, faults, lockstep
+    fleet/       robots, kinematics, tracking, preferred velocities, the fleet controller and
+                 the fleet planning supervisor
     planning/    global planners (kinodynamic A*, hybrid A*) and the planner -> tracker Reference
-    fleet/       robots, kinematics, tracking, preferred velocities, the fleet controller, the simulator
+    avoidance/   ORCA exactly as RVO2 (2-D) and RVO2-3D (3-D, plus voxel obstacles) compute it
     grid.py      occupancy grids, map_server I/O, clearance (shared)
     geometry.py  angles and planar rotations (shared)
+    validation   checks of numbers handed to the core (shared)
 
 The public API is re-exported here: ``from orca_nav.core import compute_velocities, ...``.
 """

@@ -20,7 +20,7 @@ in each robot's drifting odom frame, `odom -> base_link` and a simulated localiz
 `map -> odom` on TF, a static lidar mount on tf_static (`orca_nav.ros.sim_tf`).
 
 Motion, limits, noise, latency, the cmd_vel watchdog (`cmd_timeout`, in simulated time) and
-collision semantics are those of `orca_nav.core.fleet.sim`.
+collision semantics are those of `orca_nav.core.sim.fleet_sim`.
 
 Time:
 * By default the simulator follows the node's clock (ROS time: the system clock, or /clock under
@@ -60,9 +60,10 @@ from std_msgs.msg import String
 
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.names import robot_names
-from orca_nav.core.fleet.sim import (NO_ROBOT, ROBOT_OBSTACLE, ROBOT_PERSON, ROBOT_ROBOT,
-                                     CollisionEvent, Faults, FleetSim, Lockstep, OdometryLink,
-                                     PeriodicSchedule)
+from orca_nav.core.sim.faults import NO_ROBOT, Faults, OdometryLink
+from orca_nav.core.sim.fleet_sim import (ROBOT_OBSTACLE, ROBOT_PERSON, ROBOT_ROBOT, CollisionEvent,
+                                         FleetSim)
+from orca_nav.core.sim.lockstep import Lockstep, PeriodicSchedule
 from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import (OdometryCdr, cloud_to_grid, latched_qos, msg_to_grid,
                                   node_now, seconds_to_nanoseconds, seconds_to_time)
@@ -121,7 +122,7 @@ NODE_SPECS = [
     SHARED_SPECS['map_3d_resolution'],
 ]
 
-# ---- Fault injection (all off by default; `fault.<name>`, read only; see core.fleet.sim.Faults).
+# ---- Fault injection (all off by default; `fault.<name>`, read only; see core.sim.faults.Faults).
 # Times are simulated seconds since the robot's first cmd_vel took effect; robots by name.
 FAULT_SPECS = [
     ParamSpec('seed', 0, 'Seed of the fault generator (loss, jitter, jump direction), separate '

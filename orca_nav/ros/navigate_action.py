@@ -28,7 +28,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.task import Future
 
 from orca_nav.core.fleet.names import robot_names
-from orca_nav.core.planning.fleet_planner import GoalEnd, Progress
+from orca_nav.core.fleet.fleet_planner import GoalEnd, Progress
 from orca_nav.ros.convert import (node_now, quaternion_to_yaw, seconds_to_duration,
                                   seconds_to_time, yaw_to_quaternion)
 

@@ -7,7 +7,7 @@ latched 3-D map (`map_3d_topic`, sensor_msgs/PointCloud2 of occupied voxel centr
 odometry and its goal altitude from the goal's `pose.position.z` (`<robot>.goal_z` for the
 configured goal; 0 keeps the altitude the drone flies at). The planning policy (which
 planner, when to plan, replan, hold still or call a goal reached) is the core's
-`FleetPlanner` (`orca_nav.core.planning.fleet_planner`); this node converts messages, runs the
+`FleetPlanner` (`orca_nav.core.fleet.fleet_planner`); this node converts messages, runs the
 plan requests it returns and publishes what it decides:
 
 * `/<robot>/plan` (Path) and `/<robot>/trajectory` (MultiDOFJointTrajectory, with the driving
@@ -41,7 +41,7 @@ from sensor_msgs.msg import PointCloud2
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
 from orca_nav.core.fleet.robots import ROBOT_FIELDS, RobotSpec
-from orca_nav.core.planning.fleet_planner import (Actions, FleetPlanner, Level,
+from orca_nav.core.fleet.fleet_planner import (Actions, FleetPlanner, Level,
                                                   PlanSettings, ReplanPolicy, RobotStatus,
                                                   StartState, run_request)
 from orca_nav.ros.construction import released_on_failure

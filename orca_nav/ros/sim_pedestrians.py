@@ -10,7 +10,7 @@ from typing import Dict, Optional
 
 from nav_msgs.msg import Odometry
 
-from orca_nav.core.fleet.pedestrians import PedestrianParams, Pedestrians
+from orca_nav.core.sim.pedestrians import PedestrianParams, Pedestrians
 from orca_nav.ros.convert import seconds_to_time, state_to_odom
 from orca_nav.ros.params import ParamSpec
 from orca_nav.ros.tracked_agents import TRACKED_AGENTS_QOS

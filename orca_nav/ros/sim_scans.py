@@ -1,4 +1,4 @@
-"""fleet_sim_node's simulated laser scans and unmapped boxes (`core.fleet.sim_scan`).
+"""fleet_sim_node's simulated laser scans and unmapped boxes (`core.sim.scan`).
 
 With `scan.rate` > 0 every robot publishes a sensor_msgs/LaserScan on `/<robot>/<scan.topic>`
 at that rate (with the odometry it is due with), from its centre in its base frame: a full turn
@@ -14,8 +14,9 @@ from typing import List
 import numpy as np
 from sensor_msgs.msg import LaserScan
 
-from orca_nav.core.fleet.sim import FleetSim, PeriodicSchedule
-from orca_nav.core.fleet.sim_scan import beam_angles, scan_ranges
+from orca_nav.core.sim.fleet_sim import FleetSim
+from orca_nav.core.sim.lockstep import PeriodicSchedule
+from orca_nav.core.sim.scan import beam_angles, scan_ranges
 from orca_nav.ros.convert import seconds_to_time
 from orca_nav.ros.params import ParamSpec
 from orca_nav.ros.qos_events import publisher_events

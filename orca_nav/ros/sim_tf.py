@@ -1,5 +1,5 @@
 """The embedded simulator's robot-stack frames on TF, for fleet_sim_node (`tf_layout` other than
-`none`); the model is `orca_nav.core.fleet.sim_localization`.
+`none`); the model is `orca_nav.core.sim.localization`.
 
 Per robot, in the layout's names (`orca_nav.core.fleet.names`):
 * odometry in the robot's odom frame (drifting), child frame its base frame;
@@ -22,7 +22,7 @@ from geometry_msgs.msg import TransformStamped
 from tf2_msgs.msg import TFMessage
 
 from orca_nav.core.fleet.names import TF_LAYOUTS, RobotNames
-from orca_nav.core.fleet.sim_localization import SimLocalization
+from orca_nav.core.sim.localization import SimLocalization
 from orca_nav.ros.convert import seconds_to_time
 from orca_nav.ros.params import ParamSpec
 from orca_nav.ros.tf_listener import TF_QOS, TF_STATIC_QOS

@@ -6,5 +6,5 @@ how ORCA's velocities become commands it can execute.
     preferred_velocity  goal seeking with braking
     deadlock            stall detection, yielding and right-hand detours
     guidance            preferred directions down an obstacle-aware distance-to-goal field
-    sim                 the fleet simulator (the embedded default in place of Gazebo)
+    fleet_planner       the fleet planning supervisor: goals, requests, planner cache, replan policy
 """

@@ -7,7 +7,6 @@
     reeds_shepp        Reeds-Shepp and Dubins curves (heuristic and analytic expansions)
     footprint          oriented-rectangle footprints against the grid
     path_timing        a hybrid A* path -> a timed Reference (speed profile, cusps)
-    fleet_planner      the fleet planning supervisor: goals, requests, planner cache, replan policy
     reference          the planner -> tracker contract (Reference)
     result             PlanStatus / PlanResult shared by the planners
 """

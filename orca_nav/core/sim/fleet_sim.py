@@ -30,23 +30,12 @@ noise, latency, collisions.
     voxel cubes of the 3-D map (`set_grid_3d`; without one, drones have no map contacts);
   - robot-person: with scripted `pedestrians` (walked in every step; people who avoid no one,
     or stop short of the robots), a robot's centre closer than r + the person's radius;
-  - robot-obstacle: the robot's disc overlaps an unmapped box (`boxes`, `sim_scan`).
+  - robot-obstacle: the robot's disc overlaps an unmapped box (`boxes`, `scan`).
   An event is returned once when a contact starts; the contact must end before the same pair
   (or robot and map) is reported again.
 
-Injected faults (`Faults`, all off by default; seeded by their own generator, so turning one on
-does not change the noise sequence; times are `FleetSim.time`):
-  - a dead robot stops obeying cmd_vel from a given time (its drive is commanded to stop);
-  - a faulty robot executes a wrong velocity: its commanded linear velocity scaled and rotated;
-  - a localization jump: from a given time (for a given duration, or for good) one robot's
-    reported position is off by a given distance in a seeded direction
-    (`FleetSim.localization_error`, also for whatever else reports the robot's pose);
-  - odometry loss, delay and jitter: `OdometryLink`, between the simulator and its publisher.
-A robot's fault times count from its first command (`FleetSim.commanded_since`).
-
-Time is the simulation's own (`FleetSim.time`, advanced by `step`). Two helpers decide, from times
-passed in, what a simulator driver does around the steps: `PeriodicSchedule` (when odometry and
-diagnostics are due) and `Lockstep` (when the next exchange of odometry and commands may start).
+Injected faults: `faults.Faults`. Time is the simulation's own (`FleetSim.time`, advanced by
+`step`); what a driver does around the steps (when odometry is due, lockstep): `lockstep`.
 """
 from __future__ import annotations
 
@@ -61,23 +50,17 @@ from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.fleet.kinematics import (QUADROTOR, RobotLimits, admissible_twist,
                                             finite_array, integrate_pose, limit_twist,
                                             limit_velocity_3d)
-from orca_nav.core.fleet.pedestrians import Pedestrians
-from orca_nav.core.fleet.sim_scan import box_overlap, check_boxes
+from orca_nav.core.sim.faults import NO_ROBOT, TIME_TOL, Faults
+from orca_nav.core.sim.pedestrians import Pedestrians
+from orca_nav.core.sim.scan import box_overlap, check_boxes
+from orca_nav.core.validation import finite_at_least_zero
 
 ROBOT_ROBOT = 'robot_robot'
 ROBOT_MAP = 'robot_map'
 ROBOT_PERSON = 'robot_person'
 ROBOT_OBSTACLE = 'robot_obstacle'
-_TIME_TOL = 1e-9    # absorbs the rounding of summed step sizes when comparing times
 # m: height of the ground layer (ground robots are cylinders this tall; docs/orca3d.md)
 GROUND_CLEARANCE = 1.0
-
-
-def _finite_at_least_zero(name: str, value: float, positive: bool = False) -> float:
-    """`value` as a float; ValueError naming it unless finite and >= 0 (> 0 when `positive`)."""
-    if not (np.isfinite(value) and (value > 0.0 if positive else value >= 0.0)):
-        raise ValueError(f"{name} must be finite and {'>' if positive else '>='} 0, got {value}")
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -95,82 +78,6 @@ class CollisionEvent:
     robots: Tuple[int, ...]
     position: Tuple[float, ...]
     person: int = -1
-
-
-NO_ROBOT = -1
-
-
-@dataclass(frozen=True)
-class Faults:
-    """Faults to inject (see the module docstring); robots by index (NO_ROBOT: none), angles in
-    radians, times in seconds since the faulty robot's first command took effect (its mission
-    start, however long the fleet took to come up)."""
-
-    odom_drop_rate: float = 0.0     # probability that one odometry message is lost
-    odom_delay: float = 0.0         # s added to every odometry message's delivery
-    odom_jitter: float = 0.0        # s: a further uniform 0..jitter delay per message
-    dead_robot: int = NO_ROBOT
-    dead_time: float = 0.0
-    faulty_robot: int = NO_ROBOT
-    faulty_time: float = 0.0
-    faulty_scale: float = 1.0       # executed linear speed / commanded
-    faulty_rotation: float = 0.0    # executed linear velocity turned by this (counter-clockwise)
-    jump_robot: int = NO_ROBOT
-    jump_time: float = 0.0
-    jump_size: float = 0.0          # m
-    jump_duration: float = 0.0      # s; 0: the error stays
-    seed: int = 0
-
-    def __post_init__(self):
-        for name in ('odom_delay', 'odom_jitter', 'dead_time', 'faulty_time', 'faulty_scale',
-                     'jump_time', 'jump_size', 'jump_duration'):
-            _finite_at_least_zero(name, getattr(self, name))
-        if not 0.0 <= self.odom_drop_rate <= 1.0:
-            raise ValueError(f'odom_drop_rate must be in [0, 1], got {self.odom_drop_rate}')
-        if not np.isfinite(self.faulty_rotation):
-            raise ValueError(f'faulty_rotation must be finite, got {self.faulty_rotation}')
-
-    @property
-    def odometry_faulty(self) -> bool:
-        """Odometry messages are lost or late (an `OdometryLink` is needed)."""
-        return self.odom_drop_rate > 0.0 or self.odom_delay > 0.0 or self.odom_jitter > 0.0
-
-    def check_robots(self, count: int) -> None:
-        for name in ('dead_robot', 'faulty_robot', 'jump_robot'):
-            index = getattr(self, name)
-            if index != NO_ROBOT and not 0 <= index < count:
-                raise ValueError(f'{name}: robot index {index} is not in 0..{count - 1}')
-
-
-class OdometryLink:
-    """Odometry between the simulator and its publisher under `Faults`: each robot's message is
-    lost with `odom_drop_rate`, else delivered `odom_delay` plus a uniform 0..`odom_jitter`
-    later (messages may then overtake each other, as on a real network). Seeded."""
-
-    def __init__(self, faults: Faults, seed_stream: int = 1):
-        self.faults = faults
-        self._rng = np.random.default_rng([faults.seed, seed_stream])
-        self._queue: List[Tuple[float, int, float, np.ndarray]] = []   # (due, robot, stamp, row)
-        self.sent = 0
-        self.dropped = 0
-
-    def send(self, now: float, rows: np.ndarray) -> None:
-        """One message per robot (row i of `rows`: whatever the message carries) stamped `now`."""
-        f = self.faults
-        count = len(rows)
-        self.sent += count
-        lost = self._rng.random(count) < f.odom_drop_rate
-        self.dropped += int(lost.sum())
-        late = f.odom_delay + f.odom_jitter * self._rng.random(count)
-        for robot in np.flatnonzero(~lost):
-            self._queue.append((now + float(late[robot]), int(robot), now, rows[robot].copy()))
-
-    def deliver(self, now: float) -> List[Tuple[int, float, np.ndarray]]:
-        """(robot, stamp, row) of the messages due by `now`, in order of delivery."""
-        due = sorted((m for m in self._queue if m[0] <= now + _TIME_TOL), key=lambda m: m[0])
-        if due:
-            self._queue = [m for m in self._queue if m[0] > now + _TIME_TOL]
-        return [(robot, stamp, row) for _, robot, stamp, row in due]
 
 
 class FleetSim:
@@ -202,14 +109,14 @@ class FleetSim:
             i = int(grounded[0])
             raise ValueError(f'start_altitudes[{i}] must be 0 for a ground robot '
                              f'(kinematics {limits.model[i]}), got {self._altitude[i]}')
-        self.ground_clearance = _finite_at_least_zero('ground_clearance', ground_clearance)
+        self.ground_clearance = finite_at_least_zero('ground_clearance', ground_clearance)
         self._climb = np.zeros(n)              # vz executed during the last step (drones)
         self._climb_command = np.zeros(n)      # vz in effect (after latency)
         self.grid_3d: Optional[OccupancyGrid] = None
-        self.noise_pos_std = _finite_at_least_zero('noise_pos_std', noise_pos_std)
-        self.noise_vel_std = _finite_at_least_zero('noise_vel_std', noise_vel_std)
-        self.cmd_latency = _finite_at_least_zero('cmd_latency', cmd_latency)
-        self.cmd_timeout = _finite_at_least_zero('cmd_timeout', cmd_timeout)
+        self.noise_pos_std = finite_at_least_zero('noise_pos_std', noise_pos_std)
+        self.noise_vel_std = finite_at_least_zero('noise_vel_std', noise_vel_std)
+        self.cmd_latency = finite_at_least_zero('cmd_latency', cmd_latency)
+        self.cmd_timeout = finite_at_least_zero('cmd_timeout', cmd_timeout)
         self._rng = np.random.default_rng(seed)
         self._twist = np.zeros((n, 3))         # executed during the last step
         self._command = np.zeros((n, 3))       # in effect (after latency)
@@ -306,13 +213,13 @@ class FleetSim:
         if f.jump_robot == NO_ROBOT:
             return error
         t = (self.time if time is None else time) - self.commanded_since[f.jump_robot]
-        if t >= f.jump_time - _TIME_TOL and (
-                f.jump_duration == 0.0 or t < f.jump_time + f.jump_duration - _TIME_TOL):
+        if t >= f.jump_time - TIME_TOL and (
+                f.jump_duration == 0.0 or t < f.jump_time + f.jump_duration - TIME_TOL):
             error[f.jump_robot] = self._jump_offset
         return error
 
     def _fault_started(self, robot: int, at: float) -> bool:
-        return robot != NO_ROBOT and self.time - self.commanded_since[robot] >= at - _TIME_TOL
+        return robot != NO_ROBOT and self.time - self.commanded_since[robot] >= at - TIME_TOL
 
     def _obeyed_commands(self) -> np.ndarray:
         """The commands the drives execute: a dead robot's is zero, a faulty robot's linear
@@ -354,17 +261,17 @@ class FleetSim:
 
     def step(self, dt: float, commands=None) -> List[CollisionEvent]:
         """Advance by dt (optionally commanding all robots first); returns new collision events."""
-        _finite_at_least_zero('dt', dt, positive=True)
+        finite_at_least_zero('dt', dt, positive=True)
         if commands is not None:
             self.set_commands(commands)
-        while self._pending and self._pending[0][0] <= self.time + _TIME_TOL:
+        while self._pending and self._pending[0][0] <= self.time + TIME_TOL:
             due, idx, twists, climb = self._pending.popleft()
             self._command[idx] = twists
             self._climb_command[idx] = climb
             self._command_time[idx] = due
             self.commanded_since[idx] = np.minimum(self.commanded_since[idx], due)
         if self.cmd_timeout > 0.0:
-            expired = self.command_age > self.cmd_timeout + _TIME_TOL
+            expired = self.command_age > self.cmd_timeout + TIME_TOL
             self._command[expired] = 0.0
             self._climb_command[expired] = 0.0
         command = self._obeyed_commands()
@@ -393,9 +300,9 @@ class FleetSim:
 
     def advance(self, duration: float, max_step: float) -> List[CollisionEvent]:
         """Advance by `duration` in equal steps of at most `max_step`; returns the new events."""
-        _finite_at_least_zero('duration', duration, positive=True)
-        _finite_at_least_zero('max_step', max_step, positive=True)
-        count = max(1, int(np.ceil(duration / max_step - _TIME_TOL)))
+        finite_at_least_zero('duration', duration, positive=True)
+        finite_at_least_zero('max_step', max_step, positive=True)
+        count = max(1, int(np.ceil(duration / max_step - TIME_TOL)))
         events = []
         for _ in range(count):
             events += self.step(duration / count)
@@ -535,119 +442,3 @@ def map_overlap(grid: OccupancyGrid, positions: np.ndarray, radius: np.ndarray) 
     dist = np.where(blocked, np.linalg.norm(gap, axis=1), np.inf).reshape(cells.shape[:2])
     out[near] = dist.min(axis=1) < rad
     return out
-
-
-class PeriodicSchedule:
-    """When an output sent every `period` (odometry, diagnostics) is due on a stepped time line.
-
-    The first call is due; later calls are due once `now` reaches the next due time within
-    `tolerance` (half an integration step, so an output at the step rate goes out at every step
-    despite rounding). Due times advance by `period`; periods missed by a stall are dropped, not
-    caught up in a burst.
-    """
-
-    def __init__(self, period: float, tolerance: float = 0.0):
-        self.period = _finite_at_least_zero('period', period, positive=True)
-        self.tolerance = _finite_at_least_zero('tolerance', tolerance)
-        self._next: Optional[float] = None
-
-    def due(self, now: float) -> bool:
-        if self._next is not None and now < self._next - self.tolerance:
-            return False
-        self._next = now if self._next is None else self._next + self.period
-        if now >= self._next - self.tolerance:
-            self._next = now + self.period
-        return True
-
-
-class Lockstep:
-    """The bookkeeping of a simulator that advances in lockstep with its robots' controllers.
-
-    An exchange opens when the simulator publishes odometry for the current time (`open`); each
-    robot answers it with a command (`answer`: any command received after the opening counts, once
-    per robot); the simulator may advance one period (`ready`) when every robot answered or the
-    exchange timed out, and not sooner than `pace_period` after the opening (real-time pacing; 0:
-    as fast as the answers come). The first exchange waits up to `start_timeout` counted from
-    construction, so controllers can start and discover the topics; the later ones `timeout` from
-    their opening (or, if the first opened only when the start-up wait ran out, that one too).
-    The first exchange waits for every robot; later ones only for the robots that have answered
-    at least once (a robot nobody commands must not hold the fleet up every exchange), and a
-    robot joins as soon as its first answer comes.
-
-    The first exchange's odometry goes out again every `resend_period` to the robots that have
-    not answered (`resend_due`): DDS can count a subscription as matched before the subscriber
-    has matched the publisher, and a controller that started a moment before would lose it and
-    hold the run up for the rest of `start_timeout`. Later exchanges end at `timeout` anyway.
-
-    Times are seconds of the caller's wall clock (a steady one), passed in: they bound waits and
-    pace the run, they never enter the simulation.
-    """
-
-    def __init__(self, n_robots: int, now: float, timeout: float, start_timeout: float,
-                 pace_period: float = 0.0, resend_period: float = 0.5):
-        if n_robots < 1:
-            raise ValueError(f'n_robots must be >= 1, got {n_robots}')
-        self.timeout = _finite_at_least_zero('timeout', timeout, positive=True)
-        self.start_timeout = _finite_at_least_zero('start_timeout', start_timeout)
-        self.pace_period = _finite_at_least_zero('pace_period', pace_period)
-        self.resend_period = _finite_at_least_zero('resend_period', resend_period, positive=True)
-        self.exchange = 0                   # exchanges opened; 0 while starting up
-        self._answered = np.zeros(n_robots, dtype=bool)
-        self._controlled = np.zeros(n_robots, dtype=bool)    # answered at least once
-        self._started = float(now)
-        self._opened = float(now)
-        self._resent = float(now)
-
-    def open(self, now: float) -> None:
-        """Odometry for a new exchange went out at `now`: answers count from here."""
-        self.exchange += 1
-        self._answered[:] = False
-        self._opened = self._resent = float(now)
-
-    def resend_due(self, now: float) -> List[int]:
-        """Robots whose odometry of the first exchange goes out again at `now` (every
-        `resend_period` while it waits for them); none in later exchanges."""
-        if self.exchange != 1 or now < self._resent + self.resend_period:
-            return []
-        self._resent = float(now)
-        return self.missing
-
-    def answer(self, robot: int) -> None:
-        """`robot`'s command arrived (ignored before the first exchange opens)."""
-        if self.exchange:
-            self._answered[robot] = True
-            self._controlled[robot] = True
-
-    def _awaited(self) -> np.ndarray:
-        return np.ones_like(self._answered) if self.exchange <= 1 else self._controlled
-
-    @property
-    def answered_all(self) -> bool:
-        return bool(self.exchange and self._answered[self._awaited()].all())
-
-    @property
-    def missing(self) -> List[int]:
-        """Robots the open exchange still waits for."""
-        return np.flatnonzero(self._awaited() & ~self._answered).tolist()
-
-    @property
-    def deadline(self) -> float:
-        """When the open exchange (or the start-up wait, before the first) times out."""
-        start_deadline = self._started + self.start_timeout
-        if self.exchange == 0:
-            return start_deadline
-        if self.exchange == 1:
-            return max(start_deadline, self._opened + self.timeout)
-        return self._opened + self.timeout
-
-    def timed_out(self, now: float) -> bool:
-        return now >= self.deadline
-
-    def paced(self, now: float) -> bool:
-        return now >= self._opened + self.pace_period
-
-    def ready(self, now: float) -> bool:
-        """The simulator may advance: an exchange is open, every robot answered it or it timed
-        out, and the pacing allows it."""
-        return bool(self.exchange) and self.paced(now) and (self.answered_all
-                                                            or self.timed_out(now))

@@ -8,6 +8,7 @@ import pytest
 from orca_nav.core.fleet.controller import (OK, WARN, ControllerParams, FleetController,
                                             prepare_map)
 from orca_nav.core.fleet.deadlock import DeadlockParams
+from orca_nav.core.fleet.fleet_state import JUMP_MARGIN_HOLD_S, LOCALIZATION_JUMP_M
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.sim.fleet_sim import FleetSim
@@ -198,14 +199,22 @@ def test_trajectories_drive_tracked_robots_and_an_empty_one_holds_still():
 
 def test_per_robot_mode_commands_one_robot_and_sees_the_others_as_agents():
     fleet = FleetController(specs(2), commanded=['robot1'])
-    fleet.set_state(0, 1.0, (1.0, 0.0), (-1.0, 0.0), math.pi)   # coming straight at robot1
-    fleet.set_state(1, 1.0, (-1.0, 0.0), (0.0, 0.0), 0.0)
     fleet.set_goal(1, (3.0, 0.0))
-    out = fleet.step(1.0)
-    assert list(out.ran) == [False, True]
-    assert np.all(out.twists[0] == 0.0)
-    assert abs(out.twists[1, 1]) > 0.0          # sidesteps rather than meeting head-on
-    assert [s.robot for s in fleet.status(1.0)] == ['robot1']
+    robot1 = np.array([-1.0, 0.0])
+    velocity1 = np.zeros(2)
+    sidestep = 0.0
+    for k in range(10):                         # robot0 keeps coming straight at robot1
+        t = 1.0 + 0.05 * k
+        fleet.set_state(0, t, (1.0 - (t - 1.0), 0.0), (-1.0, 0.0), math.pi)
+        fleet.set_state(1, t, robot1, velocity1, 0.0)
+        out = fleet.step(t)
+        assert list(out.ran) == [False, True]
+        assert np.all(out.twists[0] == 0.0)
+        velocity1 = out.twists[1, :2]           # holonomic at yaw 0: body = world
+        robot1 = robot1 + 0.05 * velocity1
+        sidestep = max(sidestep, abs(velocity1[1]))
+    assert sidestep > 0.05                      # sidesteps rather than meeting head-on
+    assert [s.robot for s in fleet.status(1.5)] == ['robot1']
 
 
 def test_cycle_triggering_on_complete_states_and_the_clock():
@@ -330,10 +339,10 @@ def test_a_localization_jump_widens_the_robot_for_a_while(monkeypatch):
     base = seen[-1].copy()
     cycle(0.10, 0.10 + 0.6)                 # 0.6 m off: a jump
     assert seen[-1][0] == pytest.approx(base[0] + 0.6) and seen[-1][1] == base[1]
-    t = 0.10 + controller_module.JUMP_MARGIN_HOLD_S + 0.05
+    t = 0.10 + JUMP_MARGIN_HOLD_S + 0.05
     cycle(t, 0.7 + (t - 0.10))              # consistent again, after the hold
     assert seen[-1][0] == pytest.approx(base[0])
-    assert controller_module.LOCALIZATION_JUMP_M < 0.6
+    assert LOCALIZATION_JUMP_M < 0.6
 
 
 def test_states_set_together_are_the_states_set_one_by_one():
@@ -352,7 +361,8 @@ def test_states_set_together_are_the_states_set_one_by_one():
                                                        cov):
         assert one.set_state(row, stamp, position, velocity, yaw, c) is None
     many.set_states(rows, stamps, positions, velocities, yaws, cov)
-    for name in ('_position', '_velocity', '_altitude', '_climb', '_yaw', '_stamp',
-                 '_covariance', '_fresh', '_jump_margin', '_jump_until'):
-        np.testing.assert_array_equal(getattr(many, name), getattr(one, name), err_msg=name)
-    assert many._jump_margin[1] > 0.25 and many._stamp[0] == 1.0
+    for name in ('position', 'velocity', 'altitude', 'climb', 'yaw', 'stamp',
+                 'covariance', 'fresh', 'jump_margin', 'jump_until'):
+        np.testing.assert_array_equal(getattr(many.state, name), getattr(one.state, name),
+                                      err_msg=name)
+    assert many.state.jump_margin[1] > 0.25 and many.state.stamp[0] == 1.0

@@ -31,19 +31,7 @@ def rasterise(extent: Rect, resolution: float, rects: Sequence[Rect],
               wall: float = 0.0) -> OccupancyGrid:
     """Grid covering `extent` whose cells are occupied when their centre lies in a rectangle;
     `wall` > 0 adds an outer wall of that thickness inside the extent."""
-    xmin, ymin, xmax, ymax = extent
-    nx = int(round((xmax - xmin) / resolution))
-    ny = int(round((ymax - ymin) / resolution))
-    cx = xmin + (np.arange(nx) + 0.5) * resolution
-    cy = ymin + (np.arange(ny) + 0.5) * resolution
-    all_rects = list(rects)
-    if wall > 0.0:
-        all_rects += [(xmin, ymin, xmax, ymin + wall), (xmin, ymax - wall, xmax, ymax),
-                      (xmin, ymin, xmin + wall, ymax), (xmax - wall, ymin, xmax, ymax)]
-    occupied = np.zeros((ny, nx), dtype=bool)
-    for x0, y0, x1, y1 in all_rects:
-        occupied |= ((cy >= y0) & (cy <= y1))[:, None] & ((cx >= x0) & (cx <= x1))[None, :]
-    return OccupancyGrid(occupied, resolution, (xmin, ymin))
+    return OccupancyGrid.from_rectangles(extent, resolution, rects, wall)
 
 
 def open_40x40() -> OccupancyGrid:

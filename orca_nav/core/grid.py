@@ -132,6 +132,26 @@ class OccupancyGrid:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
+    def from_rectangles(cls, extent: Sequence[float], resolution: float, rects,
+                        wall: float = 0.0) -> 'OccupancyGrid':
+        """A 2-D grid covering `extent` (xmin, ymin, xmax, ymax) whose cells are occupied where
+        their centre lies in one of `rects` (rows xmin, ymin, xmax, ymax, metres); `wall` > 0
+        adds an outer wall of that thickness inside the extent."""
+        xmin, ymin, xmax, ymax = (float(v) for v in extent)
+        nx = int(round((xmax - xmin) / resolution))
+        ny = int(round((ymax - ymin) / resolution))
+        cx = xmin + (np.arange(nx) + 0.5) * resolution
+        cy = ymin + (np.arange(ny) + 0.5) * resolution
+        rects = [tuple(r) for r in rects]
+        if wall > 0.0:
+            rects += [(xmin, ymin, xmax, ymin + wall), (xmin, ymax - wall, xmax, ymax),
+                      (xmin, ymin, xmin + wall, ymax), (xmax - wall, ymin, xmax, ymax)]
+        occupied = np.zeros((ny, nx), dtype=bool)
+        for x0, y0, x1, y1 in rects:
+            occupied |= ((cy >= y0) & (cy <= y1))[:, None] & ((cx >= x0) & (cx <= x1))[None, :]
+        return cls(occupied, resolution, (xmin, ymin))
+
+    @classmethod
     def from_int8(cls, data, width: int, height: int, resolution: float, origin: Sequence[float],
                   unknown_occupied: bool = True, occupied_threshold: int = 65) -> 'OccupancyGrid':
         """Build a 2-D grid from ``nav_msgs/OccupancyGrid``-style data.

@@ -5,7 +5,7 @@ the argument and, for arrays, the offending index.
 """
 import math
 from dataclasses import dataclass
-from typing import Union
+from typing import Optional, Union
 
 import numpy as np
 
@@ -18,7 +18,11 @@ PER_AGENT_FIELDS = ('neighbor_dist', 'max_neighbors', 'time_horizon', 'time_hori
 class OrcaParams:
     """RVO2's agent parameters (names as RVO2's) plus the simulation time step.
 
-    Per-agent fields may be a scalar (all agents) or an (N,) array.
+    Per-agent fields may be a scalar (all agents) or an (N,) array. Not in RVO2:
+    `max_velocity_change` (m/s, per agent), how far an agent's velocity can change within one
+    time step; None (inf) is RVO2's agent, which takes any velocity at once. A finite one makes
+    the agent choose among the velocities it can reach and, where none satisfies its lines,
+    weigh time to contact by `ttc_weight` (m) (`acceleration`).
     """
     time_step: float
     neighbor_dist: ArrayLike
@@ -27,6 +31,8 @@ class OrcaParams:
     time_horizon_obst: ArrayLike
     radius: ArrayLike
     max_speed: ArrayLike
+    max_velocity_change: Optional[ArrayLike] = None
+    ttc_weight: float = 1.0
 
     def per_agent(self, count):
         """Validated per-agent arrays (dict name -> (count,) array) and the time step."""
@@ -62,7 +68,20 @@ class OrcaParams:
                 relation = '> 0' if strict else '>= 0'
                 raise ValueError(f'{label}[{bad[0]}] must be {relation}, got {value[bad[0]]}')
             arrays[name] = value
+        arrays['max_velocity_change'] = _velocity_change(self.max_velocity_change, count)
         return arrays, time_step
+
+
+def _velocity_change(value, count):
+    """(count,) float64 max_velocity_change, inf for None; ValueError unless each is > 0."""
+    label = 'params.max_velocity_change'
+    if value is None:
+        return np.full(count, np.inf)
+    array = np.broadcast_to(np.asarray(value, dtype=np.float64), (count,)).copy()
+    bad = np.flatnonzero(np.isnan(array) | (array <= 0.0))
+    if bad.size:
+        raise ValueError(f'{label}[{bad[0]}] must be > 0 (inf: unlimited), got {array[bad[0]]}')
+    return array
 
 
 def _valid_number(name, value):

@@ -51,6 +51,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .acceleration import reachable_velocities
 from .agent_lines import agent_lines
 from .linear_program import clamp_to_speed, closest_point, min_max_penetration, take_columns, violation
 from .neighbors import agent_neighbors
@@ -133,16 +134,17 @@ def solve(positions, velocities, pref_velocities, params, obstacles=(), responsi
     extra = None if extra_obstacles is None else as_obstacle_set(extra_obstacles,
                                                                  'extra_obstacles')
     return new_velocities(positions, velocities, pref_velocities, agent_params, time_step,
-                          obstacle_set, weights, others, extra, neighbor_list)
+                          obstacle_set, weights, others, extra, neighbor_list, params.ttc_weight)
 
 
 def new_velocities(positions, velocities, pref_velocities, agent_params, time_step,
                    obstacle_set, weights=None, others=None, extra_obstacle_set=None,
-                   neighbor_list=None):
+                   neighbor_list=None, ttc_weight=1.0):
     """One doStep over validated input; weights: None or (N,) responsibility weights (see
     `responsibility.check_responsibility`), others: None or a checked NonCooperative,
     extra_obstacle_set: None or a second ObstacleSet, neighbor_list: None or an
-    AgentNeighborList."""
+    AgentNeighborList. Agents with a finite agent_params['max_velocity_change'] choose among
+    the velocities they can reach (`acceleration`), the others as RVO2."""
     count = len(positions)
     infeasible = np.zeros(count, dtype=bool)
     if count == 0:
@@ -195,6 +197,8 @@ def new_velocities(positions, velocities, pref_velocities, agent_params, time_st
     opt_x = pref_velocities[:, 0]
     opt_y = pref_velocities[:, 1]
     vx, vy = clamp_to_speed(opt_x, opt_y, max_speed)
+    change = agent_params.get('max_velocity_change')
+    limited = np.zeros(count, dtype=bool) if change is None else np.isfinite(change)
     if px.shape[0]:
         start_violation = violation(px, py, dx, dy, vx, vy)
         need = ((start_violation > 0.0) & valid).any(axis=0)
@@ -221,6 +225,15 @@ def new_velocities(positions, velocities, pref_velocities, agent_params, time_st
                 vy[over] *= scale
     chosen = np.empty((count, 2))
     chosen[:, 0], chosen[:, 1] = vx, vy
+    if limited.any():
+        # Toward RVO2's choice, among the velocities these agents can reach.
+        rows = np.flatnonzero(limited)
+        chosen[rows], infeasible[rows] = reachable_velocities(
+            *take_columns((px, py, dx, dy, valid), rows), num_obst[rows], velocities[rows],
+            change[rows], max_speed[rows], chosen[rows], infeasible[rows],
+            pref_velocities[rows], positions[rows],
+            radius[rows], neighbors[rows], keep[rows], all_positions, all_velocities, all_radius,
+            ttc_weight)
     return OrcaSolution(chosen, infeasible, OrcaLines(px, py, dx, dy, valid))
 
 

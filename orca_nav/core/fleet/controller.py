@@ -53,25 +53,24 @@ from orca_nav.core.fleet.kinematics import (CAR, DIFF_DRIVE, QUADROTOR, RobotLim
                                             limit_twist, limit_velocity_3d, tracking_error_bound)
 from orca_nav.core.fleet.preferred_velocity import goal_velocities
 from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.fleet.safety import SafetyInput, SafetyLayer, SafetyParams
 from orca_nav.core.fleet.sensed_obstacles import SensedObstacles
-from orca_nav.core.fleet.state_estimate import (covariance_problem, project_positions,
-                                                uncertainty_margins)
+from orca_nav.core.fleet.fleet_state import FleetState
+from orca_nav.core.fleet.state_estimate import project_positions
 from orca_nav.core.fleet.tracking import FleetTracker, TrackingCommand, TrackingParams, tracking_twist
 from orca_nav.core.fleet.velocity_filter import filtered_twists, preferred_from_twists
 from orca_nav.core.geometry import world_to_body
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.obstacle_distance import ObstacleDistance
 from orca_nav.core.planning.reference import Reference
 
 MODES = ('centralized', 'per_robot')
 MAX_SHARDS = 1024      # orca_node processes (shard mode) one fleet may be split over
 _EARLY = 0.1        # control periods: how early before its grid slot a cycle may run
 _MIN_GAP = 0.5      # control periods: the least time between two cycles
-# A state more than this far from where the previous one's velocity leads is a localization
-# jump (odometry noise and one cycle's acceleration stay far below it).
-LOCALIZATION_JUMP_M = 0.25
-JUMP_MARGIN_HOLD_S = 3.0     # s the extra ORCA radius of a jump lasts
+_INTERVAL_MEMORY = 0.9   # per cycle: how slowly a late cycle's interval is forgotten
+_SAFETY_STEP = 0.025     # s: the safety layer samples braking paths at least this often
 OK, WARN, ERROR = 0, 1, 2     # status levels, as diagnostic_msgs/DiagnosticStatus orders them
-_ZERO_COVARIANCE = np.zeros((2, 2))       # a state without one: no uncertainty margin
 
 
 @dataclass(frozen=True)
@@ -100,6 +99,11 @@ class ControllerParams:
     max_extrapolation: float = 0.25     # s: states projected to the cycle time by at most this
     sensor_persistence: float = 1.0     # s: sensor points stay obstacles this long
     sensor_max_points: int = 180        # sensor points kept per robot (bounds the cost)
+    # The safety layer, last on every command (`safety`); None: off.
+    safety: Optional[SafetyParams] = field(default_factory=SafetyParams)
+    # ORCA picks among the velocities each robot reaches within a cycle (`avoidance.acceleration`);
+    # False: RVO2's choice within max_speed (ground robots; drones always take RVO2-3D's).
+    acceleration_aware: bool = True
 
     def __post_init__(self):
         for name in ('control_rate', 'time_horizon', 'time_horizon_obst', 'odom_timeout',
@@ -130,6 +134,7 @@ class MapModel:
     guidance: Optional[GeodesicGuidance]
     polygon_count: int
     vertex_count: int
+    distance: ObstacleDistance      # exact distances to the cells, for the safety layer
 
 
 def prepare_map(grid: OccupancyGrid, inflation: float, guided: bool,
@@ -147,7 +152,8 @@ def prepare_map(grid: OccupancyGrid, inflation: float, guided: bool,
         guided_grid.clearance()
         guidance = GeodesicGuidance(guided_grid)
         guidance.prepare(goals, radii)
-    return MapModel(grid, obstacles, guidance, len(polygons), sum(len(p) for p in polygons))
+    return MapModel(grid, obstacles, guidance, len(polygons), sum(len(p) for p in polygons),
+                    ObstacleDistance(grid))
 
 
 class ControlOutput(NamedTuple):
@@ -205,20 +211,12 @@ class FleetController:
         self.commanded = np.isin(self.names, chosen)
         self.params = params
         self.robots = list(robots)
-        self._position = np.full((n, 2), np.nan)
-        self._cycle_position = self._position       # this cycle's: projected to its time
-        self._velocity = np.zeros((n, 2))
-        self._yaw = np.zeros(n)
-        self._stamp = np.full(n, -np.inf)
-        self._covariance = np.zeros((n, 2, 2))      # xy position covariance of the last state
-        self._covariance_unusable = np.zeros(n, dtype=bool)   # ... was refused: largest margin
+        self.state = FleetState(n)
+        self._cycle_position = self.state.position       # this cycle's: projected to its time
         self._others = NonCooperative.empty()       # non-cooperative agents, at the cycle time
         self._sensed = SensedObstacles(n, params.sensor_persistence, params.sensor_max_points)
         self._sensed_set: Tuple[int, Optional[ObstacleSet]] = (0, None)   # (version, obstacles)
-        self._fresh = np.zeros(n, dtype=bool)       # new state since the last cycle
         self._goal = np.full((n, 2), np.nan)
-        self._altitude = np.zeros(n)                # drones: z and vz of the last state
-        self._climb = np.zeros(n)
         self._goal_z = np.full(n, np.nan)           # drones' goal altitude; NaN: keep flying level
         self._climb_out = np.zeros(n)               # drones: last commanded vz
         self._map_3d: Optional[Map3dModel] = None
@@ -228,7 +226,6 @@ class FleetController:
         self._stale = np.zeros(n, dtype=bool)       # commanded, known and stale at the last cycle
         self._engaged = np.zeros(n, dtype=bool)     # commanded from the first cycle it was ready
         self._has_trajectory = np.zeros(n, dtype=bool)
-        self._input_problem: Dict[int, str] = {}    # why the robot's last state was refused
         self._input_twist = np.zeros((n, 3))        # filter mode: the latest incoming twist
         self._input_stamp = np.full(n, -np.inf)
         self._last_cycle = -np.inf
@@ -240,9 +237,10 @@ class FleetController:
         self._infeasible_cycles = np.zeros(n, dtype=np.int64)
         self._map: Optional[MapModel] = None
         self._obstacles = prepare_obstacles([])
+        self._interval = params.period       # s: the recent cycle interval, fast up, slow down
+        self._safety_scale = np.ones(n)             # the safety layer's last factors ...
+        self._safety_reason = np.zeros(n, dtype=int)    # ... and why (safety.REASONS)
         self._neighbor_list = AgentNeighborList()    # kept over cycles: robots move little
-        self._jump_margin = np.zeros(n)             # m added to the ORCA radius after a jump
-        self._jump_until = np.full(n, -np.inf)      # until then
         self._configure_robots()
         self._breaker = self._new_breaker()
         self._tracker, self._tracked = self._new_tracker()
@@ -304,6 +302,12 @@ class FleetController:
                                      self.params.command_latency)
         self._orca_radius = self._radius + self.params.safety_margin + \
             np.where(non_holonomic, bound, 0.0)
+        self._safety = SafetyLayer(self._limits, self._radius,
+                                   np.array([x.braking_decel for x in r]),
+                                   self.params.safety or SafetyParams(enabled=False),
+                                   self.params.ground_clearance)
+        self._safety.static = self._map.distance if self._map is not None else None
+        self._safety.static_3d = self._map_3d.distance if self._map_3d is not None else None
 
     def _new_breaker(self) -> Optional[DeadlockBreaker]:
         p = self.params.deadlock
@@ -334,86 +338,43 @@ class FleetController:
     def set_state(self, i: int, stamp: float, position, velocity, yaw: float,
                   covariance=None) -> Optional[str]:
         """Robot i's measured state at time `stamp`: position and velocity in the global frame
-        (x, y), heading yaw, optionally the (2, 2) xy position covariance (m^2; its largest
-        eigenvalue, all that is used, is the same in every frame). Older than the state already
-        held: ignored (late delivery). A covariance that is not finite, symmetric and positive
-        semi-definite says nothing about the pose: the robot gets the largest margin
-        (max_uncertainty_margin) and the reason is returned; else None.
+        (x, y; a drone's also z), heading yaw, optionally the (2, 2) xy position covariance (m^2;
+        its largest eigenvalue, all that is used, is the same in every frame). Older than the
+        state already held: ignored (late delivery). A covariance that is not finite, symmetric
+        and positive semi-definite says nothing about the pose: the robot gets the largest
+        margin (max_uncertainty_margin) and the reason is returned; else None.
 
         A position that jumped (further from where the last state's velocity leads than
         LOCALIZATION_JUMP_M) means the robot's localization is in doubt by that much: its ORCA
         radius grows by the jump for JUMP_MARGIN_HOLD_S, so everyone keeps that extra room."""
-        if stamp < self._stamp[i]:
-            return None
-        covariance = _ZERO_COVARIANCE if covariance is None else np.asarray(covariance, dtype=float)
-        problem = covariance_problem(covariance)
-        if len(position) > 2:       # a 2-D state keeps the altitude and climb held
-            position = (position[0], position[1], position[2])
-            velocity = (velocity[0], velocity[1], velocity[2] if len(velocity) > 2 else 0.0)
-        else:
-            position = (position[0], position[1], self._altitude[i])
-            velocity = (velocity[0], velocity[1], self._climb[i])
-        self.set_states([i], [stamp], [position], [velocity], [yaw],
-                        [covariance if problem is None else _ZERO_COVARIANCE])
-        self._covariance_unusable[i] = problem is not None
-        return problem
+        return self.state.set_state(i, stamp, position, velocity, yaw, covariance)
 
     def set_states(self, rows, stamps, positions, velocities, yaws, covariances) -> None:
         """set_state for many robots at once, each with a usable covariance ((K, 2, 2); see
         `covariance_problem`) and (x, y, z) positions and velocities (z: altitude and climb).
         A robot listed more than once takes its last row."""
-        rows = np.asarray(rows, dtype=int)
-        last = len(rows) - 1 - np.unique(rows[::-1], return_index=True)[1]
-        rows, stamps = rows[last], np.asarray(stamps, dtype=float)[last]
-        newer = stamps >= self._stamp[rows]     # older than the state held: late, ignored
-        take = last[newer]
-        rows, stamps = rows[newer], stamps[newer]
-        positions = np.asarray(positions, dtype=float).reshape(-1, 3)[take]
-        velocities = np.asarray(velocities, dtype=float).reshape(-1, 3)[take]
-        known = np.isfinite(self._position[rows, 0])    # (a first state cannot jump)
-        was = rows[known]
-        expected = self._position[was] + self._velocity[was] * (stamps[known]
-                                                                - self._stamp[was])[:, None]
-        jump = np.zeros(len(rows))
-        jump[known] = np.hypot(*(positions[known, :2] - expected).T)
-        jumped = jump > LOCALIZATION_JUMP_M
-        if jumped.any():
-            held, when = rows[jumped], stamps[jumped]
-            self._jump_margin[held] = np.maximum(
-                jump[jumped], np.where(when < self._jump_until[held], self._jump_margin[held], 0.0))
-            self._jump_until[held] = when + JUMP_MARGIN_HOLD_S
-        for i in rows.tolist() if self._input_problem else ():
-            self._input_problem.pop(i, None)
-        self._covariance_unusable[rows] = False
-        self._position[rows] = positions[:, :2]
-        self._velocity[rows] = velocities[:, :2]
-        self._altitude[rows] = positions[:, 2]
-        self._climb[rows] = velocities[:, 2]
-        self._yaw[rows] = np.asarray(yaws, dtype=float)[take]
-        self._stamp[rows] = stamps
-        self._covariance[rows] = np.asarray(covariances, dtype=float).reshape(-1, 2, 2)[take]
-        self._fresh[rows] = True
+        self.state.set_states(rows, stamps, positions, velocities, yaws, covariances)
 
     def set_scan(self, i: int, stamp: float, points) -> Optional[str]:
         """Robot i's sensor points at `stamp`, (M, 2) in its body frame (x forward, m): placed
         by its latest state moved on to `stamp` (see `max_extrapolation`), they are obstacles
         for `sensor_persistence` s. Returns why they were not used (no state yet), else None."""
-        if not np.isfinite(self._position[i, 0]):
+        if not np.isfinite(self.state.position[i, 0]):
             return 'no odometry yet to place the scan'
         points = np.asarray(points, dtype=float).reshape(-1, 2)
-        age = np.clip(stamp - self._stamp[i], -self.params.max_extrapolation,
+        age = np.clip(stamp - self.state.stamp[i], -self.params.max_extrapolation,
                       self.params.max_extrapolation)
-        c, s = np.cos(self._yaw[i]), np.sin(self._yaw[i])
-        world = self._position[i] + self._velocity[i] * age + points @ np.array([[c, s], [-s, c]])
+        c, s = np.cos(self.state.yaw[i]), np.sin(self.state.yaw[i])
+        world = self.state.position[i] + self.state.velocity[i] * age + points @ np.array([[c, s], [-s, c]])
         self._sensed.add_scan(i, stamp, world, *self._clear_discs(stamp))
         return None
 
     def _clear_discs(self, stamp: float) -> Tuple[np.ndarray, np.ndarray]:
         """Centres (at `stamp`) and radii of the robots and the tracked agents: sensor points
         on them are not obstacles."""
-        known = np.isfinite(self._position[:, 0])
-        robots = project_positions(self._position[known], self._velocity[known],
-                                   self._stamp[known], stamp, self.params.max_extrapolation)
+        known = np.isfinite(self.state.position[:, 0])
+        robots = project_positions(self.state.position[known], self.state.velocity[known],
+                                   self.state.stamp[known], stamp, self.params.max_extrapolation)
         return (np.vstack([robots, self._others.positions]),
                 np.concatenate([self._radius[known], self._others.radii]))
 
@@ -426,7 +387,7 @@ class FleetController:
     def note_input_problem(self, i: int, problem: str) -> None:
         """Robot i's latest state could not be used (e.g. no transform to the global frame):
         its status says why once it goes stale."""
-        self._input_problem[i] = problem
+        self.state.input_problem[i] = problem
 
     def set_goal(self, i: int, xy, altitude: Optional[float] = None) -> Optional[str]:
         """Sets (or clears, xy None) robot i's goal. Returns why it was refused (inside an
@@ -457,8 +418,8 @@ class FleetController:
 
     def _goal_problem(self, i: int, xy: np.ndarray, goal_z: float = np.nan) -> Optional[str]:
         if self._flying[i]:     # a drone's map is the 3-D one; its altitude is known with its state
-            known = np.isfinite(self._position[i, 0])
-            z = goal_z if np.isfinite(goal_z) else self._altitude[i] if known else np.nan
+            known = np.isfinite(self.state.position[i, 0])
+            z = goal_z if np.isfinite(goal_z) else self.state.altitude[i] if known else np.nan
             return goal_problem_3d(self._map_3d.grid if self._map_3d is not None else None,
                                    (xy[0], xy[1], z), self._radius[i])
         if self._map is None:
@@ -493,6 +454,7 @@ class FleetController:
         (robot index, reason) for each."""
         self._map = model
         self._obstacles = model.obstacles
+        self._safety.static = model.distance
         dropped = []
         for i in np.flatnonzero(np.isfinite(self._goal[:, 0])):
             reason = self._goal_problem(i, self._goal[i])
@@ -505,6 +467,7 @@ class FleetController:
         """Switches the drones to a prepared 3-D map; drone goals now outside it or inside an
         obstacle are dropped: returns (robot index, reason) for each."""
         self._map_3d = model
+        self._safety.static_3d = model.distance
         dropped = []
         for i in np.flatnonzero(self._flying & np.isfinite(self._goal[:, 0])):
             reason = self._goal_problem(i, self._goal[i], self._goal_z[i])
@@ -547,7 +510,7 @@ class FleetController:
     # ------------------------------------------------------------------ cycle timing
     def live(self, now: float) -> np.ndarray:
         """(N,) bool: robots whose state is within odom_timeout of `now`."""
-        return now - self._stamp <= self.params.odom_timeout
+        return self.state.live(now, self.params.odom_timeout)
 
     def due(self, now: float) -> bool:
         """A cycle may run: its slot on the control-rate grid has come (a little early counts:
@@ -560,7 +523,7 @@ class FleetController:
         """Every live robot has sent a new state since the last cycle (and one is due): the
         lowest-latency moment to run it."""
         live = self.live(now)
-        return bool(live.any() and self._fresh[live].all() and self.due(now))
+        return bool(live.any() and self.state.fresh[live].all() and self.due(now))
 
     def cycle_time(self, clock_now: float) -> float:
         """The time a cycle runs at: the clock, or the newest state's stamp where that is ahead
@@ -568,42 +531,79 @@ class FleetController:
         travel on separate topics in no fixed order, so the state of time t can arrive before
         the clock says t, also a whole period ahead (the state of the clock's next tick, stamped
         with it, before that tick); a stamp further ahead is a clock problem and is not followed."""
-        newest = float(self._stamp[self._fresh].max(initial=-np.inf))
+        newest = self.state.newest_fresh_stamp()
         ahead = newest - clock_now
         return newest if 0.0 < ahead <= self.params.period * (1.0 + 1e-9) else clock_now
 
     # ------------------------------------------------------------------ the cycle
-    def step(self, now: float) -> ControlOutput:
-        """One control cycle at time `now` for every robot this controller commands."""
+    def step(self, now: float, command_delay: float = 0.0) -> ControlOutput:
+        """One control cycle at time `now` for every robot this controller commands.
+        `command_delay`: s from `now` until this cycle's commands go out, as the caller measures
+        its cycles (the core reads no clock): the safety layer counts it as reaction time."""
         p = self.params
-        dt = min(max(now - self._last_cycle, 1e-3), 2.0 * p.period)
+        interval = now - self._last_cycle if np.isfinite(self._last_cycle) else p.period
+        # The cycle interval the next command may take: a late cycle counts at once, and is
+        # forgotten slowly (a starved machine stays late).
+        self._interval = max(min(interval, p.odom_timeout),
+                             p.period + (self._interval - p.period) * _INTERVAL_MEMORY)
+        dt = min(max(interval, 1e-3), 2.0 * p.period)
         self._last_cycle = now
         # The next slot; a cycle a period or more behind the grid (the first one, a pause)
         # restarts it from now rather than catching up in a burst.
         slot = self._next_cycle + p.period
         self._next_cycle = now + p.period if slot < now else max(slot, now + _MIN_GAP * p.period)
-        self._fresh[:] = False
+        self.state.fresh[:] = False
         n = len(self.names)
         live = self.live(now)
-        known = np.isfinite(self._position[:, 0])
+        known = self.state.known
         # Engagement already waits for the map (`_ready`), and a prepared map never goes away.
         self._engaged |= self._ready(now)
         run = self.commanded & live & self._engaged
         # Live states move on to the cycle time (latency); stale ones stay where they were seen.
-        self._cycle_position = np.where(live[:, None], project_positions(
-            self._position, self._velocity, self._stamp, now, p.max_extrapolation), self._position)
+        self._cycle_position = self.state.projected(now, live, p.max_extrapolation)
         twist = np.zeros((n, 3))
         if run.any():
             rows = self._agents(known, run)
             twist[rows] = self._command(rows, live[rows], run[rows], now, dt)
         twist[~run] = 0.0
+        climb = np.where(run & self._flying, self._climb_out, 0.0)
+        twist, climb = self._made_safe(now, twist, climb, run, live, known, command_delay)
         self._twist = twist
-        self._climb_out = np.where(run & self._flying, self._climb_out, 0.0)
+        self._climb_out = climb
         stale = self.commanded & known & ~live
         newly_stale = np.flatnonzero(stale & ~self._stale).tolist()
         self._stale = stale
         return ControlOutput(twist, run, self.commanded & self._engaged, newly_stale,
                              self._climb_out.copy())
+
+    def _made_safe(self, now, twist, climb, run, live, known, command_delay):
+        """The safety layer over this cycle's commands (`safety`); records its factors."""
+        p = self.params
+        if p.safety is None or not p.safety.enabled or not run.any():
+            self._safety_scale = np.ones(len(self.names))
+            self._safety_reason = np.zeros(len(self.names), dtype=int)
+            return twist, climb
+        age = np.clip(self.state.age(now), 0.0, p.odom_timeout)
+        # Older states, slower robots: full speed up to a period old, standing at odom_timeout.
+        speed_cap = np.clip((p.odom_timeout - age) / max(p.odom_timeout - p.period, 1e-9),
+                            0.0, 1.0)
+        poses = np.column_stack([np.nan_to_num(self._cycle_position), self.state.yaw])
+        velocities = np.column_stack([self.state.velocity,
+                                      np.where(self._flying, self.state.climb, 0.0)])
+        state = SafetyInput(poses=poses, altitudes=np.where(self._flying, self.state.altitude, 0.0),
+                            velocities=np.where(live[:, None], velocities, 0.0),
+                            yaw_rates=self._twist[:, 2], commands=twist, climb_rates=climb,
+                            hold=self._interval + p.command_latency + command_delay + age,
+                            adjustable=run, known=known, stale=known & ~live,
+                            speed_cap=speed_cap)
+        sensed = None
+        if self._sensed.point_count():
+            def sensed(points):
+                return self._sensed.distance(points, now)
+        result = self._safety.apply(state, min(0.5 * p.period, _SAFETY_STEP), self._others,
+                                    sensed)
+        self._safety_scale, self._safety_reason = result.scale, result.reason
+        return result.twists, result.climb_rates
 
     def _agents(self, known: np.ndarray, run: np.ndarray) -> np.ndarray:
         """Indices of the agents ORCA needs: the robots to command and every known robot within
@@ -612,8 +612,8 @@ class FleetController:
         if run[candidates].all() or len(candidates) == 0:
             return candidates
         commanded = np.flatnonzero(run)
-        nearest, _ = cKDTree(self._position[commanded]).query(
-            self._position[candidates], k=1, distance_upper_bound=self.params.neighbor_dist)
+        nearest, _ = cKDTree(self.state.position[commanded]).query(
+            self.state.position[candidates], k=1, distance_upper_bound=self.params.neighbor_dist)
         # inf: no commanded robot within range (commanded robots are kept even at range 0).
         return np.union1d(commanded, candidates[np.isfinite(nearest)])
 
@@ -626,26 +626,24 @@ class FleetController:
         if layered and not p.filter_mode and self._flying[rows].any():
             return self._command_layers(rows, live, run, now, dt)
         positions = self._cycle_position[rows]
-        velocities = np.where(live[:, None], self._velocity[rows], 0.0)
+        velocities = np.where(live[:, None], self.state.velocity[rows], 0.0)
         everyone = len(rows) == len(self.names)     # rows are sorted: then they are 0..N-1
         limits = self._limits if everyone else self._limits.subset(rows)
         if p.filter_mode:
             fed = now - self._input_stamp[rows] <= p.source_timeout
             inputs = np.where(fed[:, None], self._input_twist[rows], 0.0)
-            pref = preferred_from_twists(inputs, self._yaw[rows], limits)
+            pref = preferred_from_twists(inputs, self.state.yaw[rows], limits)
         else:
             pref, tracking = self._preferred(rows, everyone, live, positions, limits, now)
         pref = np.where(run[:, None], pref, velocities)
         orca = OrcaParams(time_step=p.period, neighbor_dist=p.neighbor_dist,
                           max_neighbors=p.max_neighbors, time_horizon=p.time_horizon,
                           time_horizon_obst=p.time_horizon_obst,
-                          radius=self._orca_radius[rows] + np.where(
-                              now < self._jump_until[rows], self._jump_margin[rows], 0.0)
-                          + np.where(self._covariance_unusable[rows], p.max_uncertainty_margin,
-                                     uncertainty_margins(self._covariance[rows],
-                                                         p.uncertainty_gain,
-                                                         p.max_uncertainty_margin)),
-                          max_speed=limits.max_speed)
+                          radius=self._orca_radius[rows] + self.state.margins(
+                              rows, now, p.uncertainty_gain, p.max_uncertainty_margin),
+                          max_speed=limits.max_speed,
+                          max_velocity_change=self._velocity_change(limits, dt)
+                          if p.acceleration_aware else None)
         solution = solve(positions, velocities, pref, orca, self._obstacles,
                          responsibility=self._responsibility[rows], others=self._others,
                          extra_obstacles=self._sensed_obstacles(now),
@@ -655,11 +653,19 @@ class FleetController:
         self._infeasible_cycles[rows] += run & solution.infeasible
         self._lines = (rows, solution.lines)
         if p.filter_mode:    # the chain's velocity smoother limits acceleration upstream
-            twist = filtered_twists(solution.velocities, pref, inputs, self._yaw[rows], limits)
+            twist = filtered_twists(solution.velocities, pref, inputs, self.state.yaw[rows], limits)
             return np.where((run & fed)[:, None], twist, 0.0)   # no input, no motion
-        command = tracking_twist(solution.velocities, self._yaw[rows], limits, tracking)
+        command = tracking_twist(solution.velocities, self.state.yaw[rows], limits, tracking)
         twist = limit_twist(command, self._twist[rows], limits, dt)
         return np.where(run[:, None], twist, 0.0)
+
+    @staticmethod
+    def _velocity_change(limits: RobotLimits, dt: float) -> np.ndarray:
+        """(K,) how far each robot's velocity can change within a cycle of dt: max_accel * dt
+        for holonomic robots; inf (RVO2's choice) for diff-drive and car robots, whose ORCA
+        velocity is a reference their heading controller tracks within NH-ORCA's error bound
+        (`kinematics.tracking_error_bound`): limiting it too made a car lag its trajectory."""
+        return np.where(limits.planar_holonomic, limits.max_accel * dt, np.inf)
 
     def _room(self, points, now: float) -> np.ndarray:
         """Clearance at points (K, 2) from the recent sensor edges and the map's obstacles
@@ -686,7 +692,7 @@ class FleetController:
         the ground robots as enclosing spheres (`drones`); sets the drones' climb rates."""
         p = self.params
         flying = self._flying[rows]
-        altitude = self._altitude[rows]
+        altitude = self.state.altitude[rows]
         twist = np.zeros((len(rows), 3))
         ground = ~flying | low_flying(altitude, self._radius[rows], p.ground_clearance)
         if (run & ~flying).any():
@@ -699,11 +705,11 @@ class FleetController:
         positions = np.column_stack([self._cycle_position[rows],
                                      np.where(flying, altitude, centre_z)])
         velocities = np.where(live[:, None], np.column_stack(
-            [self._velocity[rows], np.where(flying, self._climb[rows], 0.0)]), 0.0)
+            [self.state.velocity[rows], np.where(flying, self.state.climb[rows], 0.0)]), 0.0)
         pref = velocities.copy()
         pref[drive] = keep_right(self._drone_preferred(rows[drive], positions[drive], now))
         limits = self._limits.subset(rows)
-        margin = np.where(now < self._jump_until[rows], self._jump_margin[rows], 0.0)
+        margin = self.state.margins(rows, now, p.uncertainty_gain, p.max_uncertainty_margin)
         orca = OrcaParams(time_step=p.period, neighbor_dist=p.neighbor_dist,
                           max_neighbors=p.max_neighbors, time_horizon=p.time_horizon,
                           time_horizon_obst=p.time_horizon_obst,
@@ -719,7 +725,7 @@ class FleetController:
         if drive.any():
             moving = rows[drive]
             wanted = np.column_stack([world_to_body(solution.velocities[drive, :2],
-                                                    self._yaw[moving]),
+                                                    self.state.yaw[moving]),
                                       solution.velocities[drive, 2]])
             held = np.column_stack([self._twist[moving, :2], self._climb_out[moving]])
             linear = limit_velocity_3d(wanted, held, limits.max_speed[drive],
@@ -742,15 +748,15 @@ class FleetController:
         self._arrived[drones] = arrived
         tracked = self._tracked[drones]
         if tracked.any():
-            track = self._tracker.update(now, np.nan_to_num(self._position), self._yaw,
+            track = self._tracker.update(now, np.nan_to_num(self.state.position), self.state.yaw,
                                          self._limits.max_speed, self._limits.max_yaw_rate)
             pref[tracked, :2] = track.pref_velocity[drones[tracked]]
             self._arrived[drones[tracked]] = track.reached[drones[tracked]]
             flying_plan = tracked & self._flight_tracker.has_reference[drones]
             if flying_plan.any():
                 flight = self._flight_tracker.update(
-                    now, np.column_stack([np.nan_to_num(self._position), self._altitude]),
-                    self._yaw, self._limits.max_speed)
+                    now, np.column_stack([np.nan_to_num(self.state.position), self.state.altitude]),
+                    self.state.yaw, self._limits.max_speed)
                 pref[flying_plan] = flight.pref_velocity[drones[flying_plan]]
                 self._arrived[drones[flying_plan]] = flight.reached[drones[flying_plan]]
         return pref
@@ -759,7 +765,7 @@ class FleetController:
                    now) -> Tuple[np.ndarray, TrackingCommand]:
         """Trajectory tracking where a robot is tracked, else toward the goal (around the map's
         obstacles once a map is known) with the deadlock breaker on top."""
-        track = self._tracker.update(now, np.nan_to_num(self._cycle_position), self._yaw,
+        track = self._tracker.update(now, np.nan_to_num(self._cycle_position), self.state.yaw,
                                      self._limits.max_speed, self._limits.max_yaw_rate)
         tracking = track if everyone else TrackingCommand(
             **{f.name: getattr(track, f.name)[rows] for f in fields(TrackingCommand)})
@@ -810,16 +816,16 @@ class FleetController:
         detouring = self._breaker.detouring(now) if self._breaker is not None else None
         waiting_for_map = self.params.require_map and self._map is None
         for i in rows:
-            age = now - self._stamp[i]
+            age = now - self.state.stamp[i]
             cycles, infeasible = int(self._orca_cycles[i]), int(self._infeasible_cycles[i])
             if not np.isfinite(age):
                 level, message = WARN, 'no odometry yet'
-                if i in self._input_problem:
-                    message += f'; odometry refused: {self._input_problem[i]}'
+                if i in self.state.input_problem:
+                    message += f'; odometry refused: {self.state.input_problem[i]}'
             elif age > self.params.odom_timeout:
                 level, message = WARN, f'stale odometry ({age:.2f} s old): stopped'
-                if i in self._input_problem:
-                    message += f'; newer odometry refused: {self._input_problem[i]}'
+                if i in self.state.input_problem:
+                    message += f'; newer odometry refused: {self.state.input_problem[i]}'
             elif waiting_for_map:
                 level, message = WARN, 'waiting for the map: holding still'
             elif self._flying[i] and self.params.require_map_3d and self._map_3d is None:
@@ -853,9 +859,9 @@ class FleetController:
         return out
 
     def view(self, now: float) -> FleetView:
-        return FleetView(self._position.copy(), self._radius.copy(), self._orca_velocity.copy(),
+        return FleetView(self.state.position.copy(), self._radius.copy(), self._orca_velocity.copy(),
                          self._goal.copy(), self.commanded & ~self.live(now),
                          self.commanded.copy(), self._limits.max_speed.copy(), self._lines,
-                         self._flying.copy(), np.where(self._flying, self._altitude, 0.0),
-                         np.where(np.isnan(self._goal_z), self._altitude, self._goal_z))
+                         self._flying.copy(), np.where(self._flying, self.state.altitude, 0.0),
+                         np.where(np.isnan(self._goal_z), self.state.altitude, self._goal_z))
 

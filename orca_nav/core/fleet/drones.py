@@ -34,21 +34,24 @@ import numpy as np
 from orca_nav.core.avoidance.voxel_obstacles import (DEFAULT_MAX_OBSTACLES, VoxelObstacles,
                                                      prepare_voxel_obstacles)
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.obstacle_distance import ObstacleDistance
 
 
 @dataclass(frozen=True)
 class Map3dModel:
-    """A 3-D map prepared for drone avoidance: the voxel grid and its sphere obstacles."""
+    """A 3-D map prepared for drone avoidance: the voxel grid, its sphere obstacles and the
+    exact distances to its voxels (the safety layer's)."""
 
     grid: OccupancyGrid
     obstacles: VoxelObstacles
+    distance: ObstacleDistance
 
 
 def prepare_map_3d(grid: OccupancyGrid, max_obstacles: int = DEFAULT_MAX_OBSTACLES) -> Map3dModel:
     """The voxel obstacles of a 3-D grid (its surface voxels in a cKDTree)."""
     if grid.ndim != 3:
         raise ValueError(f'a 3-D map needs a 3-D grid, got a {grid.ndim}-D one')
-    return Map3dModel(grid, prepare_voxel_obstacles(grid, max_obstacles))
+    return Map3dModel(grid, prepare_voxel_obstacles(grid, max_obstacles), ObstacleDistance(grid))
 
 
 KEEP_RIGHT = 0.01     # rad

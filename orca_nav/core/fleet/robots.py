@@ -34,6 +34,8 @@ ROBOT_FIELDS: Tuple[RobotField, ...] = (
     RobotField('radius', 0.3, 'Radius of the disc that encloses the robot (m)', 0.01, 50.0),
     RobotField('max_speed', 1.0, 'Maximum linear speed (m/s)', 0.01, 100.0),
     RobotField('max_accel', 2.0, 'Maximum linear acceleration (m/s^2)', 0.01, 100.0),
+    RobotField('max_decel', 0.0, 'Deceleration the safety layer counts on when the robot brakes '
+               '(m/s^2); 0: max_accel', 0.0, 100.0),
     RobotField('max_yaw_rate', 2.0, 'Maximum yaw rate (rad/s)', 0.01, 100.0),
     RobotField('wheelbase', 0.5, 'Car wheelbase, rear to front axle (m)', 0.01, 20.0),
     RobotField('min_turning_radius', 1.0, 'Car minimum turning radius of the rear axle (m)',
@@ -54,6 +56,7 @@ class RobotSpec:
     radius: float = FIELDS_BY_NAME['radius'].default
     max_speed: float = FIELDS_BY_NAME['max_speed'].default
     max_accel: float = FIELDS_BY_NAME['max_accel'].default
+    max_decel: float = FIELDS_BY_NAME['max_decel'].default
     max_yaw_rate: float = FIELDS_BY_NAME['max_yaw_rate'].default
     wheelbase: float = FIELDS_BY_NAME['wheelbase'].default
     min_turning_radius: float = FIELDS_BY_NAME['min_turning_radius'].default
@@ -65,6 +68,20 @@ class RobotSpec:
             problem = field_problem(name, getattr(self, name))
             if problem is not None:
                 raise ValueError(f'{self.name}.{name}: {problem}')
+
+    @property
+    def braking_decel(self) -> float:
+        """The deceleration braking counts on (m/s^2): max_decel, or max_accel if that is 0."""
+        return self.max_decel if self.max_decel > 0.0 else self.max_accel
+
+    @property
+    def flies(self) -> bool:
+        return self.kinematics == 'quadrotor'
+
+    @property
+    def non_holonomic(self) -> bool:
+        """Cannot move sideways (diff-drive, car)."""
+        return self.kinematics in ('diff_drive', 'car')
 
     def field_values(self) -> dict:
         """{field: value} for every field of ROBOT_FIELDS."""

@@ -59,6 +59,8 @@ ROBOT_ROBOT = 'robot_robot'
 ROBOT_MAP = 'robot_map'
 ROBOT_PERSON = 'robot_person'
 ROBOT_OBSTACLE = 'robot_obstacle'
+CONTACT_CATEGORIES = (ROBOT_ROBOT, ROBOT_OBSTACLE, ROBOT_PERSON)
+REST_SPEED = 0.05       # m/s: a robot in contact at or below this speed was at rest
 # m: height of the ground layer (ground robots are cylinders this tall; docs/orca3d.md)
 GROUND_CLEARANCE = 1.0
 
@@ -78,6 +80,17 @@ class CollisionEvent:
     robots: Tuple[int, ...]
     position: Tuple[float, ...]
     person: int = -1
+    speeds: Tuple[float, ...] = ()      # each robot's true speed (m/s) when the contact started
+
+    def moving(self, rest_speed: float = REST_SPEED) -> bool:
+        """A robot of the contact moved faster than `rest_speed` (the safety layer's promise is
+        that none does)."""
+        return any(speed > rest_speed for speed in self.speeds)
+
+    @property
+    def category(self) -> str:
+        """robot_robot, robot_person or robot_obstacle (the map and unmapped boxes alike)."""
+        return ROBOT_OBSTACLE if self.kind == ROBOT_MAP else self.kind
 
 
 class FleetSim:
@@ -175,6 +188,11 @@ class FleetSim:
         for i, _ in self._person_contacts:
             out[i] = True
         return out
+
+    def speeds(self, robots) -> Tuple[float, ...]:
+        """True speeds (m/s) of `robots` over the last step (a drone's climb included)."""
+        return tuple(float(np.sqrt(self._twist[i, 0] ** 2 + self._twist[i, 1] ** 2
+                                   + self._climb[i] ** 2)) for i in robots)
 
     @property
     def command_age(self) -> np.ndarray:
@@ -321,7 +339,8 @@ class FleetSim:
         started = np.flatnonzero(touching & ~self._box_contacts)
         self._box_contacts = touching
         return [CollisionEvent(self.time, ROBOT_OBSTACLE, (int(i),),
-                               (float(self._pose[i, 0]), float(self._pose[i, 1]))) for i in started]
+                               (float(self._pose[i, 0]), float(self._pose[i, 1])),
+                               speeds=self.speeds([i])) for i in started]
 
     @property
     def box_contacts(self) -> np.ndarray:
@@ -352,7 +371,8 @@ class FleetSim:
             share = self.radius[robot] / (self.radius[robot] + self.pedestrians.radius)
             point = self._pose[robot, :2] + share * (people[person] - self._pose[robot, :2])
             events.append(CollisionEvent(self.time, ROBOT_PERSON, (robot,),
-                                         (float(point[0]), float(point[1])), person))
+                                         (float(point[0]), float(point[1])), person,
+                                         self.speeds([robot])))
         return events
 
     def _robot_robot_events(self) -> List[CollisionEvent]:
@@ -385,7 +405,8 @@ class FleetSim:
             centres = self._positions([a, b])
             point = centres[0] + share * (centres[1] - centres[0])
             events.append(CollisionEvent(self.time, ROBOT_ROBOT, (a, b),
-                                         tuple(float(v) for v in point)))
+                                         tuple(float(v) for v in point),
+                                         speeds=self.speeds([a, b])))
         return events
 
     def _positions(self, robots: Sequence[int]) -> np.ndarray:
@@ -407,8 +428,8 @@ class FleetSim:
         started = np.flatnonzero(touching & ~self._map_contacts)
         self._map_contacts = touching
         return [CollisionEvent(self.time, ROBOT_MAP, (int(i),),
-                               tuple(float(v) for v in self._positions([i])[0]))
-                for i in started]
+                               tuple(float(v) for v in self._positions([i])[0]),
+                               speeds=self.speeds([i])) for i in started]
 
 
 def map_overlap(grid: OccupancyGrid, positions: np.ndarray, radius: np.ndarray) -> np.ndarray:

@@ -9,7 +9,14 @@ Two kinds, both at a constant walking speed:
   sqrt(s)) inside a rectangular area; at its border, or where the map's clearance is below the
   pedestrian's radius, they turn back (a new heading pointing away from where they came).
 
-They ignore robots and each other: the fleet has to take all of the avoidance. With
+Random walkers behave as HuNavSim's agents do toward robots (`BEHAVIOURS`, per walker):
+*impassive* ones ignore robots (the random walk above); *threatening* ones walk straight at the
+nearest robot; *curious* ones walk toward the nearest robot until they are `curious_distance`
+from it, then wander there; *scared* ones walk away from a robot closer than
+`scared_distance`.
+
+They ignore each other, and none of them steps aside for a robot: the fleet has to take all of
+the avoidance. With
 `stop_gap` > 0 a person stands still for a step rather than walk to within that gap of a robot
 it is closing on, as people do when something is right in front of them; they never step aside,
 so a robot that drives into a standing person is in contact. Who has stood for `patience`
@@ -26,6 +33,8 @@ import numpy as np
 
 from orca_nav.core.grid import OccupancyGrid
 
+BEHAVIOURS = ('impassive', 'threatening', 'curious', 'scared')
+
 
 @dataclass(frozen=True)
 class PedestrianParams:
@@ -35,9 +44,12 @@ class PedestrianParams:
     stop_gap: float = 0.0           # m: stand still rather than close to within this of a robot
     patience: float = 2.0           # s: who stood this long turns back
     area: tuple = (-np.inf, -np.inf, np.inf, np.inf)   # random walkers stay in (x0, y0, x1, y1)
+    curious_distance: float = 1.0   # m: curious walkers close in on a robot to this gap
+    scared_distance: float = 2.5    # m: scared walkers flee a robot within this gap
 
     def __post_init__(self):
-        for name in ('speed', 'radius', 'turn_std', 'stop_gap', 'patience'):
+        for name in ('speed', 'radius', 'turn_std', 'stop_gap', 'patience', 'curious_distance',
+                     'scared_distance'):
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0.0):
                 raise ValueError(f'pedestrians.{name} must be finite and >= 0, got {value}')
@@ -52,7 +64,7 @@ class Pedestrians:
     (R, 2) random walkers' starts. Rows 0..L-1 are the line walkers."""
 
     def __init__(self, lines, walkers, params: PedestrianParams = PedestrianParams(),
-                 grid: Optional[OccupancyGrid] = None, seed: int = 0):
+                 grid: Optional[OccupancyGrid] = None, seed: int = 0, behaviours=None):
         lines = np.asarray(lines, dtype=float).reshape(-1, 4)
         walkers = np.asarray(walkers, dtype=float).reshape(-1, 2)
         for name, array in (('lines', lines), ('walkers', walkers)):
@@ -60,6 +72,15 @@ class Pedestrians:
             if bad.size:
                 raise ValueError(f'pedestrians.{name}[{bad[0]}] is not finite: '
                                  f'{array[bad[0]].tolist()}')
+        behaviours = ['impassive'] * len(walkers) if behaviours is None else list(behaviours)
+        if len(behaviours) != len(walkers):
+            raise ValueError(f'pedestrians.behaviours: {len(behaviours)} for {len(walkers)} '
+                             'walkers')
+        unknown = [b for b in behaviours if b not in BEHAVIOURS]
+        if unknown:
+            raise ValueError(f'pedestrians.behaviours: {unknown[0]!r} is not one of '
+                             f'{", ".join(BEHAVIOURS)}')
+        self._behaviour = np.array([BEHAVIOURS.index(b) for b in behaviours], dtype=int)
         self.params = params
         self.grid = grid
         self._rng = np.random.default_rng([seed, 7])
@@ -99,6 +120,7 @@ class Pedestrians:
             self._standing[:] = False
             self._aim()
         before = self.positions.copy()
+        self._react(robot_positions, robot_radii)
         self._advance(dt)
         if self.params.stop_gap > 0.0 and robot_positions is not None and len(robot_positions):
             self._standing = self._closing_in(before, robot_positions, robot_radii)
@@ -106,6 +128,26 @@ class Pedestrians:
             self._stood = np.where(self._standing, self._stood + dt, 0.0)
             self._turn_back(self._stood >= self.params.patience)
         self._aim()
+
+    def _react(self, robot_positions, robot_radii) -> None:
+        """Random walkers who react to robots turn toward or away from the nearest one."""
+        reacting = self._behaviour != 0
+        if not reacting.any() or robot_positions is None or not len(robot_positions):
+            return
+        first = len(self._ends)
+        robots = np.asarray(robot_positions, dtype=float)[:, :2]
+        walkers = self.positions[first:]
+        offset = robots[None, :, :] - walkers[:, None, :]
+        distance = np.hypot(offset[..., 0], offset[..., 1])
+        gap = distance - np.asarray(robot_radii, dtype=float)[None, :] - self.params.radius
+        nearest = np.argmin(gap, axis=1)
+        rows = np.arange(len(walkers))
+        toward = np.arctan2(offset[rows, nearest, 1], offset[rows, nearest, 0])
+        gap = gap[rows, nearest]
+        b = self._behaviour
+        chase = (b == 1) | ((b == 2) & (gap > self.params.curious_distance))
+        flee = (b == 3) & (gap < self.params.scared_distance)
+        self._heading = np.where(chase, toward, np.where(flee, toward + np.pi, self._heading))
 
     def _turn_back(self, who: np.ndarray) -> None:
         """People who waited long enough turn around."""

@@ -1,0 +1,395 @@
+"""The safety layer: the last word on every robot's command, with a guarantee per pair.
+
+ORCA is collision-free only when every agent runs ORCA, takes its new velocity at once and sees
+fresh data. This layer does not rest on that. For each robot it asks what happens if the robot
+executes the command until the next one can take effect (`hold`: a control period, or the
+longer intervals the controller has measured lately, plus the command latency and the age of
+the state) and then brakes at its deceleration (`max_decel`) until it stands, along the path
+the robot's own kinematic model drives (`kinematics.limit_twist`, `integrate_pose`; drones:
+`limit_velocity_3d`). That braking path must be safe:
+
+* **static** (map cells, voxels, sensed scan edges): the robot stands before it gets closer than
+  `static_margin` to any of them (or, where it already is that close, it does not get closer);
+* **passive** (tracked people, robots of other fleets: non-cooperative agents whose speed is
+  bounded by `person_max_speed`): the robot stands before such an agent, walking at that bound
+  straight at it from where it is now, could reach it. So if a contact happens, the robot is
+  at rest (`rest_speed`);
+* **reciprocal** (fleet robots this controller commands): the braking paths of both robots of
+  a pair, under the commands chosen for both, keep `robot_margin` between them at every
+  instant. A robot this controller does not command (another node's, per_robot mode) is
+  assumed to keep its measured velocity until it brakes too; a stale one to brake now.
+
+A command whose braking path is unsafe is scaled down, twist and climb rate by one factor, so
+a diff-drive or car robot stays on the same arc (never swung sideways into something else),
+trying the factors `SCALES` from the largest; none safe: the robot brakes (factor 0), which is
+safe whenever the previous cycle's command was: its braking path is the one that command was
+checked with. Pairs in conflict lower both robots' factors one step at a time.
+
+The paths are sampled every `h` s (about half a control period); a sample spacing of h hides
+at most `speed * h / 2` of travel and the sampled braking is shorter than the continuous one by
+at most that much again, so each check keeps `speed * h` more. Time is passed in; numpy only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, NamedTuple, Optional
+
+import numpy as np
+
+from orca_nav.core.avoidance import NonCooperative
+from orca_nav.core.fleet.kinematics import CAR, QUADROTOR, RobotLimits
+from orca_nav.core.geometry import body_to_world, world_to_body
+from orca_nav.core.obstacle_distance import ObstacleDistance
+
+SCALES = np.array([1.0, 0.75, 0.5, 0.3, 0.15, 0.0])
+_MAX_SAMPLES = 120      # braking-path samples at the most (longer paths are sampled coarser)
+# Why a robot's command was scaled (`SafetyResult.reason`; 0: not scaled).
+FREE, STATIC, PERSON, ROBOT = 0, 1, 2, 3
+REASONS = ('free', 'static obstacle', 'person', 'robot')
+
+
+@dataclass(frozen=True)
+class SafetyParams:
+    """The safety layer's bounds (SI units)."""
+
+    enabled: bool = True
+    person_max_speed: float = 1.5      # m/s: what non-cooperative agents may walk at, at most
+    person_height: float = 2.0         # m: a drone flying higher is above people
+    static_margin: float = 0.02        # m kept from the map, voxels and sensed edges
+    robot_margin: float = 0.02         # m kept between fleet robots
+    person_margin: float = 0.02        # m kept from a non-cooperative agent's reach
+    rest_speed: float = 0.05           # m/s: at or below this a robot is at rest
+
+    def __post_init__(self):
+        for name in ('person_max_speed', 'person_height', 'static_margin', 'robot_margin',
+                     'person_margin', 'rest_speed'):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0.0):
+                raise ValueError(f'safety.{name} must be finite and >= 0, got {value}')
+
+
+class SafetyResult(NamedTuple):
+    twists: np.ndarray        # (N, 3) body twists after the layer
+    climb_rates: np.ndarray   # (N,) drones' vz after the layer
+    scale: np.ndarray         # (N,) the factor applied (1: unchanged)
+    reason: np.ndarray        # (N,) int: FREE, or what made the layer scale the command
+
+
+@dataclass
+class SafetyInput:
+    """One cycle's view of the fleet for the safety layer; rows over all N robots."""
+
+    poses: np.ndarray           # (N, 3) x, y, yaw at the cycle time
+    altitudes: np.ndarray       # (N,) z (0 on the ground)
+    velocities: np.ndarray      # (N, 3) measured world velocity (vx, vy, vz)
+    yaw_rates: np.ndarray       # (N,) current yaw rate (the last command's)
+    commands: np.ndarray        # (N, 3) body twists chosen this cycle
+    climb_rates: np.ndarray     # (N,) drones' vz chosen this cycle
+    hold: np.ndarray            # (N,) s each command is executed before the next can act
+    adjustable: np.ndarray      # (N,) bool: commanded here this cycle (the others are fixed)
+    known: np.ndarray           # (N,) bool: a state exists (the others are ignored)
+    stale: np.ndarray           # (N,) bool: known but stale: assumed to brake now
+    speed_cap: np.ndarray       # (N,) in [0, 1]: the largest factor allowed (stale data)
+
+
+class SafetyLayer:
+    """Scales commands so that every braking path is safe; see the module docstring."""
+
+    def __init__(self, limits: RobotLimits, radius: np.ndarray, decel: np.ndarray,
+                 params: SafetyParams = SafetyParams(), ground_clearance: float = 1.0):
+        self.limits = limits
+        self.radius = np.asarray(radius, dtype=float)
+        self.decel = np.asarray(decel, dtype=float)
+        self.params = params
+        self.ground_clearance = ground_clearance
+        self.flying = limits.model == QUADROTOR
+        self.static: Optional[ObstacleDistance] = None       # the 2-D map's cells
+        self.static_3d: Optional[ObstacleDistance] = None    # the 3-D map's voxels
+
+    def apply(self, state: SafetyInput, step: float, people: NonCooperative,
+              sensed: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> SafetyResult:
+        """The commands of `state` made safe. `step`: the sampling interval of the braking
+        paths (s); `people`: the non-cooperative agents at the cycle time; `sensed`: distance
+        from (K, 2) points to the recent sensor edges, or None."""
+        n = len(self.radius)
+        scale = np.ones(n)
+        reason = np.zeros(n, dtype=int)
+        commands = np.where(state.adjustable[:, None], state.commands, 0.0)
+        climb = np.where(state.adjustable, state.climb_rates, 0.0)
+        if not self.params.enabled or not state.adjustable.any():
+            return SafetyResult(commands, climb, scale, reason)
+        p = self.params
+        # What each robot does until it can brake: the chosen command (adjustable), its measured
+        # velocity (another controller's robot), nothing (stale: it brakes now).
+        fixed = state.known & ~state.adjustable & ~state.stale
+        yaw = state.poses[:, 2]
+        body = world_to_body(state.velocities[:, :2], yaw)
+        current = np.column_stack([body, state.yaw_rates])
+        held = np.where(state.adjustable[:, None], commands,
+                        np.where(fixed[:, None], current, 0.0))
+        held_climb = np.where(state.adjustable, climb,
+                              np.where(fixed, state.velocities[:, 2], 0.0))
+        hold = np.where(state.stale, 0.0, state.hold)
+        speed_now = np.hypot(np.hypot(state.velocities[:, 0], state.velocities[:, 1]),
+                             state.velocities[:, 2])
+        speed_cmd = np.hypot(np.hypot(held[:, 0], held[:, 1]), held_climb)
+        peak = np.maximum(speed_now, speed_cmd)
+        stop_time = hold + peak / self.decel
+        travel = peak * hold + peak * peak / (2.0 * self.decel)
+        involved = state.known & (state.adjustable | fixed | state.stale)
+        horizon = float(stop_time[involved].max(initial=0.0))
+        if horizon <= 0.0:
+            return SafetyResult(commands, climb, scale, reason)
+        samples = int(min(_MAX_SAMPLES, np.ceil(horizon / step))) + 1
+        h = horizon / (samples - 1)
+        slack = peak * h            # sampling (see the module docstring)
+        check = state.adjustable & state.known
+        static_need, static_check = self._static_needs(state, check, travel, slack, sensed)
+        person_check = self._near_people(state, check, travel, stop_time, people)
+        pairs = self._near_pairs(state, involved, travel, slack)
+        in_pair = np.zeros(n, dtype=bool)
+        in_pair[pairs.ravel()] = True
+        rolled = np.flatnonzero((check & (static_check | person_check | in_pair))
+                                | (in_pair & involved))
+        if rolled.size == 0:
+            return SafetyResult(commands, climb, scale, reason)
+        cap = np.where(state.adjustable, state.speed_cap, 1.0)[rolled]
+        factors = np.where(state.adjustable[rolled, None], cap[:, None] * SCALES[None, :], 1.0)
+        k = len(SCALES)
+        rows = np.repeat(rolled, k)
+        path, moving = self._braking_paths(
+            state, rows, held[rows] * factors.reshape(-1, 1),
+            held_climb[rows] * factors.reshape(-1), hold[rows], samples, h)
+        path = path.reshape(samples, len(rolled), k, 3)
+        moving = moving.reshape(samples, len(rolled), k)
+        ok = np.ones((len(rolled), k), dtype=bool)
+        why = np.zeros((len(rolled), k), dtype=int)
+        local = {int(r): j for j, r in enumerate(rolled)}
+        static_rows = np.flatnonzero(static_check[rolled])
+        if static_rows.size:
+            bad = ~self._static_ok(path[:, static_rows], rolled[static_rows],
+                                   static_need[rolled[static_rows]], sensed)
+            ok[static_rows] &= ~bad
+            why[static_rows] = np.where(bad & (why[static_rows] == FREE), STATIC,
+                                        why[static_rows])
+        person_rows = np.flatnonzero(person_check[rolled])
+        if person_rows.size:
+            bad = ~self._passive_ok(path[:, person_rows], moving[:, person_rows],
+                                    rolled[person_rows], slack[rolled[person_rows]], h, people)
+            ok[person_rows] &= ~bad
+            why[person_rows] = np.where(bad & (why[person_rows] == FREE), PERSON,
+                                        why[person_rows])
+        ok[:, -1] = True      # braking now: the last resort, safe if the last command was
+        choice = np.argmax(ok, axis=1)
+        choice = np.where(state.adjustable[rolled], choice, 0)
+        reason_of = why[np.arange(len(rolled)), np.maximum(choice - 1, 0)]
+        reason_of = np.where(choice > 0, reason_of, FREE)
+        if len(pairs):
+            choice, robot_bound = self._resolve_pairs(path, pairs, local, choice, state,
+                                                      rolled, slack)
+            reason_of = np.where(robot_bound, ROBOT, reason_of)
+        chosen = factors[np.arange(len(rolled)), choice]
+        adjustable = state.adjustable[rolled]
+        scale[rolled[adjustable]] = chosen[adjustable]
+        reason[rolled[adjustable]] = reason_of[adjustable]
+        commands = commands * scale[:, None]
+        climb = climb * scale
+        return SafetyResult(commands, climb, scale, reason)
+
+    # ------------------------------------------------------------------ who is near what
+    def _static_needs(self, state: SafetyInput, check, travel, slack, sensed):
+        """(distance each robot must keep from static obstacles, robots near enough to check)."""
+        wanted = self.radius + self.params.static_margin + slack
+        reach = wanted + travel
+        rows = np.flatnonzero(check)
+        now = np.full(len(self.radius), np.inf)
+        now[rows] = self._clearance(self._points(state.poses[rows], state.altitudes[rows]), rows,
+                                    float(reach[rows].max(initial=0.0)), sensed)
+        # Already closer than wanted: it may not get closer than it is.
+        need = np.where(now >= wanted, wanted, now)
+        return need, check & (now < reach)
+
+    @staticmethod
+    def _points(poses, altitudes) -> np.ndarray:
+        return np.column_stack([poses[:, :2], altitudes])
+
+    def _clearance(self, points, robots, reach: float, sensed) -> np.ndarray:
+        """(K,) lower bound of the distance from points (K, 3) of `robots` (K,) to the static
+        obstacles they can meet: the 2-D map and the sensed edges for ground robots; the voxels,
+        and the sensed edges while low, for drones. inf beyond `reach`."""
+        out = np.full(len(points), np.inf)
+        flying = self.flying[robots]
+        if self.static is not None and (~flying).any():
+            out[~flying] = self.static.lower_bound(points[~flying, :2], reach)
+        if self.static_3d is not None and flying.any():
+            out[flying] = self.static_3d.lower_bound(points[flying], reach)
+        if sensed is not None:
+            low = ~flying | (points[:, 2] - self.radius[robots] < self.ground_clearance)
+            if low.any():
+                out[low] = np.minimum(out[low], sensed(points[low, :2]))
+        return out
+
+    def _near_people(self, state: SafetyInput, check, travel, stop_time, people):
+        if not len(people.positions):
+            return np.zeros(len(self.radius), dtype=bool)
+        reach = (travel + self.radius + self.params.person_max_speed * stop_time
+                 + self.params.person_margin)
+        gap = np.linalg.norm(state.poses[:, None, :2] - people.positions[None], axis=2) \
+            - people.radii[None, :]
+        return check & (gap < reach[:, None]).any(axis=1)
+
+    def _near_pairs(self, state: SafetyInput, involved, travel, slack) -> np.ndarray:
+        """(P, 2) pairs of involved robots, one of them adjustable, whose braking paths could
+        meet."""
+        rows = np.flatnonzero(involved)
+        if len(rows) < 2:
+            return np.zeros((0, 2), dtype=int)
+        xy = state.poses[rows, :2]
+        reach = travel[rows] + self.radius[rows] + slack[rows]
+        gap = np.linalg.norm(xy[:, None] - xy[None], axis=2)
+        i, j = np.nonzero(np.triu(gap < reach[:, None] + reach[None, :]
+                                  + self.params.robot_margin, 1))
+        pairs = np.column_stack([rows[i], rows[j]])
+        return pairs[state.adjustable[pairs].any(axis=1)]
+
+    # ------------------------------------------------------------------ braking paths
+    def _braking_paths(self, state: SafetyInput, rows, commands, climb, hold, samples, h):
+        """(S, M, 3) positions x, y, z every h s of robots `rows` executing `commands` (M, 3)
+        (and climb (M,)) for `hold` (M,) s, then braking to a stand; (S, M) bool: moving
+        faster than rest_speed during the step that ends at each sample.
+
+        The steps are those of the kinematic model (`kinematics.limit_twist` and
+        `integrate_pose`, drones `limit_velocity_3d`), written for all steps at once: the
+        velocity moves in a straight line toward the command by accel * h a step, then toward
+        zero by decel * h, so step k's velocity is known without walking there."""
+        m = len(rows)
+        limits = self.limits.subset(rows)
+        flying = self.flying[rows]
+        yaw0 = state.poses[rows, 2]
+        velocity = state.velocities[rows]                 # world (vx, vy, vz)
+        start = np.column_stack([world_to_body(velocity[:, :2], yaw0), velocity[:, 2]])
+        start[~limits.planar_holonomic & ~flying, 1] = 0.0
+        start[~flying, 2] = 0.0
+        # Drones ramp their world velocity, ground robots their body twist: one 3-vector each.
+        target = np.column_stack([commands[:, :2], np.zeros(m)])
+        target[flying] = np.column_stack([body_to_world(commands[flying, :2], yaw0[flying]),
+                                          climb[flying]])
+        start[flying] = velocity[flying]
+        steps = np.arange(1, samples)[:, None]                               # (S-1, 1)
+        held_steps = np.ceil(hold / h - 1e-9)                                # (M,)
+        holding = steps <= held_steps[None, :]                               # (S-1, M)
+        change = target - start
+        gap = np.linalg.norm(change, axis=1)
+        reach = np.minimum(steps * (limits.max_accel * h)[None, :], gap[None, :])
+        ramp = start[None] + change[None] * (reach / np.maximum(gap, 1e-300)[None, :])[..., None]
+        last_held = np.minimum(held_steps, samples - 1).astype(int)
+        end = np.where((last_held > 0)[:, None], ramp[np.maximum(last_held - 1, 0), np.arange(m)],
+                       start)
+        end_speed = np.linalg.norm(end, axis=1)
+        braked = np.maximum(0.0, 1.0 - (steps - held_steps[None, :]) * (self.decel[rows] * h)[None, :]
+                            / np.maximum(end_speed, 1e-300)[None, :])
+        linear = np.where(holding[..., None], ramp, end[None] * braked[..., None])  # (S-1, M, 3)
+        curvature = np.divide(commands[:, 2], commands[:, 0], out=np.zeros(m),
+                              where=commands[:, 0] != 0.0)
+        yaw_rate = np.where(limits.model == CAR, curvature[None, :] * linear[..., 0],
+                            commands[None, :, 2])
+        yaw_rate = np.where(holding & ~flying[None, :], yaw_rate, 0.0)
+        # Each step's arc, exactly (the SE(2) exponential of `integrate_pose`).
+        theta = yaw_rate * h
+        a = h * np.sinc(theta / np.pi)
+        b = h * np.sin(0.5 * theta) * np.sinc(0.5 * theta / np.pi)
+        body_x = linear[..., 0] * a - linear[..., 1] * b
+        body_y = linear[..., 0] * b + linear[..., 1] * a
+        heading = yaw0[None, :] + np.vstack([np.zeros((1, m)), np.cumsum(theta, axis=0)[:-1]])
+        c, s = np.cos(heading), np.sin(heading)
+        step_x = np.where(flying[None, :], linear[..., 0] * h, c * body_x - s * body_y)
+        step_y = np.where(flying[None, :], linear[..., 1] * h, s * body_x + c * body_y)
+        step_z = np.where(flying[None, :], linear[..., 2] * h, 0.0)
+        path = np.empty((samples, m, 3))
+        path[0] = np.column_stack([state.poses[rows, :2], state.altitudes[rows]])
+        path[1:] = path[0][None] + np.cumsum(np.stack([step_x, step_y, step_z], axis=-1), axis=0)
+        moving = np.zeros((samples, m), dtype=bool)
+        moving[1:] = np.linalg.norm(linear, axis=-1) > self.params.rest_speed
+        return path, moving
+
+    # ------------------------------------------------------------------ the checks
+    def _static_ok(self, path, robots, need, sensed):
+        """(R, K) bool: the braking paths (S, R, K, 3) of `robots` (R,) keep `need` (R,) from
+        static obstacles."""
+        samples, count, k, _ = path.shape
+        owner = np.broadcast_to(robots[None, :, None], (samples, count, k)).ravel()
+        clearance = self._clearance(path.reshape(-1, 3), owner, float(need.max()), sensed)
+        return (clearance.reshape(samples, count, k) >= need[None, :, None] - 1e-9).all(axis=0)
+
+    def _passive_ok(self, path, moving, robots, slack, h, people):
+        """(R, K) bool: wherever the robot moves along its braking path, no non-cooperative
+        agent walking at person_max_speed from where it is now can have reached it."""
+        p = self.params
+        samples = path.shape[0]
+        t = (np.arange(samples) * h)[:, None, None, None]
+        reach = people.radii[None, None, None, :] + p.person_max_speed * t
+        gap = np.linalg.norm(path[..., None, :2] - people.positions[None, None, None], axis=-1)
+        need = self.radius[robots][None, :, None, None] + reach + p.person_margin \
+            + slack[None, :, None, None]
+        touched = gap < need                                          # (S, R, K, P)
+        flying = self.flying[robots]
+        if flying.any():
+            above = path[..., 2] - self.radius[robots][None, :, None] >= p.person_height
+            touched &= ~above[..., None]
+        # The robot at rest may be reached: that is the passive guarantee.
+        return ~(touched.any(axis=-1) & moving).any(axis=0)
+
+    def _resolve_pairs(self, path, pairs, local, choice, state, rolled, slack):
+        """Lowers the factors of robots whose chosen braking paths come too close to another's
+        until no pair does or both brake; returns (choice, robots bound by a pair)."""
+        p = self.params
+        a = np.array([local[int(x)] for x in pairs[:, 0]])
+        b = np.array([local[int(x)] for x in pairs[:, 1]])
+        need = self.radius[pairs[:, 0]] + self.radius[pairs[:, 1]] + p.robot_margin \
+            + slack[pairs[:, 0]] + slack[pairs[:, 1]]
+        first = np.linalg.norm(path[0, a, 0] - path[0, b, 0], axis=1)      # factor-independent
+        need = np.where(first >= need, need, first)          # already closer: not closer
+        flying_a, flying_b = self.flying[pairs[:, 0]], self.flying[pairs[:, 1]]
+        adjustable = state.adjustable[rolled]
+        bound = np.zeros(len(rolled), dtype=bool)
+        last = len(SCALES) - 1
+        for _ in range(len(SCALES)):
+            pa = path[:, a, choice[a]]                                     # (S, P, 3)
+            pb = path[:, b, choice[b]]
+            gap = _pair_gap(pa, pb, flying_a, flying_b, self.radius[pairs[:, 0]],
+                            self.radius[pairs[:, 1]], self.ground_clearance)
+            conflict = (gap < need[None] - 1e-9).any(axis=0)
+            if not conflict.any():
+                break
+            lower = np.zeros(len(rolled), dtype=bool)
+            lower[a[conflict]] = True
+            lower[b[conflict]] = True
+            lower &= adjustable & (choice < last)
+            if not lower.any():
+                break
+            choice = np.where(lower, choice + 1, choice)
+            bound |= lower
+        return choice, bound
+
+
+def _pair_gap(pa, pb, flying_a, flying_b, ra, rb, ground_clearance):
+    """(S, P) distance between two robots' centres as their contact rule measures it: in the
+    plane for ground robots, in 3-D for two drones, in the plane for a drone low enough to meet
+    a ground robot's cylinder (inf above it)."""
+    planar = np.linalg.norm(pa[..., :2] - pb[..., :2], axis=-1)
+    both = flying_a & flying_b
+    one = flying_a ^ flying_b
+    gap = planar
+    if both.any():
+        gap = np.where(both[None], np.linalg.norm(pa - pb, axis=-1), gap)
+    if one.any():
+        drone_z = np.where(flying_a[None], pa[..., 2], pb[..., 2])
+        drone_r = np.where(flying_a, ra, rb)[None]
+        low = drone_z - drone_r < ground_clearance
+        gap = np.where(one[None] & ~low, np.inf, gap)
+    return gap
+
+
+def _clip(vectors: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    norm = np.sqrt(np.sum(vectors * vectors, axis=1))
+    return vectors * np.minimum(1.0, limit / np.maximum(norm, 1e-300))[:, None]

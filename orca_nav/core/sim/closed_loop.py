@@ -1,0 +1,248 @@
+"""A fleet closed loop without ROS: simulator, fleet controller and (optionally) the fleet
+planner in one process, stepped together on simulated time.
+
+The same loop the ROS graph runs in lockstep (fleet_sim_node -> odometry -> orca_node ->
+cmd_vel, planner_node on goals), minus the transport: every control period the controller gets
+every robot's odometry, plans run to completion before the cycle that needed them, the
+controller's commands drive the simulator for one period. So a run depends only on its `Scene`
+(seeded), never on the machine. What ROS adds, one period of latency, can be put back with
+`cmd_latency`; a starved control computer with `late_cycles` (a cycle comes up to
+`late_periods` periods late, at random), lost odometry with `odom_drop_rate`.
+
+`run` returns what happened: every contact (classified: robot-robot, robot-obstacle,
+robot-person, and whether a robot in it was moving), goals reached, robots that got stuck (no
+progress toward their goal for `stuck_time`) and when the last robot finished.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from orca_nav.core.avoidance import NonCooperative
+from orca_nav.core.fleet.controller import ControllerParams, FleetController, prepare_map
+from orca_nav.core.fleet.drones import prepare_map_3d
+from orca_nav.core.fleet.fleet_planner import (FleetPlanner, PlanSettings, ReplanPolicy,
+                                               StartState, run_request)
+from orca_nav.core.fleet.kinematics import RobotLimits
+from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.geometry import body_to_world
+from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.sim.faults import Faults
+from orca_nav.core.sim.fleet_sim import CollisionEvent, FleetSim
+from orca_nav.core.sim.pedestrians import Pedestrians
+
+_PROGRESS = 0.1         # m a robot must get closer to its goal within stuck_time
+_PLAN_RETRY = 5.0       # s before a failed plan is tried again
+
+
+@dataclass
+class Scene:
+    """One closed-loop run: robots, where they start, the goals each visits in turn ((x, y),
+    or (x, y, z) for a drone), the maps, people, and how the loop runs."""
+
+    name: str
+    robots: Sequence[RobotSpec]
+    starts: np.ndarray                      # (N, 3) x, y, yaw
+    goals: Sequence[Sequence[tuple]]
+    grid: Optional[OccupancyGrid] = None
+    grid_3d: Optional[OccupancyGrid] = None
+    start_altitudes: Optional[np.ndarray] = None
+    pedestrians: Optional[Pedestrians] = None
+    person_radius: float = 0.25             # what the controller is told of each person
+    planner: bool = False                   # robots follow the fleet planner's trajectories
+    duration: float = 120.0                 # s of simulated time at the most
+    params: ControllerParams = field(default_factory=ControllerParams)
+    goal_tolerance: float = 0.25
+    sim_step: float = 0.02
+    cmd_latency: float = 0.0
+    late_cycles: float = 0.0                # probability that a control cycle comes late
+    late_periods: int = 4                   # ... by up to this many periods
+    odom_drop_rate: float = 0.0
+    seed: int = 0
+    stuck_time: float = 30.0
+
+
+@dataclass
+class RunResult:
+    """What happened in one run."""
+
+    scene: str
+    contacts: List[CollisionEvent]
+    goals: int                              # goals in all
+    reached: int                            # goals reached
+    robots: int
+    finished: int                           # robots that reached every goal
+    stuck: List[str]                        # robots without progress for stuck_time, ever
+    makespan: Optional[float]               # when the last robot finished (None: not all did)
+    duration: float                         # simulated time run
+    plan_failures: int = 0
+
+    def count(self, category: str, moving: bool) -> int:
+        return sum(e.category == category and e.moving() == moving for e in self.contacts)
+
+    @property
+    def moving_contacts(self) -> int:
+        return sum(e.moving() for e in self.contacts)
+
+
+def run(scene: Scene) -> RunResult:
+    """Runs `scene` to its end (every goal reached, or its duration)."""
+    return _Loop(scene).run()
+
+
+class _Loop:
+    def __init__(self, scene: Scene):
+        self.scene = s = scene
+        robots = list(s.robots)
+        self.names = [r.name for r in robots]
+        self.flying = np.array([r.flies for r in robots])
+        limits = RobotLimits.create([r.kinematics for r in robots], [r.max_speed for r in robots],
+                                    [r.max_accel for r in robots], [r.max_yaw_rate for r in robots],
+                                    [r.min_turning_radius for r in robots])
+        self.radii = np.array([r.radius for r in robots])
+        self.sim = FleetSim(limits, self.radii, np.asarray(s.starts, dtype=float), grid=s.grid,
+                            cmd_latency=s.cmd_latency, seed=s.seed, pedestrians=s.pedestrians,
+                            start_altitudes=s.start_altitudes, faults=Faults(seed=s.seed))
+        if s.grid_3d is not None:
+            self.sim.set_grid_3d(s.grid_3d)
+        params = replace(s.params, trajectories_only=s.planner, require_map=s.grid is not None)
+        self.controller = FleetController(robots, params)
+        self.goals = [[tuple(map(float, g)) for g in seq] for seq in s.goals]
+        self.index = np.zeros(len(robots), dtype=int)
+        self.finish_time = np.full(len(robots), np.nan)
+        if s.grid is not None:
+            first = np.array([seq[0][:2] if seq else (np.nan, np.nan) for seq in self.goals])
+            known = np.isfinite(first[:, 0]) & ~self.flying
+            self.controller.set_map(prepare_map(s.grid, params.map_inflation, not s.planner,
+                                                first[known], self.radii[known]))
+        if s.grid_3d is not None:
+            self.controller.set_map_3d(prepare_map_3d(s.grid_3d))
+        self.planner = None
+        if s.planner:
+            self.planner = FleetPlanner(dict(zip(self.names, robots)),
+                                        PlanSettings(safety_margin=params.safety_margin),
+                                        ReplanPolicy(goal_tolerance=s.goal_tolerance))
+            for grid in (s.grid, s.grid_3d):
+                if grid is not None:
+                    self.planner.set_map(grid, 0.0)
+        self.rng = np.random.default_rng([s.seed, 11])
+        self.closest = np.full(len(robots), np.inf)
+        self.closer_at = np.zeros(len(robots))
+        self.stuck = np.zeros(len(robots), dtype=bool)
+        self.retry_at: Dict[int, float] = {}
+        self.plan_failures = 0
+
+    def run(self) -> RunResult:
+        s = self.scene
+        period = s.params.period
+        now = 0.0
+        contacts: List[CollisionEvent] = []
+        for i in range(len(self.names)):
+            self._send_goal(i, now)
+        while now < s.duration - 1e-9 and np.isnan(self.finish_time).any():
+            self._observe(now)
+            if self.planner is not None:
+                self._plan(now)
+            out = self.controller.step(now)
+            self.sim.set_commands(out.twists, climb_rates=out.climb_rates)
+            late = 1
+            if s.late_cycles > 0.0 and self.rng.random() < s.late_cycles:
+                late += int(self.rng.integers(1, s.late_periods + 1))
+            contacts += self.sim.advance(late * period, s.sim_step)
+            now = round(now + late * period, 9)
+            self._follow_goals(now)
+        finished = ~np.isnan(self.finish_time)
+        return RunResult(
+            s.name, contacts, sum(len(g) for g in self.goals),
+            int(sum(min(k, len(g)) for k, g in zip(self.index, self.goals))), len(self.names),
+            int(finished.sum()), [n for n, bad in zip(self.names, self.stuck) if bad],
+            float(np.nanmax(self.finish_time)) if finished.all() else None, now,
+            self.plan_failures)
+
+    # ------------------------------------------------------------------ the loop's parts
+    def _observe(self, now: float) -> None:
+        """Odometry (some of it lost) and the people, as the controller would hear them."""
+        s = self.scene
+        pose, twist = self.sim.odometry()
+        velocity = body_to_world(twist[:, :2], pose[:, 2])
+        heard = np.ones(len(pose), dtype=bool)
+        if s.odom_drop_rate > 0.0:
+            heard = self.rng.random(len(pose)) >= s.odom_drop_rate
+        rows = np.flatnonzero(heard)
+        altitude, climb = self.sim.altitudes, self.sim.climb_rates
+        self.controller.set_states(
+            rows, np.full(len(rows), now), np.column_stack([pose[rows, :2], altitude[rows]]),
+            np.column_stack([velocity[rows], climb[rows]]), pose[rows, 2],
+            np.zeros((len(rows), 2, 2)))
+        people = s.pedestrians
+        if people is not None and len(people):
+            self.controller.set_others(NonCooperative(people.positions.copy(),
+                                                      people.velocities.copy(),
+                                                      np.full(len(people), s.person_radius)))
+        if self.planner is not None:
+            for i in rows:
+                position = [pose[i, 0], pose[i, 1]] + ([altitude[i]] if self.flying[i] else [])
+                speed = list(velocity[i]) + ([climb[i]] if self.flying[i] else [])
+                self._apply(self.planner.set_start_state(
+                    self.names[i], StartState(position + [pose[i, 2]], speed, now), now), now)
+
+    def _plan(self, now: float) -> None:
+        self._apply(self.planner.check_progress(now), now)
+        for i, when in list(self.retry_at.items()):
+            if now >= when:
+                del self.retry_at[i]
+                self._send_goal(i, now)
+
+    def _apply(self, actions, now: float) -> None:
+        """Plans run here and now; trajectories go to the controller."""
+        while actions.plan or actions.publish or actions.ended:
+            for update in actions.publish:
+                self.controller.set_trajectory(self.names.index(update.robot), update.reference,
+                                               update.start_s)
+            for ended in actions.ended:
+                i = self.names.index(ended.robot)
+                if not ended.reached and self.index[i] < len(self.goals[i]):
+                    self.plan_failures += 1
+                    self.retry_at[i] = now + _PLAN_RETRY
+            requests = actions.plan
+            actions = type(actions)()
+            for request in requests:
+                actions += self.planner.finish(run_request(request), now)
+
+    def _send_goal(self, i: int, now: float) -> None:
+        if self.index[i] >= len(self.goals[i]):
+            return
+        goal = self.goals[i][self.index[i]]
+        self.closest[i], self.closer_at[i] = np.inf, now
+        if self.planner is not None:
+            yaw = 0.0
+            self._apply(self.planner.set_goal(self.names[i], tuple(goal) + (yaw,), now), now)
+            return
+        altitude = goal[2] if len(goal) > 2 else None
+        problem = self.controller.set_goal(i, goal[:2], altitude)
+        if problem is not None:
+            raise ValueError(f'{self.scene.name}: {self.names[i]} goal {goal}: {problem}')
+
+    def _follow_goals(self, now: float) -> None:
+        """Next goals for the robots at theirs; the stuck ones noted."""
+        pose, altitude = self.sim.poses, self.sim.altitudes
+        for i in np.flatnonzero(np.isnan(self.finish_time)):
+            goal = np.asarray(self.goals[i][self.index[i]]) if self.goals[i] else None
+            if goal is None:
+                self.finish_time[i] = now
+                continue
+            here = np.r_[pose[i, :2], altitude[i]][:len(goal)]
+            distance = float(np.linalg.norm(here - goal))
+            if distance <= self.scene.goal_tolerance:
+                self.index[i] += 1
+                if self.index[i] >= len(self.goals[i]):
+                    self.finish_time[i] = now
+                else:
+                    self._send_goal(i, now)
+                continue
+            if distance <= self.closest[i] - _PROGRESS:
+                self.closest[i], self.closer_at[i] = distance, now
+            elif now - self.closer_at[i] > self.scene.stuck_time:
+                self.stuck[i] = True

@@ -136,8 +136,8 @@ def test_fleet_parameters_are_flat_team_names():
     assert params['robots'] == ['robot0', 'robot1']
     assert set(params) == {'robots', 'global_frame'} | {
         f'robot{i}.{f}' for i in range(2)
-        for f in ('kinematics', 'radius', 'max_speed', 'max_accel', 'max_yaw_rate', 'wheelbase',
-                  'min_turning_radius', 'responsibility', 'start', 'goal')}
+        for f in ('kinematics', 'radius', 'max_speed', 'max_accel', 'max_decel', 'max_yaw_rate',
+                  'wheelbase', 'min_turning_radius', 'responsibility', 'start', 'goal')}
 
 
 def test_specs_are_values():

@@ -66,7 +66,7 @@ demo: {duration: 20, goal_tolerance: 0.1}
     assert cfg.demo == DemoSettings(duration=20.0, goal_tolerance=0.1)
     assert alpha.ros_parameters() == {
         'kinematics': 'diff_drive', 'start': [1.0, 2.0, 0.0], 'goal': [3.0, 4.0, 0.5],
-        'radius': 0.2, 'max_speed': 1.0, 'max_accel': 2.0, 'max_yaw_rate': 2.0,
+        'radius': 0.2, 'max_speed': 1.0, 'max_accel': 2.0, 'max_decel': 0.0, 'max_yaw_rate': 2.0,
         'wheelbase': 0.5, 'min_turning_radius': 1.0, 'responsibility': 0.5}
     assert cfg.robot('beta') is beta
     with pytest.raises(ValueError, match="robot 'gamma'"):

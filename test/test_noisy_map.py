@@ -13,6 +13,7 @@ from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.sim.fleet_sim import FleetSim
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.obstacle_distance import ObstacleDistance
 from test_map_polygons import winding_number
 
 
@@ -120,7 +121,8 @@ def test_robots_cross_a_noisy_map_without_touching_a_speck():
     obstacles = prepare_obstacles(polygons, rvo2_tree_max_vertices=0)
     # Goal guidance, as orca_node gives robots that steer by goal: straight to the goal, a
     # robot can stall behind a speck.
-    model = MapModel(grid, obstacles, GeodesicGuidance(grid), len(polygons), len(obstacles))
+    model = MapModel(grid, obstacles, GeodesicGuidance(grid), len(polygons), len(obstacles),
+                     ObstacleDistance(grid))
     robots = [RobotSpec(f'r{i}', radius=0.2, max_speed=1.0) for i in range(count)]
     controller = FleetController(robots, ControllerParams(require_map=True))
     controller.set_map(model)

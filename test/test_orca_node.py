@@ -34,7 +34,7 @@ from orca_nav.core.grid import OccupancyGrid  # noqa: E402
 from orca_nav.core.planning.reference import Reference  # noqa: E402
 from orca_nav.ros.convert import grid_to_msg, latched_qos, state_to_odom  # noqa: E402
 from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
-from orca_nav.ros.orca_params import DEADLOCK_SPECS, NODE_SPECS  # noqa: E402
+from orca_nav.ros.orca_params import DEADLOCK_SPECS, NODE_SPECS, SAFETY_SPECS  # noqa: E402
 from orca_nav.ros.params import ROBOT_SPECS  # noqa: E402
 from orca_nav.ros.trajectory_msgs import reference_to_trajectory  # noqa: E402
 from ros_harness import (RosHarness, SimClock, harness_fixture, node_time_s,  # noqa: E402
@@ -499,7 +499,8 @@ def test_config_yaml_documents_exactly_the_declared_parameters():
             else:
                 yield prefix + key
     keys = set(flat(params))
-    node_names = {s.name for s in NODE_SPECS} | {'deadlock.' + s.name for s in DEADLOCK_SPECS}
+    node_names = ({s.name for s in NODE_SPECS} | {'deadlock.' + s.name for s in DEADLOCK_SPECS}
+                  | {'safety.' + s.name for s in SAFETY_SPECS})
     robot_names = {f'{r}.{s.name}' for r in params['robots'] for s in ROBOT_SPECS}
     assert keys - node_names - robot_names == set()
     assert node_names - keys == set()

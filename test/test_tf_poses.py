@@ -69,8 +69,9 @@ class Stack:
     def pose_at(self, stamp):
         """Waits until orca_node holds r0's state of `stamp`; returns (x, y), yaw, velocity."""
         fleet = self.node.fleet
-        assert self.ros.wait_for(lambda: fleet._stamp[0] == stamp), fleet._stamp
-        return fleet._position[0].copy(), float(fleet._yaw[0]), fleet._velocity[0].copy()
+        assert self.ros.wait_for(lambda: fleet.state.stamp[0] == stamp), fleet.state.stamp
+        return (fleet.state.position[0].copy(), float(fleet.state.yaw[0]),
+                fleet.state.velocity[0].copy())
 
 
 ros = harness_fixture()
@@ -124,8 +125,8 @@ def test_tf_layout_none_refuses_odometry_outside_the_global_frame(ros):
     pub = ros.publisher(Odometry, '/r0/odom', qos_profile_sensor_data)
     pub.publish(state_to_odom((1.0, 0.0), 0.0, (0.0, 0.0), 0.0, seconds_to_time(5.0), 'odom',
                               'base_link'))
-    assert ros.wait_for(lambda: 0 in node.fleet._input_problem)
-    assert 'tf_layout none' in node.fleet._input_problem[0]
+    assert ros.wait_for(lambda: 0 in node.fleet.state.input_problem)
+    assert 'tf_layout none' in node.fleet.state.input_problem[0]
 
 
 def test_static_transforms_count_at_every_time(ros):

@@ -78,8 +78,8 @@ def test_odometry_covariance_reaches_the_controller(ros):
     msg.pose.covariance[0], msg.pose.covariance[1] = 0.04, 0.01
     msg.pose.covariance[6], msg.pose.covariance[7] = 0.01, 0.09
     ros.publisher(Odometry, '/robot0/odom', qos_profile_sensor_data).publish(msg)
-    assert ros.wait_for(lambda: ros.node.fleet._covariance[0, 1, 1] > 0.0)
-    np.testing.assert_allclose(ros.node.fleet._covariance[0], [[0.04, 0.01], [0.01, 0.09]])
+    assert ros.wait_for(lambda: ros.node.fleet.state.covariance[0, 1, 1] > 0.0)
+    np.testing.assert_allclose(ros.node.fleet.state.covariance[0], [[0.04, 0.01], [0.01, 0.09]])
 
 
 def _scan(ros, ranges, frame='robot0/base_link'):

@@ -31,9 +31,10 @@ def sections() -> List[Tuple[str, str, List[Tuple[str, ParamSpec]]]]:
     def named(specs: Iterable[ParamSpec], prefix: str = '') -> List[Tuple[str, ParamSpec]]:
         return [(prefix + spec.name, spec) for spec in specs]
     return [
-        ('orca_node', 'orca_nav/ros/orca_node.py: NODE_SPECS, DEADLOCK_SPECS; lifecycle.py',
+        ('orca_node', 'orca_nav/ros/orca_params.py: NODE_SPECS, DEADLOCK_SPECS, SAFETY_SPECS; '
+         'lifecycle.py',
          named(orca_node.NODE_SPECS) + named(orca_node.DEADLOCK_SPECS, 'deadlock.')
-         + named([AUTOSTART])),
+         + named(orca_node.SAFETY_SPECS, 'safety.') + named([AUTOSTART])),
         ('planner_node', 'orca_nav/ros/planner_node.py: NODE_SPECS; lifecycle.py',
          named(planner_node.NODE_SPECS) + named([AUTOSTART])),
         ('fleet_sim (fleet_sim_node)', 'orca_nav/ros/fleet_sim_node.py: NODE_SPECS, FAULT_SPECS, '

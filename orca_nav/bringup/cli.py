@@ -157,7 +157,8 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     grid = OccupancyGrid.from_map_yaml(cfg.map_path) if cfg.map_path is not None else None
     grid_3d = load_voxel_map(cfg.map_3d_path) if cfg.map_3d_path is not None else None
     report = fleet_report(tracks, grid=grid, grid_3d=grid_3d, collision_events=collisions,
-                          people=people, person_contacts=person_contacts, boxes=boxes, meta={
+                          people=people, person_contacts=person_contacts, boxes=boxes,
+                          contacts=mission.contacts(), meta={
         'scenario': cfg.name, 'mode': mode, 'map': str(cfg.map_path) if cfg.map_path else None,
         'map_3d': str(cfg.map_3d_path) if cfg.map_3d_path else None,
         'duration_limit': cfg.demo.duration, 'goal_tolerance': cfg.demo.goal_tolerance,
@@ -207,14 +208,11 @@ def demo_command(args) -> int:
 
 
 def demo_exit_status(report: dict) -> int:
-    """0 only when every robot reached every goal with no contact: no collision reported and
-    no negative separation between two robots or a robot and a person in the record; else 1."""
+    """0 only when every robot reached every goal and no contact happened while a robot in it
+    moved (a person walking into a robot at rest is the passive guarantee, not a failure);
+    else 1."""
     fleet = report['fleet']
-    separation = fleet['min_separation']
-    to_people = fleet.get('min_person_separation')
-    touched = fleet['collisions'] > 0 or (separation is not None and separation < 0.0) or \
-        (to_people is not None and to_people < 0.0)
-    return 0 if fleet['all_reached'] and not touched else 1
+    return 0 if fleet['all_reached'] and fleet['contacts_while_moving'] == 0 else 1
 
 
 def bench_command(args) -> int:

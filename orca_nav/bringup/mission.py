@@ -30,7 +30,7 @@ from rclpy.qos import qos_profile_sensor_data
 from std_msgs.msg import String
 
 from orca_nav.bringup.fleet_file import FleetConfig, RobotConfig
-from orca_nav.bringup.report import PersonTrack, RobotTrack
+from orca_nav.bringup.report import PersonTrack, RobotTrack, empty_contact_tally
 from orca_nav.core.fleet.goal_sequence import GoalSequences
 from orca_nav.core.fleet.names import robot_names
 from orca_nav.ros.convert import latched_qos, odom_to_state, stamp_to_seconds
@@ -79,6 +79,7 @@ class DemoMission(Node):
         self._odometry_count = 0
         self._collision_events = 0
         self._person_contacts = 0
+        self._contacts = empty_contact_tally()
         self._people: Dict[str, List[tuple]] = {}     # id -> [(t, x, y)]
         self.create_subscription(Odometry, PEOPLE_TOPIC, self._on_person, TRACKED_AGENTS_QOS)
         for name in self._logs:
@@ -157,6 +158,11 @@ class DemoMission(Node):
         with self._lock:
             return self._person_contacts
 
+    def contacts(self) -> Dict[str, Dict[str, int]]:
+        """The contacts by class ({category: {'moving': n, 'rest': m}})."""
+        with self._lock:
+            return {category: dict(counts) for category, counts in self._contacts.items()}
+
     def people(self, radius: float) -> List[PersonTrack]:
         """Every person heard on `tracked_agents`, with the given radius."""
         with self._lock:
@@ -215,9 +221,10 @@ class DemoMission(Node):
             report = json.loads(msg.data)
             names, stamp = report['robots'], float(report['time'])
             count, kind = int(report.get('count', 0)), report.get('kind')
+            category, moving = report.get('category'), bool(report.get('moving', True))
         except (ValueError, KeyError, TypeError, AttributeError):
             self.get_logger().warning(f'{COLLISIONS_TOPIC}: unreadable report {msg.data!r}')
-            names, stamp, count, kind = [], None, 0, None
+            names, stamp, count, kind, category, moving = [], None, 0, None, None, True
         with self._lock:
             if stamp is not None and self._origin is not None and \
                     stamp - self._origin > self._end:
@@ -226,6 +233,8 @@ class DemoMission(Node):
             self._collision_events = max(self._collision_events + 1, count)
             if kind == 'robot_person':
                 self._person_contacts += 1
+            if category in self._contacts:
+                self._contacts[category]['moving' if moving else 'rest'] += 1
             for name in names if isinstance(names, list) else []:
                 if name in self._logs:
                     self._logs[name].collisions += 1

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from orca_nav.core.sim.fleet_sim import CONTACT_CATEGORIES
 from orca_nav.core.sim.scan import box_clearance
 from orca_nav.core.grid import OccupancyGrid
 
@@ -160,12 +161,18 @@ def obstacle_clearance(grid: OccupancyGrid, xy: np.ndarray, radius: float) -> fl
     return float(grid.clearance_at(xy).min()) - radius - 0.5 * grid.resolution
 
 
+def empty_contact_tally() -> Dict[str, Dict[str, int]]:
+    """{category: {'moving': 0, 'rest': 0}} for robot_robot, robot_obstacle, robot_person."""
+    return {category: {'moving': 0, 'rest': 0} for category in CONTACT_CATEGORIES}
+
+
 def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = None,
                  sample_dt: float = 0.05, collision_events: int = 0,
                  meta: Optional[Dict[str, Any]] = None,
                  people: Sequence[PersonTrack] = (), person_contacts: int = 0,
                  boxes: np.ndarray = np.zeros((0, 4)),
-                 grid_3d: Optional[OccupancyGrid] = None) -> Dict[str, Any]:
+                 grid_3d: Optional[OccupancyGrid] = None,
+                 contacts: Optional[Dict[str, Dict[str, int]]] = None) -> Dict[str, Any]:
     """The report dict: `robots` (name -> metrics) and `fleet` totals; JSON-ready (inf -> None).
     Clearances of 2-D tracks are measured on `grid`, of 3-D tracks (drones) on `grid_3d`.
 
@@ -174,7 +181,8 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
     non-cooperative agents (the fleet's separation to them is reported when there are any);
     person_contacts: how many of the collision events were robot-person contacts. boxes:
     (B, 4) unmapped obstacles (x0, y0, x1, y1): the smallest gap of each robot's disc to them
-    is reported when there are any.
+    is reported when there are any. contacts: the contacts by class and whether a robot in it
+    was moving ({category: {'moving': n, 'rest': m}}, `empty_contact_tally`).
     """
     names = [tr.name for tr in tracks]
     if len(set(names)) != len(names):
@@ -225,6 +233,8 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
         'all_reached': all_reached,
         'makespan': max(e['time_to_goal'] for e in entries) if all_reached else None,
         'collisions': int(collision_events),
+        'contacts': contacts or empty_contact_tally(),
+        'contacts_while_moving': sum(c['moving'] for c in (contacts or {}).values()),
         'robots_with_collisions': sum(e['collisions'] > 0 for e in entries),
         'min_separation': _finite_or_none(gap.min()) if len(gap) else None,
         'separation': '3-D' if positions.shape[2] == 3 else '2-D',
@@ -262,6 +272,9 @@ def format_table(report: Dict[str, Any]) -> str:
     lines.append(f'fleet: {f["reached"]}/{f["robots"]} robots at their goals, makespan '
                  f'{num(f["makespan"], 1)} s, collisions {f["collisions"]}, min separation '
                  f'{num(f["min_separation"])} m')
+    lines.append('contacts (moving / at rest): ' + ', '.join(
+        f'{category.replace("_", "-")} {counts["moving"]} / {counts["rest"]}'
+        for category, counts in f['contacts'].items()))
     if 'unmapped_obstacles' in f:
         lines.append(f'unmapped obstacles: {f["unmapped_obstacles"]}, min clearance to them '
                      f'{num(f["min_unmapped_clearance"])} m')

@@ -46,6 +46,10 @@ class CycleTimes:
         for history in (self._wall_ms, self._cpu_ms):
             del history[:max(0, len(history) - self._history)]
 
+    def recent_wall_s(self, cycles: int = 20) -> float:
+        """The longest wall-clock duration of the last `cycles` cycles (s; 0 before the first)."""
+        return 1e-3 * max(self._wall_ms[-cycles:], default=0.0)
+
     def status(self) -> DiagnosticStatus:
         values = {f'cycle{kind}_p{q}_ms': f'{np.percentile(times, q):.3f}'
                   for kind, times in (('', self._wall_ms), ('_cpu', self._cpu_ms)) if times

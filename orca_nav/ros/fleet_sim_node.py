@@ -521,8 +521,10 @@ class FleetSimNode(Node):
         self._collisions_reported += 1
         # `count`: contacts reported so far, this one included; a listener that got only the
         # newest reports (beyond the history) still knows how many there were.
-        record = {'time': now, 'sim_time': event.time, 'kind': event.kind, 'robots': names,
-                  'position': list(event.position), 'count': self._collisions_reported}
+        record = {'time': now, 'sim_time': event.time, 'kind': event.kind,
+                  'category': event.category, 'robots': names, 'position': list(event.position),
+                  'speeds': list(event.speeds), 'moving': event.moving(),
+                  'count': self._collisions_reported}
         if event.kind == ROBOT_PERSON:
             record['person'] = f'person{event.person}'
         self._collision_pub.publish(String(data=json.dumps(record)))
@@ -531,7 +533,10 @@ class FleetSimNode(Node):
                 f'{names[0]} and an unmapped box' if event.kind == ROBOT_OBSTACLE else
                 f'{names[0]} and the map')
         where = ', '.join(f'{v:.2f}' for v in event.position)
-        self.get_logger().warn(f'collision between {what} at ({where})')
+        speeds = ', '.join(f'{v:.2f}' for v in event.speeds)
+        state = 'moving' if event.moving() else 'at rest'
+        self.get_logger().warn(f'collision between {what} at ({where}), robot {state} '
+                               f'(speed {speeds} m/s)')
 
     def _publish_odometry(self, now: float) -> None:
         if self._pedestrian_pub is not None:

@@ -49,8 +49,8 @@ from orca_nav.ros.node_main import run_node
 from orca_nav.ros.odometry_input import BatchedOdometry
 from orca_nav.ros.offload import Offloaded
 from orca_nav.ros.orca_drones import DroneMap
-from orca_nav.ros.orca_params import (DEADLOCK_SPECS, NODE_SPECS, commanded_robots,
-                                      controller_params, robot_specs)
+from orca_nav.ros.orca_params import (DEADLOCK_SPECS, NODE_SPECS, SAFETY_SPECS,
+                                      commanded_robots, controller_params, robot_specs)
 from orca_nav.ros.params import declare_parameters, declare_robot_parameters, on_parameters_changed
 from orca_nav.ros.qos_events import publisher_events
 from orca_nav.ros.robot_topics import RobotTopics
@@ -79,6 +79,7 @@ class OrcaNode(ManagedNode):
         self.robots: List[str] = list(self._cfg['robots'])
         self._robot_cfg = declare_robot_parameters(self, self.robots)
         self._deadlock_cfg = declare_parameters(self, DEADLOCK_SPECS, prefix='deadlock.')
+        self._safety_cfg = declare_parameters(self, SAFETY_SPECS, prefix='safety.')
         self.global_frame = self._cfg['global_frame']
         self.fleet: Optional[FleetController] = None
         self._map_jobs = Offloaded(self, self._take_prepared_map, threads=1, name='orca_map')
@@ -89,7 +90,7 @@ class OrcaNode(ManagedNode):
         self._poses = FleetPoses(self, self.robots, self._cfg['tf_layout'], self.global_frame,
                                  self._cfg['transform_tolerance'])
         self.fleet = FleetController(robot_specs(self.robots, self._robot_cfg),
-                                     controller_params(self._cfg, self._deadlock_cfg),
+                                     controller_params(self._cfg, self._deadlock_cfg, self._safety_cfg),
                                      commanded=commanded_robots(self._cfg))
         self.commanded = [r for r in self.robots if self.fleet.commanded[self.fleet.index[r]]]
         for robot, fields in self._robot_cfg.items():
@@ -102,6 +103,7 @@ class OrcaNode(ManagedNode):
         self._cycle_times = CycleTimes(f'{self.get_fully_qualified_name()[1:]}: control cycle',
                                        _CYCLE_HISTORY)
         self._map_version = 0       # the newest map (or inflation) being prepared
+        self._sim_time = bool(self.get_parameter('use_sim_time').value)
 
         cmd_in, cmd_out = self._cfg['cmd_vel_in'], self._cfg['cmd_vel_out']
         if cmd_in == cmd_out:
@@ -163,6 +165,8 @@ class OrcaNode(ManagedNode):
         for name, value in changed.items():
             if name.startswith('deadlock.'):
                 self._deadlock_cfg[name[len('deadlock.'):]] = value
+            elif name.startswith('safety.'):
+                self._safety_cfg[name[len('safety.'):]] = value
             elif '.' in name:
                 robot, field = name.split('.', 1)
                 self._robot_cfg[robot][field] = value
@@ -173,7 +177,7 @@ class OrcaNode(ManagedNode):
         if not self.configured:
             return      # the next configure reads them
         old_inflation = self.fleet.params.map_inflation
-        for note in self.fleet.configure(controller_params(self._cfg, self._deadlock_cfg), robot_specs(self.robots, self._robot_cfg)):
+        for note in self.fleet.configure(controller_params(self._cfg, self._deadlock_cfg, self._safety_cfg), robot_specs(self.robots, self._robot_cfg)):
             self.get_logger().warning(note)
         for robot, goal in goals.items():
             self._set_goal(self.fleet.index[robot], goal if len(goal) == 3 else None, 'parameter',
@@ -341,7 +345,10 @@ class OrcaNode(ManagedNode):
         if self._cfg['cycle_trigger'] == 'odometry':
             self._timer.reset()     # the timer waits for late odometry from now on
         self._others.refresh(now)
-        out = self.fleet.step(now)
+        # On the wall clock a command goes out this much after `now`: the safety layer counts it
+        # as reaction time. On simulated time (lockstep) time stands still while we compute.
+        delay = 0.0 if self._sim_time else self._cycle_times.recent_wall_s()
+        out = self.fleet.step(now, delay)
         self._publish_commands(out.twists, out.publish, out.climb_rates)
         if self.fleet.params.require_map and self.fleet.map is None and not self._said_waiting:
             self._said_waiting = True      # normal start-up: said once, at INFO

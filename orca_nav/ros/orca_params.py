@@ -7,6 +7,7 @@ from typing import Any, Dict, List
 from orca_nav.core.fleet.controller import MAX_SHARDS, MODES, ControllerParams
 from orca_nav.core.fleet.deadlock import DeadlockParams
 from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.fleet.safety import SafetyParams
 from orca_nav.ros.params import POSE_FIELDS, SHARED_SPECS, ParamSpec
 
 TRIGGERS = ('odometry', 'timer')
@@ -48,7 +49,11 @@ NODE_SPECS = [
               min=0.01, max=3600.0),
     SHARED_SPECS['safety_margin'],
     ParamSpec('command_latency', 0.0, 'Expected cmd_vel latency, added to the tracking-error '
-              'bound of diff-drive/car robots (s)', min=0.0, max=10.0),
+              'bound of diff-drive/car robots and to the safety layer\'s reaction time (s)',
+              min=0.0, max=10.0),
+    ParamSpec('acceleration_aware', True, 'Holonomic robots: ORCA picks among the velocities '
+              'reachable within one cycle at max_accel, and weighs time to contact where no '
+              'velocity meets every constraint; false: RVO2\'s choice within max_speed'),
     ParamSpec('cmd_vel_stamped', False, 'Publish geometry_msgs/TwistStamped instead of Twist',
               read_only=True),
     ParamSpec('cmd_vel_out', 'cmd_vel', 'Per-robot topic the commands go out on '
@@ -134,15 +139,43 @@ DEADLOCK_SPECS = [
 ]
 
 
+_SAFETY = SafetyParams()
+SAFETY_SPECS = [
+    ParamSpec('enabled', True, 'The safety layer, last on every command: each command is kept '
+              'only if the robot, executing it until the next one acts and then braking, stays '
+              'clear of static obstacles, of where people could reach, and of the other robots '
+              'braking too; otherwise it is scaled down along its own arc (docs/safety.md)'),
+    ParamSpec('person_max_speed', _SAFETY.person_max_speed, 'Bound on the speed of '
+              'non-cooperative agents (tracked people, other fleets): the robot stands before '
+              'one walking this fast could reach it (m/s)', min=0.0, max=20.0),
+    ParamSpec('person_height', _SAFETY.person_height, 'Height of non-cooperative agents: a '
+              'drone flying higher passes over them (m)', min=0.0, max=20.0),
+    ParamSpec('static_margin', _SAFETY.static_margin, 'Room kept from the map, voxels and sensed '
+              'edges when braking (m)', min=0.0, max=5.0),
+    ParamSpec('robot_margin', _SAFETY.robot_margin, 'Room kept between two fleet robots when '
+              'both brake (m)', min=0.0, max=5.0),
+    ParamSpec('person_margin', _SAFETY.person_margin, "Room kept from a person's reach (m)",
+              min=0.0, max=5.0),
+    ParamSpec('rest_speed', _SAFETY.rest_speed, 'At or below this speed a robot is at rest '
+              '(m/s)', min=0.0, max=1.0),
+]
+
+
+def safety_params(s: Dict[str, Any]) -> SafetyParams:
+    """The `safety.*` parameters `s` as the safety layer's."""
+    return SafetyParams(**{spec.name: s[spec.name] for spec in SAFETY_SPECS})
+
+
 def robot_specs(robots: List[str], fields: Dict[str, Dict[str, Any]]) -> List[RobotSpec]:
     """The robots' `<robot>.<field>` parameters as core RobotSpecs."""
     return [RobotSpec(r, **{k: v for k, v in fields[r].items()
                             if k not in POSE_FIELDS}) for r in robots]
 
 
-def controller_params(c: Dict[str, Any], d: Dict[str, Any]) -> ControllerParams:
-    """The node parameters `c` and `deadlock.*` parameters `d` as the controller's (filter mode
-    knows no goals, so it has no deadlock breaker)."""
+def controller_params(c: Dict[str, Any], d: Dict[str, Any],
+                      s: Dict[str, Any]) -> ControllerParams:
+    """The node parameters `c`, `deadlock.*` parameters `d` and `safety.*` parameters `s` as
+    the controller's (filter mode knows no goals, so it has no deadlock breaker)."""
     deadlock = None if not d['enabled'] else DeadlockParams(
         stall_time=d['stall_time'], min_progress=d['min_progress'],
         recovery_time=d['recovery_time'], yield_factor=d['yield_factor'],
@@ -160,7 +193,8 @@ def controller_params(c: Dict[str, Any], d: Dict[str, Any]) -> ControllerParams:
         max_uncertainty_margin=c['max_uncertainty_margin'],
         max_extrapolation=c['max_extrapolation'], sensor_persistence=c['sensor_persistence'],
         sensor_max_points=c['sensor_max_points'], ground_clearance=c['ground_clearance'],
-        require_map_3d=c['require_map_3d'])
+        require_map_3d=c['require_map_3d'], safety=safety_params(s),
+        acceleration_aware=c['acceleration_aware'])
 
 
 def shard_block(count: int, shard_index: int, shard_count: int) -> range:

@@ -14,13 +14,14 @@ max_speed circle a fan of hard tangent lines of that circle (the linear programs
 circle only).
 
 Where every line can be met, but not within one step, the agent heads for RVO2's choice as fast
-as it can. Where no velocity at all satisfies every line, RVO2's linearProgram3 would take the
+as it can. Where no velocity at all satisfies every line, RVO2's linearProgram3 takes the
 velocity that least violates the worst line, however soon that contact comes. Here the agent
-takes, among
-candidate velocities spread over its reachable set, the one with the least
-`weight / time_to_contact + |v - v_pref|` (RVO's penalty, van den Berg et al. 2008): the time
-to contact with each neighbour assuming it keeps its velocity, obstacle lines kept hard as far
-as any candidate can. Agents with an infinite max_accel take RVO2's path unchanged.
+takes, among candidate velocities spread over its reachable set, the one with the least
+`weight / time_to_contact + |v - v_lp3|` (RVO's penalty, van den Berg et al. 2008, anchored at
+linearProgram3's choice rather than at the preferred velocity, which in a jam drove robots into
+each other): the time to contact with each neighbour assuming it keeps its velocity, obstacle
+lines kept hard as far as any candidate can. Agents with an infinite max_velocity_change take
+RVO2's path unchanged.
 """
 import numpy as np
 
@@ -33,7 +34,7 @@ _FAR = 1e12             # time to contact of a neighbour never touched
 
 
 def reachable_velocities(px, py, dx, dy, valid, num_hard, velocities, reach, max_speed,
-                         target, jammed, pref, positions, radius, neighbors, keep, all_positions,
+                         target, jammed, positions, radius, neighbors, keep, all_positions,
                          all_velocities, all_radius, ttc_weight):
     """New velocities (K, 2) of K acceleration-limited agents, and (K,) where no velocity met
     every line (`jammed`, RVO2's infeasible case).
@@ -41,7 +42,7 @@ def reachable_velocities(px, py, dx, dy, valid, num_hard, velocities, reach, max
     Lines (L, K) as in `linear_program` (the first `num_hard` (K,) of each agent are obstacle
     lines); velocities (K, 2) the current ones, reach (K,) the radius of the reachable disc,
     max_speed (K,), target (K, 2) the velocity to come closest to (RVO2's choice), jammed (K,)
-    where RVO2's own program was infeasible, pref (K, 2) the preferred velocities. For the fallback: the agents' positions (K, 2) and radii (K,),
+    where RVO2's own program was infeasible (target is then linearProgram3's choice). For the fallback: the agents' positions (K, 2) and radii (K,),
     their neighbours (K, M) as indices into all_positions / all_velocities / all_radius, keep
     (K, M)."""
     v0x, v0y = velocities[:, 0], velocities[:, 1]
@@ -66,7 +67,7 @@ def reachable_velocities(px, py, dx, dy, valid, num_hard, velocities, reach, max
     failed = np.flatnonzero(jammed)
     if failed.size:
         chosen[failed] = _least_penalty(
-            failed, velocities, reach, max_speed, pref, target, (px, py, dx, dy, valid),
+            failed, velocities, reach, max_speed, target, (px, py, dx, dy, valid),
             num_hard, positions, radius, neighbors, keep, all_positions, all_velocities,
             all_radius, ttc_weight)
     speed = np.hypot(chosen[:, 0], chosen[:, 1])
@@ -103,21 +104,20 @@ def _speed_fan(v0x, v0y, speed0, reach, max_speed, covers):
     return point_x, point_y, dir_x, dir_y, np.ones((_FAN_LINES, count), dtype=bool)
 
 
-def _least_penalty(rows, velocities, reach, max_speed, pref, partial, lines, num_hard,
+def _least_penalty(rows, velocities, reach, max_speed, anchor, lines, num_hard,
                    positions, radius, neighbors, keep, all_positions, all_velocities,
                    all_radius, ttc_weight):
-    """For the agents `rows`: the candidate reachable velocity with the least RVO penalty,
-    among those breaking the obstacle lines least."""
+    """For the agents `rows`: the candidate reachable velocity with the least RVO penalty
+    (time to contact against the distance from `anchor`, RVO2's least-violation choice), among
+    those breaking the obstacle lines least."""
     angles = 2.0 * np.pi * np.arange(_RING_ANGLES) / _RING_ANGLES
     unit = np.column_stack([np.cos(angles), np.sin(angles)])
     offsets = np.concatenate([np.zeros((1, 2))] + [ring * unit for ring in _RINGS])   # (C, 2)
     v0 = velocities[rows]
     candidates = v0[:, None, :] + reach[rows, None, None] * offsets[None]            # (F, C, 2)
-    clipped_pref = pref[rows] - v0
-    norm = np.hypot(clipped_pref[:, 0], clipped_pref[:, 1])
-    clipped_pref *= np.minimum(1.0, reach[rows] / np.maximum(norm, 1e-300))[:, None]
-    candidates = np.concatenate([candidates, (v0 + clipped_pref)[:, None, :],
-                                 partial[rows][:, None, :], np.zeros((len(rows), 1, 2))], axis=1)
+    toward = v0 + _clip(anchor[rows] - v0, reach[rows])
+    candidates = np.concatenate([candidates, toward[:, None, :], np.zeros((len(rows), 1, 2))],
+                                axis=1)
     zero_reachable = np.hypot(v0[:, 0], v0[:, 1]) <= reach[rows]
     speed = np.hypot(candidates[..., 0], candidates[..., 1])
     scale = np.minimum(1.0, max_speed[rows, None] / np.maximum(speed, 1e-300))
@@ -134,7 +134,7 @@ def _least_penalty(rows, velocities, reach, max_speed, pref, partial, lines, num
     penalty = ttc_weight / np.maximum(_time_to_contact(
         candidates, positions[rows], radius[rows], neighbors[rows], keep[rows],
         all_positions, all_velocities, all_radius), 1e-6)
-    penalty += np.hypot(*(candidates - pref[rows][:, None, :]).transpose(2, 0, 1))
+    penalty += np.hypot(*(candidates - anchor[rows][:, None, :]).transpose(2, 0, 1))
     # Standing still is a candidate only where it is reachable.
     penalty[:, -1] = np.where(zero_reachable, penalty[:, -1], np.inf)
     least_breach = np.min(np.where(np.isfinite(penalty), breach, np.inf), axis=1, keepdims=True)

@@ -51,9 +51,10 @@ def orca_planes(rel_pos, rel_vel, combined_radius, inv_horizon, inv_step, veloci
     return velocity + F32(responsibility) * u, normal
 
 
-def agent_planes(pos, vel, radius, inv_horizon, inv_step, neighbors, keep):
+def agent_planes(pos, vel, radius, inv_horizon, inv_step, neighbors, keep, shares=None):
     """Agent-agent ORCA planes, (3, N, k), slot j of agent a from neighbour neighbors[a, j];
-    slots outside `keep` are padding (NaN). pos, vel (N, 3) float32."""
+    slots outside `keep` are padding (NaN). pos, vel (N, 3) float32. shares: None (RVO2-3D: each
+    takes half) or (N, k) float32, the share of the avoidance agent a takes in each slot."""
     other = np.where(keep, neighbors, 0)
     pos_t, vel_t = pos.T, vel.T
     own_vel = vel_t[:, :, None]
@@ -61,5 +62,5 @@ def agent_planes(pos, vel, radius, inv_horizon, inv_step, neighbors, keep):
     rel_vel = own_vel - vel_t[:, other]
     combined = radius[:, None] + radius[other]
     point, normal = orca_planes(rel_pos, rel_vel, combined, inv_horizon[:, None], inv_step,
-                                own_vel, _HALF)
+                                own_vel, _HALF if shares is None else shares)
     return np.where(keep, point, np.nan).astype(F32), np.where(keep, normal, np.nan).astype(F32)

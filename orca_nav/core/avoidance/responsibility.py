@@ -20,8 +20,8 @@ from .params import as_vectors, check_finite
 
 
 class NonCooperative(NamedTuple):
-    """Agents that are neighbours but do not react: (M, 2) positions, (M, 2) velocities,
-    (M,) radii (metres, metres per second)."""
+    """Agents that are neighbours but do not react: (M, 2) positions, (M, 2) velocities (or
+    (M, 3) each, in 3-D), (M,) radii (metres, metres per second)."""
 
     positions: np.ndarray
     velocities: np.ndarray
@@ -31,11 +31,12 @@ class NonCooperative(NamedTuple):
     def empty(cls) -> 'NonCooperative':
         return cls(np.zeros((0, 2)), np.zeros((0, 2)), np.zeros(0))
 
-    def checked(self) -> 'NonCooperative':
-        """Validated float64 copy; ValueError naming the field and index otherwise."""
-        positions = as_vectors('others.positions', self.positions)
+    def checked(self, dims: int = 2) -> 'NonCooperative':
+        """Validated float64 copy with `dims` (2 or 3) coordinates; ValueError naming the field
+        and index otherwise."""
+        positions = as_vectors('others.positions', self.positions, dims=(dims,))
         count = len(positions)
-        velocities = as_vectors('others.velocities', self.velocities, count)
+        velocities = as_vectors('others.velocities', self.velocities, count, dims=(dims,))
         radii = np.broadcast_to(np.asarray(self.radii, dtype=np.float64), (count,)).copy()
         check_finite('others.radii', radii)
         bad = np.flatnonzero(radii < 0.0)

@@ -111,11 +111,13 @@ def compute_velocities(positions, velocities, pref_velocities, params, obstacles
 
 
 def solve(positions, velocities, pref_velocities, params, obstacles=(), responsibility=None,
-          others=None, extra_obstacles=None, neighbor_list=None):
+          others=None, extra_obstacles=None, neighbor_list=None, reach_from=None):
     """compute_velocities, plus which agents' linear programs were infeasible and the
     ORCA lines (2-D, an OrcaSolution) or planes (3-D, an OrcaSolution3d) they were solved over.
     neighbor_list (2-D): an AgentNeighborList kept by a caller that solves again and again
-    (the same answer, found faster while agents move a little)."""
+    (the same answer, found faster while agents move a little). reach_from (2-D): (N, 2) the
+    velocities the reachable ones are counted from (params.max_velocity_change; default
+    `velocities`), e.g. the last commanded ones where a drive follows its commands."""
     positions = as_vectors('positions', positions, dims=(2, 3))
     count, dims = positions.shape
     velocities = as_vectors('velocities', velocities, count, dims=(dims,))
@@ -123,28 +125,31 @@ def solve(positions, velocities, pref_velocities, params, obstacles=(), responsi
     if not isinstance(params, OrcaParams):
         raise ValueError(f'params must be an OrcaParams, got {type(params).__name__}')
     agent_params, time_step = params.per_agent(count)
-    if dims == 3:
-        if any(a is not None for a in (responsibility, others, extra_obstacles, neighbor_list)):
-            raise ValueError('responsibility, others, extra_obstacles and neighbor_list: 2-D only')
-        return new_velocities_3d(positions, velocities, pref_velocities, agent_params, time_step,
-                                 as_voxel_obstacles(obstacles))
-    obstacle_set = as_obstacle_set(obstacles)
     weights = check_responsibility(responsibility, count)
-    others = None if others is None else others.checked()
+    others = None if others is None else others.checked(dims)
+    if dims == 3:
+        if any(a is not None for a in (extra_obstacles, neighbor_list)):
+            raise ValueError('extra_obstacles and neighbor_list: 2-D only')
+        return new_velocities_3d(positions, velocities, pref_velocities, agent_params, time_step,
+                                 as_voxel_obstacles(obstacles), weights, others)
+    obstacle_set = as_obstacle_set(obstacles)
     extra = None if extra_obstacles is None else as_obstacle_set(extra_obstacles,
                                                                  'extra_obstacles')
+    reach_from = velocities if reach_from is None else as_vectors('reach_from', reach_from, count)
     return new_velocities(positions, velocities, pref_velocities, agent_params, time_step,
-                          obstacle_set, weights, others, extra, neighbor_list, params.ttc_weight)
+                          obstacle_set, weights, others, extra, neighbor_list, params.ttc_weight,
+                          reach_from)
 
 
 def new_velocities(positions, velocities, pref_velocities, agent_params, time_step,
                    obstacle_set, weights=None, others=None, extra_obstacle_set=None,
-                   neighbor_list=None, ttc_weight=1.0):
+                   neighbor_list=None, ttc_weight=1.0, reach_from=None):
     """One doStep over validated input; weights: None or (N,) responsibility weights (see
     `responsibility.check_responsibility`), others: None or a checked NonCooperative,
     extra_obstacle_set: None or a second ObstacleSet, neighbor_list: None or an
     AgentNeighborList. Agents with a finite agent_params['max_velocity_change'] choose among
-    the velocities they can reach (`acceleration`), the others as RVO2."""
+    the velocities they can reach from `reach_from` (default `velocities`; `acceleration`), the
+    others as RVO2."""
     count = len(positions)
     infeasible = np.zeros(count, dtype=bool)
     if count == 0:
@@ -229,9 +234,9 @@ def new_velocities(positions, velocities, pref_velocities, agent_params, time_st
         # Toward RVO2's choice, among the velocities these agents can reach.
         rows = np.flatnonzero(limited)
         chosen[rows], infeasible[rows] = reachable_velocities(
-            *take_columns((px, py, dx, dy, valid), rows), num_obst[rows], velocities[rows],
-            change[rows], max_speed[rows], chosen[rows], infeasible[rows],
-            pref_velocities[rows], positions[rows],
+            *take_columns((px, py, dx, dy, valid), rows), num_obst[rows],
+            (velocities if reach_from is None else reach_from)[rows],
+            change[rows], max_speed[rows], chosen[rows], infeasible[rows], positions[rows],
             radius[rows], neighbors[rows], keep[rows], all_positions, all_velocities, all_radius,
             ttc_weight)
     return OrcaSolution(chosen, infeasible, OrcaLines(px, py, dx, dy, valid))

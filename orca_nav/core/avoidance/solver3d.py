@@ -18,6 +18,7 @@ import numpy as np
 from .agent_planes import agent_planes
 from .linear_program3d import F32, Planes, linear_program3, linear_program4
 from .neighbors3d import agent_neighbors_3d
+from .responsibility import slot_shares
 
 
 class OrcaPlanes(NamedTuple):
@@ -37,12 +38,25 @@ class OrcaSolution3d(NamedTuple):
     planes: OrcaPlanes
 
 
-def new_velocities_3d(positions, velocities, pref_velocities, agent_params, time_step, obstacles):
+def new_velocities_3d(positions, velocities, pref_velocities, agent_params, time_step, obstacles,
+                      weights=None, others=None):
+    """One RVO2-3D doStep over validated input; weights: None or (N,) responsibility weights,
+    others: None or a checked 3-D NonCooperative (neighbours the agents take all of the
+    avoidance toward; they get no velocity)."""
     count = len(positions)
     if count == 0:
         empty = np.zeros((0, 0, 3))
         return OrcaSolution3d(np.zeros((0, 3)), np.zeros(0, dtype=bool),
                               OrcaPlanes(empty, empty, np.zeros((0, 0), dtype=bool), 0))
+    extra = 0 if others is None else len(others.positions)
+    if extra:
+        # The others ride along as agents whose own planes and velocities are dropped.
+        positions = np.concatenate([positions, others.positions])
+        velocities = np.concatenate([velocities, others.velocities])
+        pref_velocities = np.concatenate([pref_velocities, others.velocities])
+        agent_params = {name: np.concatenate([value, np.full(extra, value[0])])
+                        for name, value in agent_params.items()}
+        agent_params['radius'][count:] = others.radii
     pos = positions.astype(F32)
     vel = velocities.astype(F32)
     pref = pref_velocities.T.astype(F32)
@@ -53,13 +67,20 @@ def new_velocities_3d(positions, velocities, pref_velocities, agent_params, time
         neighbors, keep = agent_neighbors_3d(pos, agent_params['neighbor_dist'],
                                              agent_params['max_neighbors'])
         inv_horizon = F32(1.0) / agent_params['time_horizon'].astype(F32)
-        point, normal = agent_planes(pos, vel, radius, inv_horizon, inv_step, neighbors, keep)
+        shares = slot_shares(weights, neighbors[:count], keep[:count], count)
+        if shares is not None:
+            shares = np.concatenate([shares.T, np.full((extra, neighbors.shape[1]), F32(0.5))])
+        point, normal = agent_planes(pos, vel, radius, inv_horizon, inv_step, neighbors, keep,
+                                     shares)
+        point, normal, keep = point[:, :count], normal[:, :count], keep[:count]
+        pos, vel, pref = pos[:count], vel[:count], pref[:, :count]
+        max_speed = max_speed[:count]
         valid = keep
         num_obstacle = 0
         if obstacles is not None:
             o_point, o_normal, o_valid = obstacles.planes(
-                pos, vel, agent_params['radius'], agent_params['max_speed'],
-                agent_params['time_horizon_obst'], time_step)
+                pos, vel, agent_params['radius'][:count], agent_params['max_speed'][:count],
+                agent_params['time_horizon_obst'][:count], time_step)
             num_obstacle = o_valid.shape[1]
             point = np.concatenate([o_point, point], axis=2)
             normal = np.concatenate([o_normal, normal], axis=2)

@@ -59,7 +59,7 @@ from orca_nav.core.fleet.fleet_state import FleetState
 from orca_nav.core.fleet.state_estimate import project_positions
 from orca_nav.core.fleet.tracking import FleetTracker, TrackingCommand, TrackingParams, tracking_twist
 from orca_nav.core.fleet.velocity_filter import filtered_twists, preferred_from_twists
-from orca_nav.core.geometry import world_to_body
+from orca_nav.core.geometry import body_to_world, world_to_body
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.obstacle_distance import ObstacleDistance
 from orca_nav.core.planning.reference import Reference
@@ -584,8 +584,9 @@ class FleetController:
             self._safety_reason = np.zeros(len(self.names), dtype=int)
             return twist, climb
         age = np.clip(self.state.age(now), 0.0, p.odom_timeout)
-        # Older states, slower robots: full speed up to a period old, standing at odom_timeout.
-        speed_cap = np.clip((p.odom_timeout - age) / max(p.odom_timeout - p.period, 1e-9),
+        # Older states, slower robots: full speed up to two periods old (one late message),
+        # standing at odom_timeout.
+        speed_cap = np.clip((p.odom_timeout - age) / max(p.odom_timeout - 2.0 * p.period, 1e-9),
                             0.0, 1.0)
         poses = np.column_stack([np.nan_to_num(self._cycle_position), self.state.yaw])
         velocities = np.column_stack([self.state.velocity,
@@ -643,11 +644,14 @@ class FleetController:
                               rows, now, p.uncertainty_gain, p.max_uncertainty_margin),
                           max_speed=limits.max_speed,
                           max_velocity_change=self._velocity_change(limits, dt)
-                          if p.acceleration_aware else None)
+                          if p.acceleration_aware and not p.filter_mode else None)
+        # A drive follows its commands within max_accel: reachable from the last command.
+        commanded = np.where(run[:, None], body_to_world(self._twist[rows, :2],
+                                                         self.state.yaw[rows]), velocities)
         solution = solve(positions, velocities, pref, orca, self._obstacles,
                          responsibility=self._responsibility[rows], others=self._others,
                          extra_obstacles=self._sensed_obstacles(now),
-                         neighbor_list=self._neighbor_list)
+                         neighbor_list=self._neighbor_list, reach_from=commanded)
         self._orca_velocity[rows] = solution.velocities
         self._orca_cycles[rows] += run
         self._infeasible_cycles[rows] += run & solution.infeasible
@@ -717,7 +721,8 @@ class FleetController:
                                           spheres + p.safety_margin) + margin,
                           max_speed=limits.max_speed)
         solution = solve(positions, velocities, pref, orca,
-                         self._map_3d.obstacles if self._map_3d is not None else None)
+                         self._map_3d.obstacles if self._map_3d is not None else None,
+                         responsibility=self._responsibility[rows], others=self._people_3d())
         drones = rows[flying]
         self._orca_velocity[drones] = solution.velocities[flying, :2]
         self._orca_cycles[drones] += run[flying]
@@ -733,6 +738,16 @@ class FleetController:
             twist[drive] = np.column_stack([linear[:, :2], np.zeros(len(moving))])
             self._climb_out[moving] = linear[:, 2]
         return twist
+
+    def _people_3d(self) -> NonCooperative:
+        """The non-cooperative agents as the drones' 3-D ORCA sees them: each the sphere that
+        encloses its cylinder (its radius, `person_height` tall), as ground robots are seen."""
+        others = self._others
+        height = (self.params.safety or SafetyParams()).person_height
+        centre_z, radii = ground_robot_spheres(others.radii, height)
+        count = len(others.radii)
+        return NonCooperative(np.column_stack([others.positions, np.full(count, centre_z)]),
+                              np.column_stack([others.velocities, np.zeros(count)]), radii)
 
     def _drone_preferred(self, drones: np.ndarray, positions: np.ndarray,
                          now: float) -> np.ndarray:

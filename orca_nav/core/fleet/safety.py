@@ -41,11 +41,11 @@ from orca_nav.core.fleet.kinematics import CAR, QUADROTOR, RobotLimits
 from orca_nav.core.geometry import body_to_world, world_to_body
 from orca_nav.core.obstacle_distance import ObstacleDistance
 
-SCALES = np.array([1.0, 0.75, 0.5, 0.3, 0.15, 0.0])
+SCALES = np.array([1.0, 0.8, 0.6, 0.45, 0.3, 0.2, 0.12, 0.06, 0.0])
 _MAX_SAMPLES = 120      # braking-path samples at the most (longer paths are sampled coarser)
 # Why a robot's command was scaled (`SafetyResult.reason`; 0: not scaled).
-FREE, STATIC, PERSON, ROBOT = 0, 1, 2, 3
-REASONS = ('free', 'static obstacle', 'person', 'robot')
+FREE, STATIC, PERSON, ROBOT, STALE = 0, 1, 2, 3, 4
+REASONS = ('free', 'static obstacle', 'person', 'robot', 'old state')
 
 
 @dataclass(frozen=True)
@@ -112,12 +112,14 @@ class SafetyLayer:
         paths (s); `people`: the non-cooperative agents at the cycle time; `sensed`: distance
         from (K, 2) points to the recent sensor edges, or None."""
         n = len(self.radius)
-        scale = np.ones(n)
-        reason = np.zeros(n, dtype=int)
         commands = np.where(state.adjustable[:, None], state.commands, 0.0)
         climb = np.where(state.adjustable, state.climb_rates, 0.0)
         if not self.params.enabled or not state.adjustable.any():
-            return SafetyResult(commands, climb, scale, reason)
+            return SafetyResult(commands, climb, np.ones(n), np.zeros(n, dtype=int))
+        # An old state: slower however free the way looks (its position is less sure).
+        cap = np.where(state.adjustable, state.speed_cap, 1.0)
+        scale = cap.copy()
+        reason = np.where(cap < 1.0, STALE, FREE)
         p = self.params
         # What each robot does until it can brake: the chosen command (adjustable), its measured
         # velocity (another controller's robot), nothing (stale: it brakes now).
@@ -139,7 +141,7 @@ class SafetyLayer:
         involved = state.known & (state.adjustable | fixed | state.stale)
         horizon = float(stop_time[involved].max(initial=0.0))
         if horizon <= 0.0:
-            return SafetyResult(commands, climb, scale, reason)
+            return SafetyResult(commands * scale[:, None], climb * scale, scale, reason)
         samples = int(min(_MAX_SAMPLES, np.ceil(horizon / step))) + 1
         h = horizon / (samples - 1)
         slack = peak * h            # sampling (see the module docstring)
@@ -152,9 +154,9 @@ class SafetyLayer:
         rolled = np.flatnonzero((check & (static_check | person_check | in_pair))
                                 | (in_pair & involved))
         if rolled.size == 0:
-            return SafetyResult(commands, climb, scale, reason)
-        cap = np.where(state.adjustable, state.speed_cap, 1.0)[rolled]
-        factors = np.where(state.adjustable[rolled, None], cap[:, None] * SCALES[None, :], 1.0)
+            return SafetyResult(commands * scale[:, None], climb * scale, scale, reason)
+        factors = np.where(state.adjustable[rolled, None], cap[rolled, None] * SCALES[None, :],
+                           1.0)
         k = len(SCALES)
         rows = np.repeat(rolled, k)
         path, moving = self._braking_paths(
@@ -191,7 +193,8 @@ class SafetyLayer:
         chosen = factors[np.arange(len(rolled)), choice]
         adjustable = state.adjustable[rolled]
         scale[rolled[adjustable]] = chosen[adjustable]
-        reason[rolled[adjustable]] = reason_of[adjustable]
+        bound = adjustable & (choice > 0)
+        reason[rolled[bound]] = reason_of[bound]
         commands = commands * scale[:, None]
         climb = climb * scale
         return SafetyResult(commands, climb, scale, reason)

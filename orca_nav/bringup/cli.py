@@ -17,11 +17,13 @@ import sys
 import time
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
-from orca_nav.bringup.graph import describe_graph, share_dir
-from orca_nav.bringup.fleet_file import FleetConfig, load_fleet_config
-from orca_nav.core.fleet.controller import MODES
+if TYPE_CHECKING:
+    from orca_nav.bringup.fleet_file import FleetConfig
+
+# Each command imports what it needs when it runs: `orca-nav --help` and a refused fleet file
+# load no rclpy, no node and no planner.
 
 # Wall-clock limit for start-up: every robot's odometry must arrive by then.
 ODOM_WAIT_S = 60.0
@@ -29,6 +31,7 @@ ODOM_WAIT_S = 60.0
 
 def load_scenario(scenario: str, robots: Optional[int] = None) -> FleetConfig:
     """A built-in scenario by name, or a fleet config file by path."""
+    from orca_nav.bringup.fleet_file import load_fleet_config
     from orca_nav.bringup.scenarios import scenario_config
     if scenario.endswith(('.yaml', '.yml')) or os.sep in scenario:
         if robots is not None:
@@ -100,6 +103,7 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     from orca_nav.core.voxel_map import load_voxel_map
     from orca_nav.bringup.report import fleet_report
     from orca_nav.bringup.report_plot import plot_trajectories
+    from orca_nav.bringup.graph import describe_graph
     from orca_nav.bringup.mission import DemoMission
     from orca_nav.bringup.runner import run_graph
     from orca_nav.core.sim.pedestrians import PedestrianParams
@@ -157,7 +161,8 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     grid = OccupancyGrid.from_map_yaml(cfg.map_path) if cfg.map_path is not None else None
     grid_3d = load_voxel_map(cfg.map_3d_path) if cfg.map_3d_path is not None else None
     report = fleet_report(tracks, grid=grid, grid_3d=grid_3d, collision_events=collisions,
-                          people=people, person_contacts=person_contacts, boxes=boxes, meta={
+                          people=people, person_contacts=person_contacts, boxes=boxes,
+                          goal_tolerance=cfg.demo.goal_tolerance, meta={
         'scenario': cfg.name, 'mode': mode, 'map': str(cfg.map_path) if cfg.map_path else None,
         'map_3d': str(cfg.map_3d_path) if cfg.map_3d_path else None,
         'duration_limit': cfg.demo.duration, 'goal_tolerance': cfg.demo.goal_tolerance,
@@ -207,8 +212,9 @@ def demo_command(args) -> int:
 
 
 def demo_exit_status(report: dict) -> int:
-    """0 only when every robot reached every goal with no contact: no collision reported and
-    no negative separation between two robots or a robot and a person in the record; else 1."""
+    """0 only when every robot reached every goal and is at its last one at the end (see
+    `report`), with no contact: no collision reported and no negative separation between two
+    robots or a robot and a person in the record; else 1."""
     fleet = report['fleet']
     separation = fleet['min_separation']
     to_people = fleet.get('min_person_separation')
@@ -219,6 +225,7 @@ def demo_exit_status(report: dict) -> int:
 
 def bench_command(args) -> int:
     """Runs `python -m bench.run [options] [area ...]` in the source checkout."""
+    from orca_nav.bringup.graph import share_dir
     root = share_dir()
     if not (root / 'bench' / 'run.py').is_file():
         print(f'orca-nav bench: {root / "bench" / "run.py"} not found (the benchmarks ship with '
@@ -228,22 +235,25 @@ def bench_command(args) -> int:
                            cwd=str(root))
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The commands and their one-line help; `orca-nav --help` needs nothing more.
+COMMANDS = {
+    'demo': 'run a fleet scenario on the embedded simulator',
+    'faults': 'run a fleet under injected faults and count the outcomes',
+    'bench': 'run benchmarks (bench/run.py)',
+}
+
+
+def add_demo_parser(commands) -> None:
     from orca_nav.bringup.scenarios import scenario_names
-    parser = argparse.ArgumentParser(
-        prog='orca-nav', description='Multi-robot navigation with ORCA on ROS 2: run a fleet '
-        'scenario on the embedded simulator, or the benchmarks.',
-        epilog='`orca-nav COMMAND --help` shows the options of a command.')
-    commands = parser.add_subparsers(dest='command', required=True, title='commands',
-                                     metavar='COMMAND')
+    from orca_nav.parameters.orca_node import MODES
     scenarios = ', '.join(scenario_names())
     demo = commands.add_parser(
-        'demo', help='run a fleet scenario on the embedded simulator',
+        'demo', help=COMMANDS['demo'],
         description='Runs a fleet over real ROS 2 topics on the embedded simulator, sends every '
         'robot its goals, writes OUT/report.json and OUT/trajectories.png and prints a summary. '
         f'Built-in scenarios: {scenarios}.',
-        epilog='Exit status: 0 when every robot reached every goal without a collision or a '
-        'negative separation, 1 when the run ended otherwise, 2 for a fleet file with problems '
+        epilog='Exit status: 0 when every robot reached every goal and is at its last goal at '
+        'the end, without a collision or a negative separation, 1 when the run ended otherwise, 2 for a fleet file with problems '
         'or another start-up error. Ctrl-C ends the run early and still '
         'writes the report.')
     demo.add_argument('--scenario', default='circle',
@@ -264,17 +274,43 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument('--executor', help='events (default where rclpy has it: fastest, but its '
                       'nodes answer no services, so no `ros2 param set`) or multi_threaded')
     demo.set_defaults(run=demo_command)
-    from orca_nav.bringup.faults import add_parser as add_faults_parser
-    add_faults_parser(commands)
-    bench = commands.add_parser('bench', help='run benchmarks (bench/run.py)')
+
+
+def add_bench_parser(commands) -> None:
+    bench = commands.add_parser('bench', help=COMMANDS['bench'])
     bench.add_argument('areas', nargs='*', help='benchmark areas (default: all); options such '
                        'as --quick are passed on to bench/run.py too')
     bench.set_defaults(run=bench_command)
+
+
+def add_faults_parser(commands) -> None:
+    from orca_nav.bringup.faults import add_parser
+    add_parser(commands, COMMANDS['faults'])
+
+
+_ADD_PARSER = {'demo': add_demo_parser, 'faults': add_faults_parser, 'bench': add_bench_parser}
+
+
+def build_parser(full: Sequence[str] = tuple(COMMANDS)) -> argparse.ArgumentParser:
+    """orca-nav's parser. Only the commands in `full` get their options (building them imports
+    what the command needs); the others are listed with their help line."""
+    parser = argparse.ArgumentParser(
+        prog='orca-nav', description='Multi-robot navigation with ORCA on ROS 2: run a fleet '
+        'scenario on the embedded simulator, or the benchmarks.',
+        epilog='`orca-nav COMMAND --help` shows the options of a command.')
+    commands = parser.add_subparsers(dest='command', required=True, title='commands',
+                                     metavar='COMMAND')
+    for name, help_text in COMMANDS.items():
+        if name in full:
+            _ADD_PARSER[name](commands)
+        else:
+            commands.add_parser(name, help=help_text, add_help=False)
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(full=argv[:1])       # the command is the first argument
     args, extra = parser.parse_known_args(argv)
     if args.command == 'bench':
         args.bench_args = list(args.areas) + extra

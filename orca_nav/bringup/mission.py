@@ -8,8 +8,9 @@ simulator's collision reports (`/fleet_sim/collisions`, std_msgs/String with one
 new contact), the planned paths on `/<robot>/plan` and the people (non-cooperative agents) on
 `tracked_agents`. Times are odometry stamps, in seconds
 since the first odometry heard: simulated time when the run is on /clock. The record ends at
-the stamp that completed the mission (the last robot at its last goal) or at the demo's
-duration, whichever comes first, whenever the caller stops the run: on simulated time in
+the stamp that completed the mission (every robot has reached its goals in turn and all are at
+their last goals at once: one pushed off its goal after reaching it is waited for) or at the
+demo's duration, whichever comes first, whenever the caller stops the run: on simulated time in
 lockstep the same run gives the same record.
 
 All rclpy calls happen in callbacks on the graph's executor (calling into rclpy from another
@@ -33,9 +34,9 @@ from orca_nav.bringup.fleet_file import FleetConfig, RobotConfig
 from orca_nav.bringup.report import PersonTrack, RobotTrack
 from orca_nav.core.fleet.goal_sequence import GoalSequences
 from orca_nav.core.fleet.names import robot_names
+from orca_nav.parameters.shared import SHARED_SPECS
 from orca_nav.ros.convert import latched_qos, odom_to_state, stamp_to_seconds
 from orca_nav.ros.fleet_sim_node import COLLISION_HISTORY
-from orca_nav.ros.params import SHARED_SPECS
 from orca_nav.ros.tf_poses import FleetPoses
 from orca_nav.ros.tracked_agents import TRACKED_AGENTS_QOS
 
@@ -194,8 +195,22 @@ class DemoMission(Node):
             log.samples.append((t, x, y, z))
             if not self._goals.done(name) and self._at_goal_altitude(log.config, z):
                 self._goals.update(name, t, x, y)
-                if self._goals.all_done():
-                    self._end = t
+            if self._goals.all_done() and self._all_at_last_goals():
+                self._end = t
+
+    def _all_at_last_goals(self) -> bool:
+        """Every robot with goals is at its last one now (its newest sample)."""
+        for log in self._logs.values():
+            robot = log.config
+            if robot.goals:
+                if not log.samples:
+                    return False
+                _, x, y, z = log.samples[-1]
+                goal = robot.goals[-1]
+                if np.hypot(x - goal[0], y - goal[1]) > self._tolerance or \
+                        not self._at_goal_altitude(robot, z):
+                    return False
+        return True
 
     def _at_goal_altitude(self, robot: RobotConfig, z: float) -> bool:
         """A drone is at its goals' altitude; a ground robot always."""

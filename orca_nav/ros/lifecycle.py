@@ -26,10 +26,8 @@ from typing import Any, List
 
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 
-from orca_nav.ros.params import ParamSpec, declare_parameters
-
-AUTOSTART = ParamSpec('autostart', True, 'Configure and activate the node at start-up (false: '
-                      'wait for a lifecycle manager)', read_only=True)
+from orca_nav.parameters.shared import AUTOSTART
+from orca_nav.ros.params import NamesUndeclaredParameters, declare_parameters
 
 
 def _entities(node) -> List[tuple]:
@@ -42,7 +40,7 @@ def _entities(node) -> List[tuple]:
             + [('waitable', w) for w in node.waitables])
 
 
-class ManagedNode(LifecycleNode):
+class ManagedNode(NamesUndeclaredParameters, LifecycleNode):
     """A lifecycle node whose subclasses implement `configure` (and optionally `activated` and
     `deactivating`); see the module docstring."""
 

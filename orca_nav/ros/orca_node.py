@@ -39,6 +39,7 @@ from trajectory_msgs.msg import MultiDOFJointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 from orca_nav.core.fleet.controller import FleetController, MapModel, prepare_map
+from orca_nav.parameters.orca_node import DEADLOCK_SPECS, NODE_SPECS
 from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import (TwistCdr, latched_qos, msg_to_grid, node_now,
                               odom_state_from_cdr)
@@ -49,8 +50,7 @@ from orca_nav.ros.node_main import run_node
 from orca_nav.ros.odometry_input import BatchedOdometry
 from orca_nav.ros.offload import Offloaded
 from orca_nav.ros.orca_drones import DroneMap
-from orca_nav.ros.orca_params import (DEADLOCK_SPECS, NODE_SPECS, commanded_robots,
-                                      controller_params, robot_specs)
+from orca_nav.ros.orca_params import commanded_robots, controller_params, robot_specs
 from orca_nav.ros.params import declare_parameters, declare_robot_parameters, on_parameters_changed
 from orca_nav.ros.qos_events import publisher_events
 from orca_nav.ros.robot_topics import RobotTopics

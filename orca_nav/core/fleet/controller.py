@@ -62,8 +62,6 @@ from orca_nav.core.geometry import world_to_body
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.reference import Reference
 
-MODES = ('centralized', 'per_robot')
-MAX_SHARDS = 1024      # orca_node processes (shard mode) one fleet may be split over
 _EARLY = 0.1        # control periods: how early before its grid slot a cycle may run
 _MIN_GAP = 0.5      # control periods: the least time between two cycles
 # A state more than this far from where the previous one's velocity leads is a localization

@@ -12,12 +12,15 @@ import argparse
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
+
+from orca_nav.process import end_process
 
 if TYPE_CHECKING:
     from orca_nav.bringup.fleet_file import FleetConfig
@@ -103,6 +106,9 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     from orca_nav.core.voxel_map import load_voxel_map
     from orca_nav.bringup.report import fleet_report
     from orca_nav.bringup.report_plot import plot_trajectories
+    # Most of what the picture needs, loaded before the run rather than after a Ctrl-C (which
+    # must end the run, picture included, within 2 s).
+    import matplotlib.backends.backend_agg  # noqa: F401
     from orca_nav.bringup.graph import describe_graph
     from orca_nav.bringup.mission import DemoMission
     from orca_nav.bringup.runner import run_graph
@@ -147,17 +153,19 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
                 # Wakes for the end of the run, or every 0.1 s for the progress line.
                 graph.wait_for(lambda: mission.over() or mission.error() is not None, 0.1)
         except KeyboardInterrupt:       # Ctrl-C ends the run early; report what was recorded
-            print('\norca-nav demo: interrupted', file=sys.stderr)
-        state = mission.progress()
-        progress.update(mission.elapsed(), state['at_goal'], state['robots'], state['collisions'],
-                        (state['goals_reached'], state['goals']))
-        progress.close()
-        tracks, plans = mission.tracks(), mission.plans()
-        collisions = mission.collision_events()
-        sim_cfg = cfg.node_parameters['fleet_sim_node']
-        people = mission.people(sim_cfg.get('pedestrians.radius', PedestrianParams().radius))
-        boxes = np.asarray(sim_cfg.get('boxes', []), dtype=float).reshape(-1, 4)
-        person_contacts = mission.person_contacts()
+            print('\norca-nav demo: interrupted: writing the report of what was recorded',
+                  file=sys.stderr)
+    # The record is read once the graph has stopped: nothing runs beside the report then.
+    state = mission.progress()
+    progress.update(mission.elapsed(), state['at_goal'], state['robots'], state['collisions'],
+                    (state['goals_reached'], state['goals']))
+    progress.close()
+    tracks, plans = mission.tracks(), mission.plans()
+    collisions = mission.collision_events()
+    sim_cfg = cfg.node_parameters['fleet_sim_node']
+    people = mission.people(sim_cfg.get('pedestrians.radius', PedestrianParams().radius))
+    boxes = np.asarray(sim_cfg.get('boxes', []), dtype=float).reshape(-1, 4)
+    person_contacts = mission.person_contacts()
     grid = OccupancyGrid.from_map_yaml(cfg.map_path) if cfg.map_path is not None else None
     grid_3d = load_voxel_map(cfg.map_3d_path) if cfg.map_3d_path is not None else None
     report = fleet_report(tracks, grid=grid, grid_3d=grid_3d, collision_events=collisions,
@@ -206,6 +214,10 @@ def demo_command(args) -> int:
     except (RuntimeError, ValueError) as err:
         print(f'\norca-nav demo: {err}', file=sys.stderr)
         return 2
+    except KeyboardInterrupt:       # before the run began: nothing was recorded
+        print('\norca-nav demo: interrupted while starting; nothing was recorded',
+              file=sys.stderr)
+        return 0
     print(format_table(report))
     print(f'wrote {out_dir / "report.json"} and {out_dir / "trajectories.png"}')
     return demo_exit_status(report)
@@ -254,8 +266,8 @@ def add_demo_parser(commands) -> None:
         f'Built-in scenarios: {scenarios}.',
         epilog='Exit status: 0 when every robot reached every goal and is at its last goal at '
         'the end, without a collision or a negative separation, 1 when the run ended otherwise, 2 for a fleet file with problems '
-        'or another start-up error. Ctrl-C ends the run early and still '
-        'writes the report.')
+        'or another start-up error. Ctrl-C ends the run early and still writes the report (the '
+        'exit status then judges what was recorded); Ctrl-C while starting exits with 0.')
     demo.add_argument('--scenario', default='circle',
                       help='a built-in scenario (listed above) or the path of a fleet config '
                            'YAML (default: circle)')
@@ -308,6 +320,19 @@ def build_parser(full: Sequence[str] = tuple(COMMANDS)) -> argparse.ArgumentPars
     return parser
 
 
+def _interrupt_once(signum, frame):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)       # a second Ctrl-C must not cut the report
+    raise KeyboardInterrupt
+
+
+def console_main() -> None:
+    """The `orca-nav` console script: `main()`, the first Ctrl-C only (a second one, as a
+    terminal and a wrapper may both send, is ignored), then the process ends at once
+    (`orca_nav.process`)."""
+    signal.signal(signal.SIGINT, _interrupt_once)
+    end_process(main())
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(full=argv[:1])       # the command is the first argument
@@ -320,4 +345,4 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    console_main()

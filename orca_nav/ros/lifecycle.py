@@ -71,9 +71,14 @@ class ManagedNode(NamesUndeclaredParameters, LifecycleNode):
         return resource
 
     def destroy_node(self) -> None:
-        """Also releases rclpy's lifecycle state machine, which holds the rcl node (rclpy's
-        LifecycleNode leaves it to the garbage collector: the node would stay on the graph)."""
+        """Also releases the waitables and rclpy's lifecycle state machine, which hold the rcl
+        node (rclpy leaves them to the garbage collector: the node would stay on the graph)."""
         self._close_owned()
+        # rclpy's destroy_node leaves waitables (action servers) to the garbage collector; each
+        # keeps the rcl node, and with it the DDS participant, alive: the node would linger on
+        # the graph for a DDS lease (~20 s) after its process ended.
+        for waitable in list(self.waitables):
+            waitable.destroy()
         super().destroy_node()
         self._state_machine.destroy_when_not_in_use()
 

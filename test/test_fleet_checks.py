@@ -188,7 +188,7 @@ def test_node_sections_name_unknown_parameters_and_where_they_were_given():
                          'planner': {'enabled': True, 'plan_time_budget': 0},
                          'fleet_sim_node': {'rate': 50.0}})
     assert lines == [
-        'planner.plan_time_budget: 0.0 is below the minimum 0.01 (allowed: 0.01 to 120.0)',
+        'planner.plan_time_budget: 0.0 is below the minimum 0.01 (allowed: 0.01 to 3600.0)',
         "fleet_sim_node.rate: fleet_sim_node has no parameter 'rate' (did you mean sim_rate or "
         'scan.rate or odom_rate?)']
 

@@ -70,11 +70,14 @@ class Progress:
         self._last_plain = -float('inf')
 
     def update(self, elapsed: float, at_goal: int, robots: int, collisions: int,
-               goals: Optional[tuple] = None) -> None:
-        """goals: (reached, total) over all robots, shown when robots have several goals."""
+               goals: Optional[tuple] = None, planning_failed: int = 0) -> None:
+        """goals: (reached, total) over all robots, shown when robots have several goals;
+        planning_failed: robots the planner could not plan for, shown when there are any."""
         line = f't = {elapsed:6.1f} s   at goal {at_goal:3d}/{robots:<3d}   collisions {collisions}'
         if goals is not None and goals[1] > robots:
             line += f'   goals {goals[0]}/{goals[1]}'
+        if planning_failed:
+            line += f'   planning failed {planning_failed}'
         if self._tty:
             self._stream.write('\r' + line + '\x1b[K')
             self._stream.flush()
@@ -149,7 +152,8 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
                     during(graph, mission)
                 state = mission.progress()
                 progress.update(mission.elapsed(), state['at_goal'], state['robots'],
-                                state['collisions'], (state['goals_reached'], state['goals']))
+                                state['collisions'], (state['goals_reached'], state['goals']),
+                                state['planning_failed'])
                 # Wakes for the end of the run, or every 0.1 s for the progress line.
                 graph.wait_for(lambda: mission.over() or mission.error() is not None, 0.1)
         except KeyboardInterrupt:       # Ctrl-C ends the run early; report what was recorded
@@ -158,7 +162,7 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     # The record is read once the graph has stopped: nothing runs beside the report then.
     state = mission.progress()
     progress.update(mission.elapsed(), state['at_goal'], state['robots'], state['collisions'],
-                    (state['goals_reached'], state['goals']))
+                    (state['goals_reached'], state['goals']), state['planning_failed'])
     progress.close()
     tracks, plans = mission.tracks(), mission.plans()
     collisions = mission.collision_events()

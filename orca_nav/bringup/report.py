@@ -12,6 +12,8 @@ and each drone's altitude range is reported.
 A robot has `reached` its goals when it reached every goal in turn and is still at the last one
 (within the goal tolerance, as the recorder judges it) when the record ends; one that reached
 them and was pushed away again is `reached then displaced` (its `outcome`), and does not count.
+A robot the planner could not plan for is `planning failed`, with the planner's reason
+(`planning_failure`).
 """
 from __future__ import annotations
 
@@ -36,7 +38,8 @@ class RobotTrack:
     t: (K,) seconds, increasing; xy: (K, 2) positions, or (K, 3) x, y, z for a drone; goals:
     (G, 2) or (G, 3) likewise, in visiting order;
     goal_times: time each goal was reached (None when not reached); collisions: collision
-    events the simulator reported for this robot.
+    events the simulator reported for this robot; planning_failure: why the planner last failed
+    to plan for it, if its latest status was a failure.
     """
 
     name: str
@@ -46,6 +49,7 @@ class RobotTrack:
     goals: np.ndarray
     goal_times: List[Optional[float]] = field(default_factory=list)
     collisions: int = 0
+    planning_failure: Optional[str] = None
 
     def __post_init__(self):
         self.t = np.asarray(self.t, dtype=float).reshape(-1)
@@ -198,8 +202,9 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
         reached = every_goal and _at_last_goal(tr, goal_tolerance)
         robots[tr.name] = {
             'reached': reached,
-            'outcome': 'reached' if reached else
-                       'reached then displaced' if every_goal else 'not reached',
+            'outcome': 'reached' if reached else 'reached then displaced' if every_goal else
+                       'planning failed' if tr.planning_failure else 'not reached',
+            'planning_failure': tr.planning_failure,
             'goals_reached': len(reached_times),
             'goals_total': int(len(tr.goals)),
             'time_to_goal': _finite_or_none(max(reached_times)) if reached else None,
@@ -266,15 +271,19 @@ def format_table(report: Dict[str, Any]) -> str:
         outcome = e['outcome']
         if outcome == 'reached then displaced':
             outcome += f' ({num(e["final_goal_distance"])} m off at the end)'
+        elif outcome == 'planning failed':
+            outcome += f': {e["planning_failure"]}'
         lines.append(f'{name:<12} {e["goals_reached"]:>4}/{e["goals_total"]:<4} '
                      f'{num(e["time_to_goal"], 1):>8} {num(e["path_length"]):>8} '
                      f'{num(e["min_separation"]):>9} {num(e["min_obstacle_clearance"]):>10} '
                      f'{e["collisions"]:>10}  {outcome}')
     f = report['fleet']
     lines.append('-' * len(header))
-    lines.append(f'fleet: {f["reached"]}/{f["robots"]} robots at their goals, makespan '
-                 f'{num(f["makespan"], 1)} s, collisions {f["collisions"]}, min separation '
-                 f'{num(f["min_separation"])} m')
+    failed = sum(e['outcome'] == 'planning failed' for e in report['robots'].values())
+    lines.append(f'fleet: {f["reached"]}/{f["robots"]} robots at their goals'
+                 + (f' ({failed} could not be planned for)' if failed else '')
+                 + f', makespan {num(f["makespan"], 1)} s, collisions {f["collisions"]}, '
+                 f'min separation {num(f["min_separation"])} m')
     if 'unmapped_obstacles' in f:
         lines.append(f'unmapped obstacles: {f["unmapped_obstacles"]}, min clearance to them '
                      f'{num(f["min_unmapped_clearance"])} m')

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from orca_nav.core.fleet.fleet_planner import PlanSettings, ReplanPolicy
+from orca_nav.core.fleet.fleet_planner import RETRY_BUDGET_FACTOR, PlanSettings, ReplanPolicy
 from orca_nav.parameters.shared import SHARED_SPECS
 from orca_nav.parameters.spec import ParamSpec
 
@@ -16,8 +16,14 @@ NODE_SPECS = [
     ParamSpec('global_frame', 'map', 'Frame of the map, odometry, goals and plans', read_only=True),
     SHARED_SPECS['tf_layout'],
     SHARED_SPECS['transform_tolerance'],
+    ParamSpec('plan_max_expansions', _DEFAULTS['plan_max_expansions'], 'Budget of one planning '
+              'query: search nodes expanded (the same outcome on a loaded machine as on a quiet '
+              f'one); a query that spends it is tried once more with {RETRY_BUDGET_FACTOR} times '
+              'as many',
+              min=1, max=10_000_000),
     ParamSpec('plan_time_budget', _DEFAULTS['plan_time_budget'],
-              'Wall-time budget of one planning query (s)', min=0.01, max=120.0),
+              'Wall-time cap of one planning query (s): a safety net above plan_max_expansions',
+              min=0.01, max=3600.0),
     ParamSpec('replan_deviation', _DEFAULTS['replan_deviation'], 'Replan when a robot is '
               'farther than this from its trajectory (m)', min=0.05, max=100.0),
     ParamSpec('replan_check_period', 0.25, 'Period of the trajectory deviation check (s)',

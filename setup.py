@@ -41,13 +41,13 @@ setup(
     tests_require=['pytest'],
     entry_points={
         'console_scripts': [
-            'orca_node = orca_nav.ros.orca_node:main',
-            'planner_node = orca_nav.ros.planner_node:main',
-            'fleet_sim_node = orca_nav.ros.fleet_sim_node:main',
-            'map_publisher = orca_nav.ros.map_publisher:main',
-            'map_3d_publisher = orca_nav.ros.map_3d_publisher:main',
-            'mission_node = orca_nav.ros.mission_node:main',
-            'orca-nav = orca_nav.bringup.cli:main',
+            'orca_node = orca_nav.ros.entry:orca_node',
+            'planner_node = orca_nav.ros.entry:planner_node',
+            'fleet_sim_node = orca_nav.ros.entry:fleet_sim_node',
+            'map_publisher = orca_nav.ros.entry:map_publisher',
+            'map_3d_publisher = orca_nav.ros.entry:map_3d_publisher',
+            'mission_node = orca_nav.ros.entry:mission_node',
+            'orca-nav = orca_nav.bringup.cli:console_main',
         ],
     },
 )

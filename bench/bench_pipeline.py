@@ -54,7 +54,7 @@ def baseline_run(cfg, dt: float = 0.05):
     from orca_nav.core.fleet.tracking import FleetTracker, tracking_twist
     from orca_nav.core.fleet.fleet_planner import (PlanSettings, StartState, build_planner,
                                                       plan_reference)
-    from orca_nav.ros.params import SHARED_SPECS
+    from orca_nav.parameters.shared import SHARED_SPECS
 
     grid = OccupancyGrid.from_map_yaml(cfg.map_path)
     robots = cfg.robots

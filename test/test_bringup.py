@@ -21,9 +21,9 @@ def fleet_with_map(tmp_path):
         'global_frame': 'world', 'map': 'room.yaml',
         'robots': [{'name': 'a', 'start': [0, 0], 'goal': [1, 1, 0.5]},
                    {'name': 'b', 'kinematics': 'diff_drive', 'start': [1, 0]}],
-        'planner': {'enabled': True, 'time_budget': 0.5},
-        'orca_node': {'time_horizon': 4.0}, 'fleet_sim_node': {'rate': 40.0},
-        'map_publisher': {'publish_period': 2.0}}, base_dir=tmp_path)
+        'planner': {'enabled': True, 'plan_time_budget': 0.5},
+        'orca_node': {'time_horizon': 4.0}, 'fleet_sim_node': {'sim_rate': 40.0},
+        'map_publisher': {'topic': '/site_map'}}, base_dir=tmp_path)
 
 
 def by_executable(specs):
@@ -44,19 +44,19 @@ def test_centralized_graph(fleet_with_map):
     nodes = by_executable(specs)
     (map_params,) = nodes['map_publisher'][0].parameters
     assert map_params == {'yaml_filename': str(cfg.map_path), 'frame_id': 'world',
-                          'use_sim_time': True, 'publish_period': 2.0}
+                          'use_sim_time': True, 'topic': '/site_map'}
     (orca,) = nodes['orca_node'][0].parameters
     assert orca['robots'] == ['a', 'b'] and orca['global_frame'] == 'world'
     assert orca['a.goal'] == [1.0, 1.0, 0.5] and 'b.goal' not in orca
     assert orca['b.kinematics'] == 'diff_drive' and orca['a.start'] == [0.0, 0.0, 0.0]
-    assert orca['time_horizon'] == 4.0 and 'rate' not in orca
+    assert orca['time_horizon'] == 4.0 and 'sim_rate' not in orca
     (sim,) = nodes['fleet_sim_node'][0].parameters
-    assert sim['rate'] == 40.0 and sim['a.radius'] == 0.3
+    assert sim['sim_rate'] == 40.0 and sim['a.radius'] == 0.3
     # The embedded simulator is the clock source; every other node follows /clock.
     assert sim['publish_clock'] is True and 'use_sim_time' not in sim
     assert orca['use_sim_time'] is True and planner_params(nodes)['use_sim_time'] is True
     (planner,) = nodes['planner_node'][0].parameters
-    assert planner['time_budget'] == 0.5 and planner['robots'] == ['a', 'b']
+    assert planner['plan_time_budget'] == 0.5 and planner['robots'] == ['a', 'b']
     # every per-robot field of TEAM.md, for every robot, with a ROS-typed value
     for name in ('a', 'b'):
         assert isinstance(orca[f'{name}.kinematics'], str)

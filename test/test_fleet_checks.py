@@ -169,3 +169,77 @@ def test_too_many_shards_refused_with_one_line_and_exit_status_2(tmp_path):
     assert launch_refusal(path) == (2, f'multi_robot.launch.py: fleet config {path}: shards: 4 '
                                        'shards for 2 robots (each shard commands at least one '
                                        'robot)\n')
+
+
+def test_a_bad_node_parameter_is_refused_before_any_node_starts_naming_it(tmp_path, capsys):
+    """orca_node's control_rate, not the simulator's odom_rate the demo derives from it (the
+    simulator starts first and used to be the one refusing it)."""
+    path = write_fleet(tmp_path / 'rate.yaml', {'robots': [robot('a', [0.0, 0.0], [3.0, 0.0])],
+                                                'orca_node': {'control_rate': -5}})
+    assert cli_main(['demo', '--scenario', str(path), '--out', str(tmp_path / 'out')]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f'orca-nav demo: fleet config {path}: orca_node.control_rate: -5.0 is below the minimum '
+        '0.5 (allowed: 0.5 to 1000.0)']
+    assert not (tmp_path / 'out').exists()      # nothing started
+
+
+def test_node_sections_name_unknown_parameters_and_where_they_were_given():
+    lines = problems_of({'robots': [robot('a', [0.0, 0.0])],
+                         'planner': {'enabled': True, 'plan_time_budget': 0},
+                         'fleet_sim_node': {'rate': 50.0}})
+    assert lines == [
+        'planner.plan_time_budget: 0.0 is below the minimum 0.01 (allowed: 0.01 to 3600.0)',
+        "fleet_sim_node.rate: fleet_sim_node has no parameter 'rate' (did you mean sim_rate or "
+        'scan.rate or odom_rate?)']
+
+
+def test_a_long_list_of_problems_is_cut_and_counted(tmp_path):
+    """50 robots in a row 0.1 m apart: one line per overlapping robot, the first 20 shown."""
+    path = write_fleet(tmp_path / 'row.yaml', {'robots': [
+        robot(f'r{k}', [0.1 * k, 0.0], [0.1 * k, 10.0 + k]) for k in range(50)]})
+    with pytest.raises(FleetFileError) as info:
+        load_fleet_config(path)
+    assert len(info.value.problems) == 49
+    lines = str(info.value).splitlines()
+    assert len(lines) == 21
+    assert lines[-1] == f'fleet config {path}: ... and 29 more problems (49 in all)'
+    assert lines[0] == (f'fleet config {path}: robots[1].start: [0.1, 0, 0] overlaps robots[0] '
+                        '(r0 at [0, 0, 0]): centres 0.1 m apart, radii 0.3 + 0.3 m')
+    assert lines[2].endswith('centres 0.3 m apart, radii 0.3 + 0.3 m; and 2 more robots')
+
+
+def test_two_robots_sent_to_one_goal_are_refused_naming_both(tmp_path, capsys):
+    path = write_fleet(tmp_path / 'same_goal.yaml', {'robots': [
+        robot('a', [0.0, 0.0], [3.0, 0.0]), robot('b', [0.0, 2.0], [3.0, 0.33]),
+        robot('c', [0.0, 4.0], [3.0, -0.6])]})
+    assert cli_main(['demo', '--scenario', str(path), '--out', str(tmp_path / 'out')]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f'orca-nav demo: fleet config {path}: robots[1].goal: [3, 0.33, 0] overlaps the goal of '
+        'robots[0] (a at [3, 0, 0]): centres 0.33 m apart, radii 0.3 + 0.3 m: b and a cannot '
+        'both end there']        # c's goal 0.6 m from a's touches it exactly: no overlap
+
+
+def test_a_goal_on_a_robot_that_stays_put_and_the_last_of_several_goals():
+    lines = problems_of({'robots': [
+        {'name': 'a', 'start': [0.0, 0.0], 'goals': [[5.0, 0.0], [3.0, 0.0]]},
+        robot('idle', [3.2, 0.0]), robot('b', [0.0, 2.0], [5.0, 0.0])]})
+    # a's first goal is b's goal too: goals visited on the way are not where robots end.
+    assert lines == [
+        'robots[0].goals[1]: [3, 0, 0] overlaps the start, where it stays (it has no goal), of '
+        'robots[1] (idle at [3.2, 0, 0]): centres 0.2 m apart, radii 0.3 + 0.3 m: a and idle '
+        'cannot both end there']
+
+
+def test_drone_goals_overlap_by_the_layer_rule():
+    def drone(name, start, start_z, goal, goal_z):
+        return {'name': name, 'kinematics': 'quadrotor', 'radius': 0.3, 'start': start,
+                'start_z': start_z, 'goal': goal, 'goal_z': goal_z}
+    # one above the other (1 m apart) and a drone above a ground robot's goal: both fine
+    load_fleet_config({'robots': [drone('d0', [0, 0], 1.5, [5, 0], 1.5),
+                                  drone('d1', [0, 2], 1.5, [5, 0], 2.5),
+                                  robot('g', [0, 4], [5, 0])]})
+    lines = problems_of({'robots': [drone('d0', [0, 0], 1.5, [5, 0], 1.5),
+                                    drone('d1', [0, 2], 1.5, [5, 0.2], 1.7)]})
+    assert len(lines) == 1 and lines[0].startswith('robots[1].goal: [5, 0.2, 0] overlaps the '
+                                                   'goal of robots[0] (d0 at [5, 0, 0]): '
+                                                   'centres 0.283 m apart')

@@ -46,7 +46,7 @@ robots:
   - {name: alpha, start: [1, 2], goal: [3, 4, 0.5]}
   - {name: beta, kinematics: car, wheelbase: 0.4, start: [0, 0, 1.0],
      goals: [[1, 1], [2, 2, 3.0]]}
-planner: {enabled: true, time_budget: 0.5}
+planner: {enabled: true, plan_time_budget: 0.5}
 orca_node: {time_horizon: 4.0, deadlock: {stall_time: 2.0}}
 demo: {duration: 20, goal_tolerance: 0.1}
 """)
@@ -59,7 +59,7 @@ demo: {duration: 20, goal_tolerance: 0.1}
     assert (beta.kinematics, beta.wheelbase, beta.radius) == ('car', 0.4, 0.2)
     assert beta.goals == ((1.0, 1.0, 0.0), (2.0, 2.0, 3.0))
     assert cfg.planner_enabled
-    assert dict(cfg.node_parameters['planner_node']) == {'time_budget': 0.5}
+    assert dict(cfg.node_parameters['planner_node']) == {'plan_time_budget': 0.5}
     # nested parameter dicts flatten to ROS's dotted names
     assert dict(cfg.node_parameters['orca_node']) == {'time_horizon': 4.0,
                                                       'deadlock.stall_time': 2.0}
@@ -77,7 +77,7 @@ def test_round_trip_through_yaml(tmp_path):
     write_map(tmp_path)
     cfg = load_fleet_config(fleet(robot('a', goals=[[1, 1], [2, 2]]),
                                   robot('b', radius=0.5, start=[2.0, 0.0, 0.0]),
-                                  map='room.yaml', fleet_sim_node={'rate': 50.0}),
+                                  map='room.yaml', fleet_sim_node={'sim_rate': 50.0}),
                             base_dir=tmp_path)
     path = tmp_path / 'out.yaml'
     write_fleet_config(cfg, path)
@@ -171,9 +171,9 @@ def test_file_errors_name_the_file(tmp_path):
 def test_robot_fields_come_from_the_one_robot_schema():
     """Fleet files and the per-robot ROS parameters both derive from core.fleet.robots: the same
     fields, defaults and ranges, and a value the schema refuses is refused by both."""
-    params = pytest.importorskip('orca_nav.ros.params')
-    specs = {spec.name: spec for spec in params.ROBOT_SPECS}
-    assert list(specs) == [f.name for f in ROBOT_FIELDS] + list(params.POSE_FIELDS)
+    from orca_nav.parameters.shared import POSE_FIELDS, ROBOT_SPECS
+    specs = {spec.name: spec for spec in ROBOT_SPECS}
+    assert list(specs) == [f.name for f in ROBOT_FIELDS] + list(POSE_FIELDS)
     for field in ROBOT_FIELDS:
         spec = specs[field.name]
         assert (spec.default, spec.min, spec.max, spec.choices) == \

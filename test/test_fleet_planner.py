@@ -339,3 +339,29 @@ def test_robots_with_one_spec_share_one_planner_and_a_new_map_drops_it():
     assert used[0][0] is used[1][0]
     planner.set_map(room(blocks=[(0.5, 9.0, 1.0, 9.5)]), now=1.0)
     assert first.planners.keys() == []
+
+
+def test_a_query_that_spends_its_budget_is_tried_again_with_four_times_it():
+    """Across the room the first trajectory is found after 10 expansions: a budget of 4 plans on
+    the second try (16), one of 2 fails on both (8) and says so; the budget is expansions, so
+    this holds on any machine."""
+    for budget, planned in ((4, True), (2, False)):
+        planner = supervisor(settings=replace(SETTINGS, plan_max_expansions=budget))
+        planner.set_map(room(), now=10.0)
+        planner.set_start_state('robot0', state(2.0, 5.0, stamp=10.0), now=10.0)
+        (request,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], now=10.0).plan
+        outcome = run_request(request)
+        assert outcome.retried and outcome.result.success is planned, outcome.result.message
+        actions = planner.finish(outcome, now=10.5)
+        (status,) = actions.status
+        assert status.message.endswith(f'(tried again with 4x the budget of {budget} expansions)')
+        if planned:
+            assert status.level is Level.OK and actions.publish[0].reference is not None
+        else:
+            assert status.level is Level.ERROR and status.message.startswith(
+                f'planning failed (timeout): expansion budget {4 * budget} spent after')
+            (ended,) = actions.ended
+            assert not ended.reached and ended.reason == 'timeout'
+    generous = run_request(replace(request, settings=replace(request.settings,
+                                                             plan_max_expansions=10)))
+    assert generous.result.success and not generous.retried

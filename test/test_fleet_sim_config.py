@@ -84,8 +84,8 @@ def test_forest_2d_covers_every_cylinder_at_1m():
 
 
 def test_fleet_sim_yaml_names_only_declared_parameters():
-    from orca_nav.ros.fleet_sim_node import NODE_SPECS
-    from orca_nav.ros.params import ROBOT_SPECS
+    from orca_nav.parameters.fleet_sim_node import NODE_SPECS
+    from orca_nav.parameters.shared import ROBOT_SPECS
     params = yaml.safe_load((REPO / 'config' / 'fleet_sim.yaml').read_text())
     values = params['fleet_sim']['ros__parameters']
     node_names = {s.name for s in NODE_SPECS}
@@ -102,7 +102,7 @@ def test_fleet_sim_yaml_names_only_declared_parameters():
 
 def test_fleet_sim_yaml_documents_every_parameter_with_its_default():
     """The file says its values are the defaults unless marked "example" (only `robots`)."""
-    from orca_nav.ros.fleet_sim_node import NODE_SPECS
+    from orca_nav.parameters.fleet_sim_node import NODE_SPECS
     values = yaml.safe_load((REPO / 'config' / 'fleet_sim.yaml').read_text())
     values = values['fleet_sim']['ros__parameters']
     for spec in NODE_SPECS:

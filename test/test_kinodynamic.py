@@ -186,11 +186,26 @@ def test_no_path_open_list_exhausted(geodesic):
     assert result.stats.expanded_nodes > 10
 
 
-def test_timeout_by_wall_time_and_by_node_budget():
+def test_timeout_by_wall_time_cap_and_by_expansion_budget():
     result = small_planner(max_time=1e-9).plan([1.0, 1.0], [0, 0], [11.0, 1.0], [0, 0])
-    assert result.status is PlanStatus.TIMEOUT and 'wall-time' in result.message
-    result = small_planner(max_nodes=20).plan([1.0, 1.0], [0, 0], [11.0, 1.0], [0, 0])
-    assert result.status is PlanStatus.TIMEOUT and 'node budget' in result.message
+    assert result.status is PlanStatus.TIMEOUT and 'wall-time cap' in result.message
+    result = small_planner(max_expansions=20).plan([1.0, 1.0], [0, 0], [11.0, 1.0], [0, 0])
+    assert result.status is PlanStatus.TIMEOUT, result.message
+    assert result.message.startswith('expansion budget 20 spent')
+    assert result.stats.expanded_nodes == 20
+
+
+def test_the_expansion_budget_gives_the_same_outcome_however_long_expansions_take(monkeypatch):
+    """A clock that runs 1,000 times slower (a loaded machine) changes nothing but the time."""
+    import time
+    quick = small_planner(max_expansions=400, max_time=1e6).plan([1.0, 1.0], [0, 0],
+                                                                [11.0, 1.0], [0, 0])
+    clock = time.perf_counter
+    monkeypatch.setattr(time, 'perf_counter', lambda: 1000.0 * clock())
+    slow = small_planner(max_expansions=400, max_time=1e6).plan([1.0, 1.0], [0, 0],
+                                                               [11.0, 1.0], [0, 0])
+    assert (slow.status, slow.stats.expanded_nodes) == (quick.status, quick.stats.expanded_nodes)
+    assert np.allclose(slow.trajectory.sample(0.1)[1], quick.trajectory.sample(0.1)[1])
 
 
 # ---------------------------------------------------------------------- heuristic
@@ -246,7 +261,7 @@ def test_cubic_reaches_boundary_states():
 @pytest.mark.parametrize('field, value', [
     ('max_vel', 0.0), ('max_vel', -1.0), ('max_acc', 0.0), ('max_acc', float('nan')),
     ('robot_radius', -0.1), ('tau', 0.0), ('rho', 0.0), ('max_speed', 0.0), ('max_time', 0.0),
-    ('acc_resolution', 1.5), ('max_nodes', 0), ('check_dt', float('inf')),
+    ('acc_resolution', 1.5), ('max_expansions', 0), ('check_dt', float('inf')),
     ('max_expansions_per_cell', 0), ('heuristic_weight', 0.0), ('safety_margin', -0.1),
 ])
 def test_bad_params(field, value):

@@ -34,8 +34,9 @@ from orca_nav.core.grid import OccupancyGrid  # noqa: E402
 from orca_nav.core.planning.reference import Reference  # noqa: E402
 from orca_nav.ros.convert import grid_to_msg, latched_qos, state_to_odom  # noqa: E402
 from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
-from orca_nav.ros.orca_params import DEADLOCK_SPECS, NODE_SPECS, SAFETY_SPECS  # noqa: E402
-from orca_nav.ros.params import ROBOT_SPECS  # noqa: E402
+from orca_nav.parameters.orca_node import (DEADLOCK_SPECS, NODE_SPECS,  # noqa: E402
+                                         SAFETY_SPECS)
+from orca_nav.parameters.shared import ROBOT_SPECS  # noqa: E402
 from orca_nav.ros.trajectory_msgs import reference_to_trajectory  # noqa: E402
 from ros_harness import (RosHarness, SimClock, harness_fixture, node_time_s,  # noqa: E402
                          private_domain, sim_time)

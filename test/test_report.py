@@ -177,3 +177,27 @@ def test_drones_are_separated_in_3d_and_cleared_in_the_3d_map(tmp_path):
     out = plot_trajectories(tmp_path / 'drones.png', tracks, starts=[low[0], high[0]],
                             grid_3d=grid, title='two drones')
     assert out.stat().st_size > 10_000
+
+
+def test_a_robot_pushed_off_its_goal_after_reaching_it_has_not_reached_it():
+    """It reached its goal at t = 4 and stood 0.33 m off it when the run ended (tolerance 0.25):
+    `reached then displaced`, not counted, and the demo's exit status says the run failed."""
+    from orca_nav.bringup.cli import demo_exit_status
+    t = np.linspace(0.0, 8.0, 81)
+    x = np.minimum(t, 4.0)
+    y = np.where(t > 6.0, 0.33, 0.0)
+    pushed = RobotTrack('pushed', 0.25, t, np.column_stack([x, y]), goals=[[4.0, 0.0]],
+                        goal_times=[4.0])
+    other = straight('other', [0.0, 3.0], [4.0, 3.0], 8.0)
+    report = fleet_report([pushed, other], goal_tolerance=0.25)
+    entry = report['robots']['pushed']
+    assert entry['outcome'] == 'reached then displaced' and not entry['reached']
+    assert entry['goal_times'] == [4.0] and entry['time_to_goal'] is None
+    assert entry['final_goal_distance'] == pytest.approx(0.33)
+    assert report['robots']['other']['outcome'] == 'reached'
+    assert report['fleet']['reached'] == 1 and not report['fleet']['all_reached']
+    assert demo_exit_status(report) == 1
+    row = format_table(report).splitlines()[2]
+    assert row.startswith('pushed') and row.endswith('reached then displaced (0.33 m off at the end)')
+    # within the tolerance at the end it counts
+    assert fleet_report([pushed], goal_tolerance=0.4)['robots']['pushed']['outcome'] == 'reached'

@@ -12,16 +12,21 @@ import argparse
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
-from orca_nav.bringup.graph import describe_graph, share_dir
-from orca_nav.bringup.fleet_file import FleetConfig, load_fleet_config
-from orca_nav.core.fleet.controller import MODES
+from orca_nav.process import end_process
+
+if TYPE_CHECKING:
+    from orca_nav.bringup.fleet_file import FleetConfig
+
+# Each command imports what it needs when it runs: `orca-nav --help` and a refused fleet file
+# load no rclpy, no node and no planner.
 
 # Wall-clock limit for start-up: every robot's odometry must arrive by then.
 ODOM_WAIT_S = 60.0
@@ -29,6 +34,7 @@ ODOM_WAIT_S = 60.0
 
 def load_scenario(scenario: str, robots: Optional[int] = None) -> FleetConfig:
     """A built-in scenario by name, or a fleet config file by path."""
+    from orca_nav.bringup.fleet_file import load_fleet_config
     from orca_nav.bringup.scenarios import scenario_config
     if scenario.endswith(('.yaml', '.yml')) or os.sep in scenario:
         if robots is not None:
@@ -64,11 +70,14 @@ class Progress:
         self._last_plain = -float('inf')
 
     def update(self, elapsed: float, at_goal: int, robots: int, collisions: int,
-               goals: Optional[tuple] = None) -> None:
-        """goals: (reached, total) over all robots, shown when robots have several goals."""
+               goals: Optional[tuple] = None, planning_failed: int = 0) -> None:
+        """goals: (reached, total) over all robots, shown when robots have several goals;
+        planning_failed: robots the planner could not plan for, shown when there are any."""
         line = f't = {elapsed:6.1f} s   at goal {at_goal:3d}/{robots:<3d}   collisions {collisions}'
         if goals is not None and goals[1] > robots:
             line += f'   goals {goals[0]}/{goals[1]}'
+        if planning_failed:
+            line += f'   planning failed {planning_failed}'
         if self._tty:
             self._stream.write('\r' + line + '\x1b[K')
             self._stream.flush()
@@ -100,6 +109,10 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     from orca_nav.core.voxel_map import load_voxel_map
     from orca_nav.bringup.report import fleet_report
     from orca_nav.bringup.report_plot import plot_trajectories
+    # Most of what the picture needs, loaded before the run rather than after a Ctrl-C (which
+    # must end the run, picture included, within 2 s).
+    import matplotlib.backends.backend_agg  # noqa: F401
+    from orca_nav.bringup.graph import describe_graph
     from orca_nav.bringup.mission import DemoMission
     from orca_nav.bringup.runner import run_graph
     from orca_nav.core.sim.pedestrians import PedestrianParams
@@ -139,26 +152,30 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
                     during(graph, mission)
                 state = mission.progress()
                 progress.update(mission.elapsed(), state['at_goal'], state['robots'],
-                                state['collisions'], (state['goals_reached'], state['goals']))
+                                state['collisions'], (state['goals_reached'], state['goals']),
+                                state['planning_failed'])
                 # Wakes for the end of the run, or every 0.1 s for the progress line.
                 graph.wait_for(lambda: mission.over() or mission.error() is not None, 0.1)
         except KeyboardInterrupt:       # Ctrl-C ends the run early; report what was recorded
-            print('\norca-nav demo: interrupted', file=sys.stderr)
-        state = mission.progress()
-        progress.update(mission.elapsed(), state['at_goal'], state['robots'], state['collisions'],
-                        (state['goals_reached'], state['goals']))
-        progress.close()
-        tracks, plans = mission.tracks(), mission.plans()
-        collisions = mission.collision_events()
-        sim_cfg = cfg.node_parameters['fleet_sim_node']
-        people = mission.people(sim_cfg.get('pedestrians.radius', PedestrianParams().radius))
-        boxes = np.asarray(sim_cfg.get('boxes', []), dtype=float).reshape(-1, 4)
-        person_contacts = mission.person_contacts()
+            print('\norca-nav demo: interrupted: writing the report of what was recorded',
+                  file=sys.stderr)
+    # The record is read once the graph has stopped: nothing runs beside the report then.
+    state = mission.progress()
+    progress.update(mission.elapsed(), state['at_goal'], state['robots'], state['collisions'],
+                    (state['goals_reached'], state['goals']), state['planning_failed'])
+    progress.close()
+    tracks, plans = mission.tracks(), mission.plans()
+    collisions = mission.collision_events()
+    sim_cfg = cfg.node_parameters['fleet_sim_node']
+    people = mission.people(sim_cfg.get('pedestrians.radius', PedestrianParams().radius))
+    boxes = np.asarray(sim_cfg.get('boxes', []), dtype=float).reshape(-1, 4)
+    person_contacts = mission.person_contacts()
     grid = OccupancyGrid.from_map_yaml(cfg.map_path) if cfg.map_path is not None else None
     grid_3d = load_voxel_map(cfg.map_3d_path) if cfg.map_3d_path is not None else None
     report = fleet_report(tracks, grid=grid, grid_3d=grid_3d, collision_events=collisions,
                           people=people, person_contacts=person_contacts, boxes=boxes,
-                          contacts=mission.contacts(), meta={
+                          contacts=mission.contacts(),
+                          goal_tolerance=cfg.demo.goal_tolerance, meta={
         'scenario': cfg.name, 'mode': mode, 'map': str(cfg.map_path) if cfg.map_path else None,
         'map_3d': str(cfg.map_3d_path) if cfg.map_3d_path else None,
         'duration_limit': cfg.demo.duration, 'goal_tolerance': cfg.demo.goal_tolerance,
@@ -202,21 +219,26 @@ def demo_command(args) -> int:
     except (RuntimeError, ValueError) as err:
         print(f'\norca-nav demo: {err}', file=sys.stderr)
         return 2
+    except KeyboardInterrupt:       # before the run began: nothing was recorded
+        print('\norca-nav demo: interrupted while starting; nothing was recorded',
+              file=sys.stderr)
+        return 0
     print(format_table(report))
     print(f'wrote {out_dir / "report.json"} and {out_dir / "trajectories.png"}')
     return demo_exit_status(report)
 
 
 def demo_exit_status(report: dict) -> int:
-    """0 only when every robot reached every goal and no contact happened while a robot in it
-    moved (a person walking into a robot at rest is the passive guarantee, not a failure);
-    else 1."""
+    """0 only when every robot reached every goal and is at its last one at the end (see
+    `report`), and no contact happened while a robot in it moved (a person walking into a
+    robot at rest is the passive guarantee, not a failure); else 1."""
     fleet = report['fleet']
     return 0 if fleet['all_reached'] and fleet['contacts_while_moving'] == 0 else 1
 
 
 def bench_command(args) -> int:
     """Runs `python -m bench.run [options] [area ...]` in the source checkout."""
+    from orca_nav.bringup.graph import share_dir
     root = share_dir()
     if not (root / 'bench' / 'run.py').is_file():
         print(f'orca-nav bench: {root / "bench" / "run.py"} not found (the benchmarks ship with '
@@ -226,24 +248,27 @@ def bench_command(args) -> int:
                            cwd=str(root))
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The commands and their one-line help; `orca-nav --help` needs nothing more.
+COMMANDS = {
+    'demo': 'run a fleet scenario on the embedded simulator',
+    'faults': 'run a fleet under injected faults and count the outcomes',
+    'bench': 'run benchmarks (bench/run.py)',
+}
+
+
+def add_demo_parser(commands) -> None:
     from orca_nav.bringup.scenarios import scenario_names
-    parser = argparse.ArgumentParser(
-        prog='orca-nav', description='Multi-robot navigation with ORCA on ROS 2: run a fleet '
-        'scenario on the embedded simulator, or the benchmarks.',
-        epilog='`orca-nav COMMAND --help` shows the options of a command.')
-    commands = parser.add_subparsers(dest='command', required=True, title='commands',
-                                     metavar='COMMAND')
+    from orca_nav.parameters.orca_node import MODES
     scenarios = ', '.join(scenario_names())
     demo = commands.add_parser(
-        'demo', help='run a fleet scenario on the embedded simulator',
+        'demo', help=COMMANDS['demo'],
         description='Runs a fleet over real ROS 2 topics on the embedded simulator, sends every '
         'robot its goals, writes OUT/report.json and OUT/trajectories.png and prints a summary. '
         f'Built-in scenarios: {scenarios}.',
-        epilog='Exit status: 0 when every robot reached every goal without a collision or a '
-        'negative separation, 1 when the run ended otherwise, 2 for a fleet file with problems '
-        'or another start-up error. Ctrl-C ends the run early and still '
-        'writes the report.')
+        epilog='Exit status: 0 when every robot reached every goal and is at its last goal at '
+        'the end, without a collision or a negative separation, 1 when the run ended otherwise, 2 for a fleet file with problems '
+        'or another start-up error. Ctrl-C ends the run early and still writes the report (the '
+        'exit status then judges what was recorded); Ctrl-C while starting exits with 0.')
     demo.add_argument('--scenario', default='circle',
                       help='a built-in scenario (listed above) or the path of a fleet config '
                            'YAML (default: circle)')
@@ -262,17 +287,56 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument('--executor', help='events (default where rclpy has it: fastest, but its '
                       'nodes answer no services, so no `ros2 param set`) or multi_threaded')
     demo.set_defaults(run=demo_command)
-    from orca_nav.bringup.faults import add_parser as add_faults_parser
-    add_faults_parser(commands)
-    bench = commands.add_parser('bench', help='run benchmarks (bench/run.py)')
+
+
+def add_bench_parser(commands) -> None:
+    bench = commands.add_parser('bench', help=COMMANDS['bench'])
     bench.add_argument('areas', nargs='*', help='benchmark areas (default: all); options such '
                        'as --quick are passed on to bench/run.py too')
     bench.set_defaults(run=bench_command)
+
+
+def add_faults_parser(commands) -> None:
+    from orca_nav.bringup.faults import add_parser
+    add_parser(commands, COMMANDS['faults'])
+
+
+_ADD_PARSER = {'demo': add_demo_parser, 'faults': add_faults_parser, 'bench': add_bench_parser}
+
+
+def build_parser(full: Sequence[str] = tuple(COMMANDS)) -> argparse.ArgumentParser:
+    """orca-nav's parser. Only the commands in `full` get their options (building them imports
+    what the command needs); the others are listed with their help line."""
+    parser = argparse.ArgumentParser(
+        prog='orca-nav', description='Multi-robot navigation with ORCA on ROS 2: run a fleet '
+        'scenario on the embedded simulator, or the benchmarks.',
+        epilog='`orca-nav COMMAND --help` shows the options of a command.')
+    commands = parser.add_subparsers(dest='command', required=True, title='commands',
+                                     metavar='COMMAND')
+    for name, help_text in COMMANDS.items():
+        if name in full:
+            _ADD_PARSER[name](commands)
+        else:
+            commands.add_parser(name, help=help_text, add_help=False)
     return parser
 
 
+def _interrupt_once(signum, frame):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)       # a second Ctrl-C must not cut the report
+    raise KeyboardInterrupt
+
+
+def console_main() -> None:
+    """The `orca-nav` console script: `main()`, the first Ctrl-C only (a second one, as a
+    terminal and a wrapper may both send, is ignored), then the process ends at once
+    (`orca_nav.process`)."""
+    signal.signal(signal.SIGINT, _interrupt_once)
+    end_process(main())
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(full=argv[:1])       # the command is the first argument
     args, extra = parser.parse_known_args(argv)
     if args.command == 'bench':
         args.bench_args = list(args.areas) + extra
@@ -282,4 +346,4 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    console_main()

@@ -281,9 +281,9 @@ def faults_command(args) -> int:
     return 0 if suite_passed(rows) else 1
 
 
-def add_parser(commands) -> None:
+def add_parser(commands, help_text: str) -> None:
     faults = commands.add_parser(
-        'faults', help='run a fleet under injected faults and count the outcomes',
+        'faults', help=help_text,
         description='Runs a fleet scenario on the embedded simulator under each built-in fault '
         '(odometry loss and delay, a dead or faulty robot, a killed node, a localization jump, '
         'a loaded machine), prints a table and writes it as JSON.',

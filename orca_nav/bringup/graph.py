@@ -15,15 +15,14 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from orca_nav.bringup.fleet_file import FleetConfig
 from orca_nav.bringup.rviz import rviz_remappings, write_rviz_config
-from orca_nav.core.fleet.controller import MODES
 from orca_nav.core.voxel_map import load_voxel_map
+from orca_nav.parameters.orca_node import MODES
 
 PACKAGE = 'orca_nav'
 
 # Node names the graph uses (topics that carry a node name, like /fleet_sim/collisions, follow).
 MAP_PUBLISHER = 'map_publisher'
 MAP_3D_PUBLISHER = 'map_3d_publisher'
-MAP_3D_TOPIC = '/map_3d'        # map_3d_publisher's, and every drone node's map_3d_topic
 FLEET_SIM = 'fleet_sim'
 ORCA = 'orca_node'
 PLANNER = 'planner_node'

@@ -5,11 +5,15 @@ goals; this recorder applies the same `GoalSequences` to the same odometry, so i
 each goal was reached without asking. It records every robot's odometry (time, x, y, z: a
 drone's goal counts as reached only at its goal altitude too, within the tolerance), the
 simulator's collision reports (`/fleet_sim/collisions`, std_msgs/String with one JSON object per
-new contact), the planned paths on `/<robot>/plan` and the people (non-cooperative agents) on
-`tracked_agents`. Times are odometry stamps, in seconds
+new contact), the planned paths on `/<robot>/plan`, the people (non-cooperative agents) on
+`tracked_agents`, and planner_node's status per robot on `/diagnostics`: a robot whose planning
+failed (an ERROR status: no path, budget spent, goal in an obstacle) holds still for good, and
+the report says why. Times are odometry stamps, in seconds
 since the first odometry heard: simulated time when the run is on /clock. The record ends at
-the stamp that completed the mission (the last robot at its last goal) or at the demo's
-duration, whichever comes first, whenever the caller stops the run: on simulated time in
+the stamp that completed the mission (every robot has reached its goals in turn and all are at
+their last goals at once: one pushed off its goal after reaching it is waited for), or at which
+every robot is at its last goal or has failed to plan (nothing more will happen), or at the
+demo's duration, whichever comes first, whenever the caller stops the run: on simulated time in
 lockstep the same run gives the same record.
 
 All rclpy calls happen in callbacks on the graph's executor (calling into rclpy from another
@@ -24,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from nav_msgs.msg import Odometry, Path
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
@@ -33,13 +38,15 @@ from orca_nav.bringup.fleet_file import FleetConfig, RobotConfig
 from orca_nav.bringup.report import PersonTrack, RobotTrack, empty_contact_tally
 from orca_nav.core.fleet.goal_sequence import GoalSequences
 from orca_nav.core.fleet.names import robot_names
+from orca_nav.parameters.shared import SHARED_SPECS
 from orca_nav.ros.convert import latched_qos, odom_to_state, stamp_to_seconds
 from orca_nav.ros.fleet_sim_node import COLLISION_HISTORY
-from orca_nav.ros.params import SHARED_SPECS
 from orca_nav.ros.tf_poses import FleetPoses
 from orca_nav.ros.tracked_agents import TRACKED_AGENTS_QOS
 
 COLLISIONS_TOPIC = 'fleet_sim/collisions'   # relative: the graph's namespace
+DIAGNOSTICS_TOPIC = '/diagnostics'
+PLANNER_STATUS = 'planner_node: '           # name prefix of planner_node's robot statuses
 PEOPLE_TOPIC = 'tracked_agents'             # relative, as orca_node's default
 _CLASH_CHECK_EVERY = 100    # odometry messages between two looks for a second odometry publisher
 
@@ -51,6 +58,7 @@ class _RobotLog:
     latest_stamp: Optional[float] = None
     collisions: int = 0
     plans: List[np.ndarray] = field(default_factory=list)
+    planning_failure: Optional[str] = None      # planner_node's latest status, if an ERROR
 
 
 def goal_altitude(robot: RobotConfig) -> float:
@@ -82,6 +90,7 @@ class DemoMission(Node):
         self._contacts = empty_contact_tally()
         self._people: Dict[str, List[tuple]] = {}     # id -> [(t, x, y)]
         self.create_subscription(Odometry, PEOPLE_TOPIC, self._on_person, TRACKED_AGENTS_QOS)
+        self.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, self._on_diagnostics, 100)
         for name in self._logs:
             # Best effort matches reliable and best-effort odometry publishers alike.
             self.create_subscription(Odometry, robot_names(name).odom_topic,
@@ -125,7 +134,8 @@ class DemoMission(Node):
                     'robots': len(self._logs),
                     'goals_reached': sum(self._goals.index.values()),
                     'goals': sum(len(log.config.goals) for log in logs),
-                    'collisions': self._collision_events}
+                    'collisions': self._collision_events,
+                    'planning_failed': sum(log.planning_failure is not None for log in logs)}
 
     def finished(self) -> bool:
         progress = self.progress()
@@ -143,7 +153,8 @@ class DemoMission(Node):
                 out.append(RobotTrack(name=name, radius=robot.radius, t=samples[:, 0],
                                       xy=samples[:, 1:1 + dim], goals=goals,
                                       goal_times=list(self._goals.reach_times[name]),
-                                      collisions=log.collisions))
+                                      collisions=log.collisions,
+                                      planning_failure=log.planning_failure))
             return out
 
     def plans(self) -> Dict[str, List[np.ndarray]]:
@@ -200,8 +211,24 @@ class DemoMission(Node):
             log.samples.append((t, x, y, z))
             if not self._goals.done(name) and self._at_goal_altitude(log.config, z):
                 self._goals.update(name, t, x, y)
-                if self._goals.all_done():
-                    self._end = t
+            if self._all_settled():
+                self._end = t
+
+    def _all_settled(self) -> bool:
+        """Nothing more will happen: every robot with goals has reached them in turn and is at
+        its last one now (its newest sample), or its planning failed (it holds still)."""
+        for name, log in self._logs.items():
+            robot = log.config
+            if not robot.goals or log.planning_failure is not None:
+                continue
+            if not self._goals.done(name) or not log.samples:
+                return False
+            _, x, y, z = log.samples[-1]
+            goal = robot.goals[-1]
+            if np.hypot(x - goal[0], y - goal[1]) > self._tolerance or \
+                    not self._at_goal_altitude(robot, z):
+                return False
+        return True
 
     def _at_goal_altitude(self, robot: RobotConfig, z: float) -> bool:
         """A drone is at its goals' altitude; a ground robot always."""
@@ -247,6 +274,14 @@ class DemoMission(Node):
                 return
             self._people.setdefault(msg.child_frame_id, []).append(
                 (stamp - self._origin, position.x, position.y))
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        with self._lock:
+            for status in msg.status:
+                log = self._logs.get(status.hardware_id)
+                if log is not None and status.name.startswith(PLANNER_STATUS):
+                    log.planning_failure = (status.message if status.level == DiagnosticStatus.ERROR
+                                            else None)
 
     def _on_plan(self, name: str, msg: Path) -> None:
         points = np.array([(p.pose.position.x, p.pose.position.y, p.pose.position.z)

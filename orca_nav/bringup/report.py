@@ -8,6 +8,12 @@ a robot holds its first/last recorded pose outside its own recording.
 Drones are recorded in 3-D (x, y, z): separations are then 3-D centre distances minus both
 radii (a ground robot of a mixed fleet counts at z = 0), clearances are measured in the 3-D map,
 and each drone's altitude range is reported.
+
+A robot has `reached` its goals when it reached every goal in turn and is still at the last one
+(within the goal tolerance, as the recorder judges it) when the record ends; one that reached
+them and was pushed away again is `reached then displaced` (its `outcome`), and does not count.
+A robot the planner could not plan for is `planning failed`, with the planner's reason
+(`planning_failure`).
 """
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from orca_nav.bringup.fleet_file import DEMO_DEFAULTS
 from orca_nav.core.sim.fleet_sim import CONTACT_CATEGORIES
 from orca_nav.core.sim.scan import box_clearance
 from orca_nav.core.grid import OccupancyGrid
@@ -32,7 +39,8 @@ class RobotTrack:
     t: (K,) seconds, increasing; xy: (K, 2) positions, or (K, 3) x, y, z for a drone; goals:
     (G, 2) or (G, 3) likewise, in visiting order;
     goal_times: time each goal was reached (None when not reached); collisions: collision
-    events the simulator reported for this robot.
+    events the simulator reported for this robot; planning_failure: why the planner last failed
+    to plan for it, if its latest status was a failure.
     """
 
     name: str
@@ -42,6 +50,7 @@ class RobotTrack:
     goals: np.ndarray
     goal_times: List[Optional[float]] = field(default_factory=list)
     collisions: int = 0
+    planning_failure: Optional[str] = None
 
     def __post_init__(self):
         self.t = np.asarray(self.t, dtype=float).reshape(-1)
@@ -172,7 +181,8 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
                  people: Sequence[PersonTrack] = (), person_contacts: int = 0,
                  boxes: np.ndarray = np.zeros((0, 4)),
                  grid_3d: Optional[OccupancyGrid] = None,
-                 contacts: Optional[Dict[str, Dict[str, int]]] = None) -> Dict[str, Any]:
+                 contacts: Optional[Dict[str, Dict[str, int]]] = None,
+                 goal_tolerance: float = DEMO_DEFAULTS['goal_tolerance']) -> Dict[str, Any]:
     """The report dict: `robots` (name -> metrics) and `fleet` totals; JSON-ready (inf -> None).
     Clearances of 2-D tracks are measured on `grid`, of 3-D tracks (drones) on `grid_3d`.
 
@@ -182,7 +192,8 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
     person_contacts: how many of the collision events were robot-person contacts. boxes:
     (B, 4) unmapped obstacles (x0, y0, x1, y1): the smallest gap of each robot's disc to them
     is reported when there are any. contacts: the contacts by class and whether a robot in it
-    was moving ({category: {'moving': n, 'rest': m}}, `empty_contact_tally`).
+    was moving ({category: {'moving': n, 'rest': m}}, `empty_contact_tally`). goal_tolerance:
+    how near its last goal a robot must be at the end to count as there (m).
     """
     names = [tr.name for tr in tracks]
     if len(set(names)) != len(names):
@@ -195,9 +206,13 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
     for index, tr in enumerate(tracks):
         track_grid = grid_3d if tr.xy.shape[1] == 3 else grid
         reached_times = [t for t in tr.goal_times if t is not None]
-        reached = len(reached_times) == len(tr.goals) and len(tr.goals) > 0
+        every_goal = len(reached_times) == len(tr.goals) and len(tr.goals) > 0
+        reached = every_goal and _at_last_goal(tr, goal_tolerance)
         robots[tr.name] = {
             'reached': reached,
+            'outcome': 'reached' if reached else 'reached then displaced' if every_goal else
+                       'planning failed' if tr.planning_failure else 'not reached',
+            'planning_failure': tr.planning_failure,
             'goals_reached': len(reached_times),
             'goals_total': int(len(tr.goals)),
             'time_to_goal': _finite_or_none(max(reached_times)) if reached else None,
@@ -260,18 +275,25 @@ def format_table(report: Dict[str, Any]) -> str:
         return '-' if value is None else f'{value:.{digits}f}'
 
     header = f'{"robot":<12} {"reached":>9} {"time_s":>8} {"path_m":>8} ' \
-             f'{"min_sep_m":>9} {"min_obst_m":>10} {"collisions":>10}'
+             f'{"min_sep_m":>9} {"min_obst_m":>10} {"collisions":>10}  outcome'
     lines = [header, '-' * len(header)]
     for name, e in report['robots'].items():
+        outcome = e['outcome']
+        if outcome == 'reached then displaced':
+            outcome += f' ({num(e["final_goal_distance"])} m off at the end)'
+        elif outcome == 'planning failed':
+            outcome += f': {e["planning_failure"]}'
         lines.append(f'{name:<12} {e["goals_reached"]:>4}/{e["goals_total"]:<4} '
                      f'{num(e["time_to_goal"], 1):>8} {num(e["path_length"]):>8} '
                      f'{num(e["min_separation"]):>9} {num(e["min_obstacle_clearance"]):>10} '
-                     f'{e["collisions"]:>10}')
+                     f'{e["collisions"]:>10}  {outcome}')
     f = report['fleet']
     lines.append('-' * len(header))
-    lines.append(f'fleet: {f["reached"]}/{f["robots"]} robots at their goals, makespan '
-                 f'{num(f["makespan"], 1)} s, collisions {f["collisions"]}, min separation '
-                 f'{num(f["min_separation"])} m')
+    failed = sum(e['outcome'] == 'planning failed' for e in report['robots'].values())
+    lines.append(f'fleet: {f["reached"]}/{f["robots"]} robots at their goals'
+                 + (f' ({failed} could not be planned for)' if failed else '')
+                 + f', makespan {num(f["makespan"], 1)} s, collisions {f["collisions"]}, '
+                 f'min separation {num(f["min_separation"])} m')
     lines.append('contacts (moving / at rest): ' + ', '.join(
         f'{category.replace("_", "-")} {counts["moving"]} / {counts["rest"]}'
         for category, counts in f['contacts'].items()))
@@ -282,6 +304,15 @@ def format_table(report: Dict[str, Any]) -> str:
         lines.append(f'people: {f["people"]}, robot-person contacts {f["person_contacts"]}, '
                      f'min separation to a person {num(f["min_person_separation"])} m')
     return '\n'.join(lines)
+
+
+def _at_last_goal(track: RobotTrack, tolerance: float) -> bool:
+    """The last recorded position is at the last goal as the recorder judges a goal reached:
+    within `tolerance` horizontally, and (a drone) within `tolerance` of its altitude."""
+    if len(track.xy) == 0 or len(track.goals) == 0:
+        return False
+    offset = np.abs(track.xy[-1] - track.goals[-1])
+    return bool(np.hypot(*offset[:2]) <= tolerance and np.all(offset[2:] <= tolerance))
 
 
 def _final_goal_distance(track: RobotTrack) -> Optional[float]:

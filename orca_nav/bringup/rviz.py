@@ -82,8 +82,8 @@ def rviz_config(cfg: FleetConfig, template: Path) -> Dict[str, Any]:
 def map_3d_display(cfg: FleetConfig) -> Dict[str, Any]:
     """A PointCloud2 display of the latched 3-D map: each occupied voxel a box of the voxel's
     size, coloured by height so the trees' and walls' shapes read from any angle."""
-    from orca_nav.bringup.graph import MAP_3D_TOPIC
     from orca_nav.core.voxel_map import load_voxel_map
+    from orca_nav.parameters.map_3d_publisher import MAP_3D_TOPIC
     size = float(load_voxel_map(cfg.map_3d_path).resolution)
     return {'Class': 'rviz_default_plugins/PointCloud2', 'Enabled': True, 'Name': 'Map 3-D',
             'Alpha': 0.35, 'Style': 'Boxes', 'Size (m)': size, 'Size (Pixels)': 3,

@@ -251,7 +251,7 @@ def drones(robots: int = 12) -> FleetConfig:
         goals += [east, west]
     return _fleet('drones', _drone_robots(np.array(starts), np.array(goals)), duration=120.0,
                   defaults=DRONE, map_3d='forest_3d.yaml',
-                  planner={'enabled': True, 'plan_time_budget': 6.0, 'safety_margin': 0.3},
+                  planner={'enabled': True, 'safety_margin': 0.3},
                   orca_node={'safety_margin': 0.15})
 
 

@@ -13,13 +13,25 @@ Four parts, each a subpackage that imports only the ones below it, plus what the
 
 The public API is re-exported here: ``from orca_nav.core import compute_velocities, ...``.
 """
-from orca_nav.core.avoidance import (OrcaParams, OrcaSimulator, compute_velocities,
-                                     prepare_obstacles, prepare_voxel_obstacles, solve)
-from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.planning.hybrid_astar import HybridAStar, HybridParams
-from orca_nav.core.planning.kinodynamic_astar import KinodynamicAStar, KinodynamicParams
-from orca_nav.core.planning.result import PlanStatus
+import importlib
 
-__all__ = ['OrcaParams', 'compute_velocities', 'solve', 'OrcaSimulator', 'prepare_obstacles',
-           'prepare_voxel_obstacles', 'OccupancyGrid', 'KinodynamicAStar', 'KinodynamicParams', 'HybridAStar',
-           'HybridParams', 'PlanStatus']
+# Re-exported name -> its module. Loaded on first use (PEP 562): importing any one core module
+# (the fleet file's robot schema, say) does not load every planner and solver with it.
+_EXPORTS = {
+    'OrcaParams': 'orca_nav.core.avoidance', 'OrcaSimulator': 'orca_nav.core.avoidance',
+    'compute_velocities': 'orca_nav.core.avoidance', 'prepare_obstacles': 'orca_nav.core.avoidance',
+    'prepare_voxel_obstacles': 'orca_nav.core.avoidance', 'solve': 'orca_nav.core.avoidance',
+    'OccupancyGrid': 'orca_nav.core.grid',
+    'HybridAStar': 'orca_nav.core.planning.hybrid_astar',
+    'HybridParams': 'orca_nav.core.planning.hybrid_astar',
+    'KinodynamicAStar': 'orca_nav.core.planning.kinodynamic_astar',
+    'KinodynamicParams': 'orca_nav.core.planning.kinodynamic_astar',
+    'PlanStatus': 'orca_nav.core.planning.result',
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -64,97 +64,19 @@ from orca_nav.core.sim.faults import NO_ROBOT, Faults, OdometryLink
 from orca_nav.core.sim.fleet_sim import (ROBOT_OBSTACLE, ROBOT_PERSON, ROBOT_ROBOT, CollisionEvent,
                                          FleetSim)
 from orca_nav.core.sim.lockstep import Lockstep, PeriodicSchedule
+from orca_nav.parameters.fleet_sim_node import (BOXES_SPEC, FAULT_SPECS, NODE_SPECS,
+                                                PEDESTRIAN_SPECS, SCAN_SPECS, TF_SPECS)
 from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import (OdometryCdr, cloud_to_grid, latched_qos, msg_to_grid,
                                   node_now, seconds_to_nanoseconds, seconds_to_time)
 from orca_nav.ros.node_main import run_node
-from orca_nav.ros.params import (SHARED_SPECS, ParamSpec, declare_parameters,
+from orca_nav.ros.params import (NamesUndeclaredParameters, declare_parameters,
                                  declare_robot_parameters, on_parameters_changed)
 from orca_nav.ros.qos_events import publisher_events, subscription_events
-from orca_nav.ros.sim_pedestrians import (PEDESTRIAN_SPECS, PedestrianPublisher,
-                                          pedestrians_from_parameters)
-from orca_nav.ros.sim_scans import BOXES_SPEC, SCAN_SPECS, ScanPublisher, boxes_from_parameter
-from orca_nav.ros.sim_tf import TF_SPECS, SimTfPublisher
+from orca_nav.ros.sim_pedestrians import PedestrianPublisher, pedestrians_from_parameters
+from orca_nav.ros.sim_scans import ScanPublisher, boxes_from_parameter
+from orca_nav.ros.sim_tf import SimTfPublisher
 
-NODE_SPECS = [
-    ParamSpec('robots', ['robot0'], 'Names of the simulated robots (topic namespaces)',
-              read_only=True),
-    ParamSpec('global_frame', 'map', 'Frame of /map and the root of the TF trees; the odometry '
-              "poses' frame with tf_layout none", read_only=True),
-    ParamSpec('sim_rate', 50.0, 'Integration steps per second (Hz)', min=1.0, max=1000.0,
-              read_only=True),
-    ParamSpec('odom_rate', 50.0, 'Odometry messages per robot per second (Hz); at most sim_rate',
-              min=0.1, max=1000.0, read_only=True),
-    ParamSpec('noise_pos_std', 0.0, 'Std. dev. of the Gaussian noise on odometry positions (m)',
-              min=0.0, max=10.0),
-    ParamSpec('noise_vel_std', 0.0, 'Std. dev. of the Gaussian actuation noise added to the '
-              'executed linear velocity (m/s)', min=0.0, max=10.0),
-    ParamSpec('cmd_latency', 0.0, 'Delay between receiving a cmd_vel and executing it (s)',
-              min=0.0, max=10.0),
-    ParamSpec('cmd_vel_stamped', False, 'cmd_vel is geometry_msgs/TwistStamped instead of Twist',
-              read_only=True),
-    ParamSpec('cmd_timeout', 0.25, 'Stop a robot whose last cmd_vel took effect longer ago than '
-              'this, in simulated time (s); 0 disables the watchdog', min=0.0, max=3600.0),
-    ParamSpec('seed', 0, 'Seed of the noise generator', min=0, max=2**31 - 1, read_only=True),
-    ParamSpec('diagnostics_rate', 1.0, 'Diagnostics messages per second (Hz)', min=0.1,
-              max=100.0, read_only=True),
-    ParamSpec('publish_clock', False, 'The simulator is the clock source: simulated time starts '
-              'at start_time, advances 1/sim_rate per integration step and is published on /clock '
-              'after every step', read_only=True),
-    ParamSpec('start_time', 0.0, 'Simulated time at start-up, with publish_clock (s)', min=0.0,
-              max=1e9, read_only=True),
-    ParamSpec('real_time_factor', 1.0, 'With publish_clock: at most this many simulated seconds '
-              'per wall second; 0 runs as fast as possible', min=0.0, max=1000.0, read_only=True),
-    ParamSpec('lockstep', False, 'With publish_clock: advance 1/odom_rate at a time, once every '
-              "robot answered the last odometry with a cmd_vel (or lockstep_timeout passed)",
-              read_only=True),
-    ParamSpec('lockstep_timeout', 1.0, 'Lockstep: wall time an exchange waits for the robots\' '
-              'cmd_vel before advancing without the missing ones (s)', min=0.001, max=3600.0,
-              read_only=True),
-    ParamSpec('lockstep_start_timeout', 30.0, 'Lockstep: wall time from start-up the first '
-              'exchange waits for the controllers to connect and answer (s)', min=0.0,
-              max=3600.0, read_only=True),
-    ParamSpec('lockstep_subscribers', 1, 'Lockstep: the first exchange also waits until every '
-              "robot's odometry has this many subscribers (controllers, planners, recorders), so "
-              'nobody misses the start', min=1, max=10000, read_only=True),
-    SHARED_SPECS['ground_clearance'],
-    SHARED_SPECS['map_3d_topic'],
-    SHARED_SPECS['map_3d_resolution'],
-]
-
-# ---- Fault injection (all off by default; `fault.<name>`, read only; see core.sim.faults.Faults).
-# Times are simulated seconds since the robot's first cmd_vel took effect; robots by name.
-FAULT_SPECS = [
-    ParamSpec('seed', 0, 'Seed of the fault generator (loss, jitter, jump direction), separate '
-              'from the noise seed', min=0, max=2**31 - 1, read_only=True),
-    ParamSpec('odom_drop_rate', 0.0, 'Probability that one odometry message is lost',
-              min=0.0, max=1.0, read_only=True),
-    ParamSpec('odom_delay', 0.0, 'Delay added to every odometry message (s); the stamp stays the '
-              'measurement time', min=0.0, max=10.0, read_only=True),
-    ParamSpec('odom_jitter', 0.0, 'Further uniform 0..jitter delay per odometry message (s)',
-              min=0.0, max=10.0, read_only=True),
-    ParamSpec('dead_robot', '', 'Robot that stops obeying cmd_vel at dead_time (its drive is '
-              'commanded to stop)', read_only=True),
-    ParamSpec('dead_time', 0.0, 'When dead_robot dies (s after its first cmd_vel)', min=0.0, max=1e6, read_only=True),
-    ParamSpec('faulty_robot', '', 'Robot that drives a wrong velocity from faulty_time: its '
-              'commanded linear velocity scaled by faulty_scale and turned by faulty_rotation',
-              read_only=True),
-    ParamSpec('faulty_time', 0.0, 'When faulty_robot goes wrong (s after its first cmd_vel)', min=0.0, max=1e6,
-              read_only=True),
-    ParamSpec('faulty_scale', 1.0, 'Executed / commanded linear speed of faulty_robot',
-              min=0.0, max=10.0, read_only=True),
-    ParamSpec('faulty_rotation', 0.0, 'Turn of faulty_robot\'s executed linear velocity (rad, '
-              'counter-clockwise)', min=-math.pi, max=math.pi, read_only=True),
-    ParamSpec('jump_robot', '', 'Robot whose reported map-frame position jumps at jump_time',
-              read_only=True),
-    ParamSpec('jump_time', 0.0, 'When the localization jump happens (s after the robot\'s first '
-              'cmd_vel)', min=0.0, max=1e6,
-              read_only=True),
-    ParamSpec('jump_size', 0.0, 'Size of the localization jump (m), in a seeded direction',
-              min=0.0, max=100.0, read_only=True),
-    ParamSpec('jump_duration', 0.0, 'How long the jumped position is reported (s); 0: for good',
-              min=0.0, max=1e6, read_only=True),
-]
 _ROBOT_FAULTS = ('dead_robot', 'faulty_robot', 'jump_robot')
 
 
@@ -193,7 +115,7 @@ def _check_fault_combinations(params: Dict[str, object], faults: Faults) -> None
                          'would wait for lockstep_timeout every time)')
 
 
-class FleetSimNode(Node):
+class FleetSimNode(NamesUndeclaredParameters, Node):
     """Simulates the robots named by `robots`; see the module docstring for the interface."""
 
     @released_on_failure

@@ -26,10 +26,8 @@ from typing import Any, List
 
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 
-from orca_nav.ros.params import ParamSpec, declare_parameters
-
-AUTOSTART = ParamSpec('autostart', True, 'Configure and activate the node at start-up (false: '
-                      'wait for a lifecycle manager)', read_only=True)
+from orca_nav.parameters.shared import AUTOSTART
+from orca_nav.ros.params import NamesUndeclaredParameters, declare_parameters
 
 
 def _entities(node) -> List[tuple]:
@@ -42,7 +40,7 @@ def _entities(node) -> List[tuple]:
             + [('waitable', w) for w in node.waitables])
 
 
-class ManagedNode(LifecycleNode):
+class ManagedNode(NamesUndeclaredParameters, LifecycleNode):
     """A lifecycle node whose subclasses implement `configure` (and optionally `activated` and
     `deactivating`); see the module docstring."""
 
@@ -73,9 +71,14 @@ class ManagedNode(LifecycleNode):
         return resource
 
     def destroy_node(self) -> None:
-        """Also releases rclpy's lifecycle state machine, which holds the rcl node (rclpy's
-        LifecycleNode leaves it to the garbage collector: the node would stay on the graph)."""
+        """Also releases the waitables and rclpy's lifecycle state machine, which hold the rcl
+        node (rclpy leaves them to the garbage collector: the node would stay on the graph)."""
         self._close_owned()
+        # rclpy's destroy_node leaves waitables (action servers) to the garbage collector; each
+        # keeps the rcl node, and with it the DDS participant, alive: the node would linger on
+        # the graph for a DDS lease (~20 s) after its process ended.
+        for waitable in list(self.waitables):
+            waitable.destroy()
         super().destroy_node()
         self._state_machine.destroy_when_not_in_use()
 

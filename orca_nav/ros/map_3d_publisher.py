@@ -19,23 +19,12 @@ from sensor_msgs.msg import PointCloud2
 
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.voxel_map import load_voxel_map
+from orca_nav.parameters.map_3d_publisher import NODE_SPECS
 from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import grid_to_cloud, latched_qos
 from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.node_main import run_node
-from orca_nav.ros.params import ParamSpec, declare_parameters
-
-MAP_3D_TOPIC = '/map_3d'
-NODE_SPECS = [
-    ParamSpec('yaml_filename', '', 'Path of the voxel map YAML (voxels: <file>.npz)',
-              read_only=True),
-    ParamSpec('frame_id', 'map', 'Frame of the published cloud', read_only=True),
-    ParamSpec('topic', MAP_3D_TOPIC, 'Topic the 3-D map is published on (transient local)',
-              read_only=True),
-    ParamSpec('resolution', 0.0, 'Voxel size of the map (m); 0: the file\'s, and the parameter '
-              'is set to it on configure (subscribers rebuild the grid with it)', min=0.0,
-              max=100.0),
-]
+from orca_nav.ros.params import declare_parameters
 
 
 def load_map_3d(path: str) -> OccupancyGrid:

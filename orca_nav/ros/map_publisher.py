@@ -14,18 +14,12 @@ import yaml
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.parameters.map_publisher import NODE_SPECS
 from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import grid_to_msg, latched_qos
 from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.node_main import run_node
-from orca_nav.ros.params import ParamSpec, declare_parameters
-
-NODE_SPECS = [
-    ParamSpec('yaml_filename', '', 'Path of the map_server map YAML (image, resolution, origin, '
-              'thresholds)', read_only=True),
-    ParamSpec('frame_id', 'map', 'Frame of the published map', read_only=True),
-    ParamSpec('topic', '/map', 'Topic the map is published on (transient local)', read_only=True),
-]
+from orca_nav.ros.params import declare_parameters
 
 
 def load_map(path: str) -> OccupancyGrid:

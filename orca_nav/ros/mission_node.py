@@ -20,28 +20,15 @@ from rclpy.qos import qos_profile_sensor_data
 
 from orca_nav.core.fleet.goal_sequence import GoalSequences, Pose
 from orca_nav.core.fleet.names import robot_names
+from orca_nav.parameters.mission_node import NODE_SPECS, goals_spec
 from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import (node_now, odom_state_from_cdr, seconds_to_time,
                                   yaw_to_quaternion)
 from orca_nav.ros.node_main import run_node
-from orca_nav.ros.params import SHARED_SPECS, ParamSpec, declare_parameters
+from orca_nav.ros.params import NamesUndeclaredParameters, declare_parameters
 from orca_nav.ros.qos_events import publisher_events, subscription_events
 from orca_nav.ros.tf_poses import FleetPoses
 
-NODE_SPECS = [
-    ParamSpec('robots', ['robot0'], 'Robots whose goal sequences this node steps',
-              read_only=True),
-    ParamSpec('global_frame', 'map', 'Frame of odometry poses and goals', read_only=True),
-    SHARED_SPECS['tf_layout'],
-    SHARED_SPECS['transform_tolerance'],
-    ParamSpec('goal_tolerance', 0.25, 'A goal counts as reached within this distance (m)',
-              min=0.01, max=100.0, read_only=True),
-]
-
-
-def goals_spec(robot: str) -> ParamSpec:
-    return ParamSpec(f'{robot}.goals', [], f'Goals of {robot} in turn: flat x, y, yaw triples '
-                     '(m, m, rad) in global_frame', read_only=True, type_hint='double_array')
 
 
 def parse_goals(name: str, values) -> List[Pose]:
@@ -54,7 +41,7 @@ def parse_goals(name: str, values) -> List[Pose]:
     return [tuple(values[k:k + 3]) for k in range(0, len(values), 3)]
 
 
-class MissionNode(Node):
+class MissionNode(NamesUndeclaredParameters, Node):
     """Publishes each robot's next goal when it reached the current one."""
 
     @released_on_failure

@@ -1,16 +1,20 @@
 """Slow work off the executor thread, its result handed back onto it.
 
-A node submits a pure function (map preparation, a planning query) to a thread pool; the worker
-touches no node state and publishes nothing, it only queues its result. A steady-clock timer,
-running only while jobs are out, hands each result to the node's callback on the executor
+A node submits a pure function (map preparation, a planning query) to worker threads; the
+worker touches no node state and publishes nothing, it only queues its result. A steady-clock
+timer, running only while jobs are out, hands each result to the node's callback on the executor
 thread, so the node's own state is only ever touched by its callbacks. (A guard condition would
 wake the executor directly, but rclpy's EventsExecutor, which bringup runs the nodes on, does not
 support guard conditions. Steady, because simulated time may stand still until the result is in.)
+
+The workers are daemon threads of this module's own, not a concurrent.futures pool: Python joins
+a pool's workers when the process exits, so a node stopped during a long planning query waited
+for the query (up to its wall-time cap) before the process could end.
 """
 from __future__ import annotations
 
 import queue
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from typing import Any, Callable
 
 from rclpy.clock import Clock, ClockType
@@ -25,24 +29,30 @@ class Offloaded:
     def __init__(self, node, on_result: Callable[[Any], None], threads: int, name: str):
         self._node = node
         self._on_result = on_result
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._results: queue.SimpleQueue = queue.SimpleQueue()
         self._out = 0
+        self._workers = [threading.Thread(target=self._work, name=f'{name}_{k}', daemon=True)
+                         for k in range(threads)]
+        for worker in self._workers:
+            worker.start()
         self._timer = node.create_timer(POLL_S, self._collect,
                                         clock=Clock(clock_type=ClockType.STEADY_TIME),
                                         autostart=False)
 
     def submit(self, function: Callable, *args) -> None:
         self._out += 1
-        self._pool.submit(self._run, function, args)
+        self._jobs.put((function, args))
         if self._timer.is_canceled():
             self._timer.reset()
 
-    def _run(self, function, args) -> None:
-        try:
-            self._results.put((True, function(*args)))
-        except Exception as err:    # reported on the node's thread, the job is dropped
-            self._results.put((False, f'{type(err).__name__}: {err}'))
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            function, args = job
+            try:
+                self._results.put((True, function(*args)))
+            except Exception as err:    # reported on the node's thread, the job is dropped
+                self._results.put((False, f'{type(err).__name__}: {err}'))
 
     def _collect(self) -> None:
         while True:
@@ -59,4 +69,11 @@ class Offloaded:
             self._timer.cancel()
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Drops the jobs not started; each worker ends after the job it runs (not waited for)."""
+        while True:
+            try:
+                self._jobs.get_nowait()
+            except queue.Empty:
+                break
+        for _ in self._workers:
+            self._jobs.put(None)

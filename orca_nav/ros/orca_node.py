@@ -39,6 +39,7 @@ from trajectory_msgs.msg import MultiDOFJointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 from orca_nav.core.fleet.controller import FleetController, MapModel, prepare_map
+from orca_nav.parameters.orca_node import DEADLOCK_SPECS, NODE_SPECS, SAFETY_SPECS
 from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import (TwistCdr, latched_qos, msg_to_grid, node_now,
                               odom_state_from_cdr)
@@ -49,8 +50,7 @@ from orca_nav.ros.node_main import run_node
 from orca_nav.ros.odometry_input import BatchedOdometry
 from orca_nav.ros.offload import Offloaded
 from orca_nav.ros.orca_drones import DroneMap
-from orca_nav.ros.orca_params import (DEADLOCK_SPECS, NODE_SPECS, SAFETY_SPECS,
-                                      commanded_robots, controller_params, robot_specs)
+from orca_nav.ros.orca_params import commanded_robots, controller_params, robot_specs
 from orca_nav.ros.params import declare_parameters, declare_robot_parameters, on_parameters_changed
 from orca_nav.ros.qos_events import publisher_events
 from orca_nav.ros.robot_topics import RobotTopics
@@ -90,7 +90,8 @@ class OrcaNode(ManagedNode):
         self._poses = FleetPoses(self, self.robots, self._cfg['tf_layout'], self.global_frame,
                                  self._cfg['transform_tolerance'])
         self.fleet = FleetController(robot_specs(self.robots, self._robot_cfg),
-                                     controller_params(self._cfg, self._deadlock_cfg, self._safety_cfg),
+                                     controller_params(self._cfg, self._deadlock_cfg,
+                                                       self._safety_cfg),
                                      commanded=commanded_robots(self._cfg))
         self.commanded = [r for r in self.robots if self.fleet.commanded[self.fleet.index[r]]]
         for robot, fields in self._robot_cfg.items():
@@ -177,7 +178,9 @@ class OrcaNode(ManagedNode):
         if not self.configured:
             return      # the next configure reads them
         old_inflation = self.fleet.params.map_inflation
-        for note in self.fleet.configure(controller_params(self._cfg, self._deadlock_cfg, self._safety_cfg), robot_specs(self.robots, self._robot_cfg)):
+        for note in self.fleet.configure(
+                controller_params(self._cfg, self._deadlock_cfg, self._safety_cfg),
+                robot_specs(self.robots, self._robot_cfg)):
             self.get_logger().warning(note)
         for robot, goal in goals.items():
             self._set_goal(self.fleet.index[robot], goal if len(goal) == 3 else None, 'parameter',

@@ -1,27 +1,24 @@
 """Declared, range-checked ROS parameters.
 
-Every node declares its parameters from a list of `ParamSpec`s. Each becomes a parameter with a
-ParameterDescriptor (description, numeric range), its start value is validated (a bad value stops
-start-up with a ValueError naming the parameter, the value and what is allowed), and later
-`set_parameters` calls are validated by one on-set callback per node that rejects bad values with
-a reason.
-
-ROS tools type `10` as an integer (`-p control_rate:=10`, YAML params files, `ros2 param set`), so
-a double parameter also takes an integer, at start-up and at run time, and stores it as a float.
+Every node declares its parameters from lists of `ParamSpec`s (`orca_nav.parameters`). Each
+becomes a parameter with a ParameterDescriptor (description, numeric range), its start value is
+validated (a bad value stops start-up with a ValueError naming the parameter, the value and what
+is allowed), and later `set_parameters` calls are validated by one on-set callback per node that
+rejects bad values with a reason. A double parameter also takes an integer, at start-up and at
+run time (`ParamSpec.coerce`).
 """
 from __future__ import annotations
 
-import array
-import math
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Sequence
 
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType, SetParametersResult)
+from rclpy.exceptions import ParameterNotDeclaredException
 from rclpy.parameter import Parameter
 
-from orca_nav.core.fleet.names import TF_LAYOUTS
-from orca_nav.core.fleet.robots import ROBOT_FIELDS, check_robot_name
+from orca_nav.core.fleet.robots import check_robot_name
+from orca_nav.parameters.shared import ROBOT_SPECS
+from orca_nav.parameters.spec import ARRAYS, ParamSpec, has_type
 
 _TYPE_OF_HINT = {
     'bool': ParameterType.PARAMETER_BOOL,
@@ -32,190 +29,35 @@ _TYPE_OF_HINT = {
     'double_array': ParameterType.PARAMETER_DOUBLE_ARRAY,
 }
 
-_EXPECTED = {
-    'bool': 'true or false',
-    'int': 'an integer',
-    'double': 'a number',
-    'string': 'a string',
-    'string_array': 'a list of strings',
-    'double_array': 'a list of numbers',
-}
 
-_ARRAYS = (list, tuple, array.array)
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)     # bools are not numbers
-
-
-def _has_type(kind: str, value) -> bool:
-    if kind == 'bool':
-        return isinstance(value, bool)
-    if kind == 'int':
-        return _is_int(value)
-    if kind == 'double':
-        return isinstance(value, float)
-    if kind == 'string':
-        return isinstance(value, str)
-    if not isinstance(value, _ARRAYS):
-        return False
-    if kind == 'string_array':
-        return all(isinstance(v, str) for v in value)
-    return all(isinstance(v, float) for v in value)
+def descriptor(spec: ParamSpec, full_name: str) -> ParameterDescriptor:
+    """The ROS descriptor of `spec` declared as `full_name`: type, description, range."""
+    text = spec.description
+    if spec.choices:
+        text += f" (one of: {', '.join(spec.choices)})"
+    desc = ParameterDescriptor(name=full_name, type=_TYPE_OF_HINT[spec.type_name],
+                               description=text, read_only=spec.read_only)
+    # ROS ranges are inclusive; only scalar numbers get one (arrays are checked by validate()).
+    if spec.type_name == 'double' and (spec.min is not None or spec.max is not None):
+        desc.floating_point_range = [FloatingPointRange(
+            from_value=float(spec.min if spec.min is not None else -1e300),
+            to_value=float(spec.max if spec.max is not None else 1e300), step=0.0)]
+    elif spec.type_name == 'int' and (spec.min is not None or spec.max is not None):
+        desc.integer_range = [IntegerRange(
+            from_value=int(spec.min if spec.min is not None else -2**62),
+            to_value=int(spec.max if spec.max is not None else 2**62), step=0)]
+    return desc
 
 
-@dataclass(frozen=True)
-class ParamSpec:
-    """One parameter: name, default (its type fixes the parameter type), description, limits."""
-
-    name: str
-    default: Any
-    description: str
-    min: Optional[float] = None
-    max: Optional[float] = None
-    choices: Optional[Sequence[str]] = None
-    read_only: bool = False
-    type_hint: Optional[str] = None     # needed only for an empty list default
-    length: Optional[Sequence[int]] = None   # allowed lengths of an array parameter
-
-    @property
-    def type_name(self) -> str:
-        if self.type_hint is not None:
-            return self.type_hint
-        value = self.default
-        if isinstance(value, bool):
-            return 'bool'
-        if isinstance(value, int):
-            return 'int'
-        if isinstance(value, float):
-            return 'double'
-        if isinstance(value, str):
-            return 'string'
-        if isinstance(value, (list, tuple)) and value:
-            if all(isinstance(v, str) for v in value):
-                return 'string_array'
-            return 'double_array'
-        raise TypeError(f'parameter {self.name}: give type_hint for default {value!r}')
-
-    def descriptor(self, full_name: str) -> ParameterDescriptor:
-        text = self.description
-        if self.choices:
-            text += f" (one of: {', '.join(self.choices)})"
-        desc = ParameterDescriptor(name=full_name, type=_TYPE_OF_HINT[self.type_name],
-                                   description=text, read_only=self.read_only)
-        # ROS ranges are inclusive; only scalar numbers get one (arrays are checked by validate()).
-        if self.type_name == 'double' and (self.min is not None or self.max is not None):
-            desc.floating_point_range = [FloatingPointRange(
-                from_value=float(self.min if self.min is not None else -1e300),
-                to_value=float(self.max if self.max is not None else 1e300), step=0.0)]
-        elif self.type_name == 'int' and (self.min is not None or self.max is not None):
-            desc.integer_range = [IntegerRange(
-                from_value=int(self.min if self.min is not None else -2**62),
-                to_value=int(self.max if self.max is not None else 2**62), step=0)]
-        return desc
-
-    def coerce(self, value):
-        """`value` as this parameter stores it: an integer given for a double (or integers for a
-        double array) becomes float; anything else is returned unchanged for validate() to judge."""
-        kind = self.type_name
-        if kind == 'double' and _is_int(value):
-            return float(value)
-        if kind == 'double_array' and isinstance(value, _ARRAYS) \
-                and all(_is_int(v) or isinstance(v, float) for v in value):
-            return [float(v) for v in value]
-        return value
-
-    def declared_value(self, value):
-        """What rclpy's declare_parameter takes for the valid value `value`."""
-        if self.type_name in ('double_array', 'string_array') and not value:
-            # rclpy cannot infer an array type from []: declare it typed but unset (value None).
-            return Parameter.Type.DOUBLE_ARRAY if self.type_name == 'double_array' \
-                else Parameter.Type.STRING_ARRAY
-        if isinstance(value, _ARRAYS):
-            return list(value)
-        return value
-
-    def allowed_range(self) -> str:
-        """The numeric range in words: '0.5 to 1000.0', 'at least 0.0', 'at most 5'."""
-        if self.min is not None and self.max is not None:
-            return f'{self.min} to {self.max}'
-        return f'at least {self.min}' if self.min is not None else f'at most {self.max}'
-
-    def validate(self, full_name: str, value) -> Optional[str]:
-        """Returns None when `value` is acceptable, else the reason naming parameter and value."""
-        kind = self.type_name
-        if value is None and kind in ('double_array', 'string_array'):
-            value = []
-        value = self.coerce(value)
-        if not _has_type(kind, value):
-            return f'{full_name}: expected {_EXPECTED[kind]}, got {value!r}'
-        if kind in ('string', 'string_array') and self.choices is not None:
-            bad = [v for v in ([value] if kind == 'string' else value) if v not in self.choices]
-            if bad:
-                return f"{full_name}: {bad[0]!r} is not one of {', '.join(self.choices)}"
-            return None
-        if kind not in ('int', 'double', 'double_array'):
-            return None
-        numbers = list(value) if kind == 'double_array' else [value]
-        if self.length is not None and len(numbers) not in self.length:
-            allowed = ' or '.join(str(n) for n in self.length)
-            return f'{full_name}: expected {allowed} numbers, got {len(numbers)} ({value!r})'
-        for x in numbers:
-            shown = f'{value!r}' if kind != 'double_array' else f'{x!r} in {list(value)!r}'
-            if not math.isfinite(x):
-                return f'{full_name}: {shown} is not finite'
-            if self.min is not None and x < self.min:
-                return (f'{full_name}: {shown} is below the minimum {self.min} '
-                        f'(allowed: {self.allowed_range()})')
-            if self.max is not None and x > self.max:
-                return (f'{full_name}: {shown} is above the maximum {self.max} '
-                        f'(allowed: {self.allowed_range()})')
-        return None
-
-
-# Per-robot fields shared by every fleet node (`<robot>.<field>`): the robot schema, plus the
-# start and goal poses of the fleet file.
-ROBOT_SPECS: List[ParamSpec] = [
-    ParamSpec(f.name, f.default, f.description, min=f.min, max=f.max, choices=f.choices)
-    for f in ROBOT_FIELDS
-] + [
-    ParamSpec('start', [0.0, 0.0, 0.0], 'Start pose x, y, yaw (m, m, rad) in the global frame',
-              length=(3,)),
-    ParamSpec('goal', [], 'Goal pose x, y, yaw (m, m, rad); empty for none',
-              type_hint='double_array', length=(0, 3)),
-    ParamSpec('start_z', 0.0, 'Start altitude of a quadrotor (m); 0 for every ground robot',
-              min=-1e4, max=1e4),
-    ParamSpec('goal_z', 0.0, 'Goal altitude of a quadrotor (m); 0: keep the altitude it flies at',
-              min=-1e4, max=1e4),
-]
-
-
-# The per-robot parameters that place a robot rather than describe it (not RobotSpec fields).
-POSE_FIELDS = ('start', 'goal', 'start_z', 'goal_z')
-
-# Parameters every fleet node that needs them declares alike (one name, one meaning, one default).
-SHARED_SPECS: Dict[str, ParamSpec] = {spec.name: spec for spec in [
-    ParamSpec('goal_tolerance', 0.15, 'A robot within this distance of its goal (or of the end of '
-              'its trajectory) has arrived (m)', min=0.01, max=100.0),
-    ParamSpec('safety_margin', 0.05, 'Clearance added to every robot radius, by the planner '
-              '(against the map) and by ORCA (against robots and obstacles) (m)',
-              min=0.0, max=10.0),
-    ParamSpec('tf_layout', 'none', 'Where odometry poses are put in the global frame: none '
-              '(odometry is in it), namespaced (<robot>/tf trees with frames map, odom, '
-              'base_link) or prefixed (one /tf, frames <robot>/odom, <robot>/base_link)',
-              choices=TF_LAYOUTS, read_only=True),
-    ParamSpec('ground_clearance', 1.0, 'Height of the ground robots\' layer: a ground robot is a '
-              'cylinder this tall, a drone whose sphere reaches below it meets ground robots '
-              '(docs/orca3d.md, Drones in a fleet) (m)', min=0.0, max=100.0),
-    ParamSpec('map_3d_topic', '/map_3d', 'Topic of the 3-D map (sensor_msgs/PointCloud2 of '
-              'occupied voxel centres, transient local) that drones use; read only when a robot '
-              'is a quadrotor', read_only=True),
-    ParamSpec('map_3d_resolution', 0.2, 'Voxel size of the 3-D map (m): map_3d_publisher\'s '
-              'resolution', min=0.001, max=100.0, read_only=True),
-    ParamSpec('transform_tolerance', 1.0, 'Odometry may be this much newer than the newest '
-              'global <- odom transform (localization is slower than odometry) (s)',
-              min=0.0, max=60.0, read_only=True),
-]}
+def declared_value(spec: ParamSpec, value):
+    """What rclpy's declare_parameter takes for the valid value `value` of `spec`."""
+    if spec.type_name in ('double_array', 'string_array') and not value:
+        # rclpy cannot infer an array type from []: declare it typed but unset (value None).
+        return Parameter.Type.DOUBLE_ARRAY if spec.type_name == 'double_array' \
+            else Parameter.Type.STRING_ARRAY
+    if isinstance(value, ARRAYS):
+        return list(value)
+    return value
 
 
 def _callback_registry(node) -> Dict[str, ParamSpec]:
@@ -240,7 +82,7 @@ def _callback_registry(node) -> Dict[str, ParamSpec]:
                         and param.type_ == Parameter.Type.INTEGER_ARRAY:
                     param = Parameter(param.name, Parameter.Type.DOUBLE_ARRAY,
                                       [float(v) for v in param.value])
-                if spec is not None and not _has_type(spec.type_name, spec.coerce(param.value)):
+                if spec is not None and not has_type(spec.type_name, spec.coerce(param.value)):
                     # rclpy refuses a wrong type without naming the parameter: name it here.
                     node.get_logger().warning(
                         f'refusing parameter change: {spec.validate(param.name, param.value)}')
@@ -303,10 +145,10 @@ def _declare_one(node, registry, spec: ParamSpec, prefix: str, values: Dict[str,
     if reason is not None:
         raise ValueError(f'invalid parameter {reason}')
     # The override was read, converted and checked above; rclpy would refuse an integer.
-    param = node.declare_parameter(full, spec.declared_value(value), spec.descriptor(full),
+    param = node.declare_parameter(full, declared_value(spec, value), descriptor(spec, full),
                                    ignore_override=True)
     value = param.value if param.value is not None else []
-    values[spec.name] = list(value) if isinstance(value, _ARRAYS) else value
+    values[spec.name] = list(value) if isinstance(value, ARRAYS) else value
 
 
 def _overrides(node) -> Dict[str, Parameter]:
@@ -343,3 +185,15 @@ def warn_undeclared_overrides(node) -> List[str]:
         node.get_logger().warning(
             f"ignoring parameters this node does not have: {', '.join(unknown)}")
     return unknown
+
+
+class NamesUndeclaredParameters:
+    """Mixed into a node class (before rclpy's Node): refusing a change of a parameter the node
+    does not have names it. rclpy 7.1.6 answers `ros2 param set` with "Invalid access to
+    undeclared parameter(s): []" (its check lists a generator it has already consumed)."""
+
+    def set_parameters_atomically(self, parameter_list: List[Parameter]):
+        unknown = [p.name for p in parameter_list if not self.has_parameter(p.name)]
+        if unknown and not self._allow_undeclared_parameters:
+            raise ParameterNotDeclaredException(unknown)
+        return super().set_parameters_atomically(parameter_list)

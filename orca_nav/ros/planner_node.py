@@ -28,7 +28,6 @@ odometry and the map but ignores goals and does not replan.
 from __future__ import annotations
 
 import math
-from dataclasses import fields
 from typing import Dict, Iterable
 
 import numpy as np
@@ -44,6 +43,8 @@ from orca_nav.core.fleet.robots import ROBOT_FIELDS, RobotSpec
 from orca_nav.core.fleet.fleet_planner import (Actions, FleetPlanner, Level,
                                                   PlanSettings, ReplanPolicy, RobotStatus,
                                                   StartState, run_request)
+from orca_nav.parameters.planner_node import NODE_SPECS
+from orca_nav.parameters.shared import ROBOT_SPECS
 from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import (cloud_to_grid, latched_qos, msg_to_grid, node_now,
                                   odom_state_from_cdr, quaternion_to_yaw, seconds_to_time)
@@ -51,52 +52,15 @@ from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.navigate_action import NavigateToPoseServers
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.offload import Offloaded
-from orca_nav.ros.params import (ROBOT_SPECS, SHARED_SPECS, ParamSpec, declare_parameters,
-                                 declare_robot_parameters, on_parameters_changed)
+from orca_nav.ros.params import (declare_parameters, declare_robot_parameters,
+                                 on_parameters_changed)
 from orca_nav.ros.qos_events import publisher_events, subscription_events
 from orca_nav.ros.tf_poses import FleetPoses
 from orca_nav.ros.trajectory_msgs import (empty_path, empty_trajectory, reference_to_path,
                                           reference_to_trajectory)
 
-_DEFAULTS = {f.name: f.default for cls in (PlanSettings, ReplanPolicy) for f in fields(cls)}
 _DIAGNOSTIC_LEVEL = {Level.OK: DiagnosticStatus.OK, Level.WARN: DiagnosticStatus.WARN,
                      Level.ERROR: DiagnosticStatus.ERROR}
-
-NODE_SPECS = [
-    ParamSpec('robots', ['robot0'], 'Robots this node plans for (topics /<robot>/...)',
-              read_only=True),
-    ParamSpec('global_frame', 'map', 'Frame of the map, odometry, goals and plans', read_only=True),
-    SHARED_SPECS['tf_layout'],
-    SHARED_SPECS['transform_tolerance'],
-    ParamSpec('plan_time_budget', _DEFAULTS['plan_time_budget'],
-              'Wall-time budget of one planning query (s)', min=0.01, max=120.0),
-    ParamSpec('replan_deviation', _DEFAULTS['replan_deviation'], 'Replan when a robot is '
-              'farther than this from its trajectory (m)', min=0.05, max=100.0),
-    ParamSpec('replan_check_period', 0.25, 'Period of the trajectory deviation check (s)',
-              min=0.02, max=10.0, read_only=True),
-    ParamSpec('min_replan_interval', _DEFAULTS['min_replan_interval'], 'Minimum time between '
-              'two automatic replans of one robot (s)', min=0.0, max=120.0),
-    ParamSpec('planner_threads', 2, 'Worker threads running planning queries', min=1, max=64,
-              read_only=True),
-    ParamSpec('allow_reverse', _DEFAULTS['allow_reverse'], 'Car and diff-drive robots may '
-              'reverse (Reeds-Shepp rather than Dubins)'),
-    SHARED_SPECS['safety_margin'],
-    ParamSpec('sample_period', _DEFAULTS['sample_period'], 'Time between samples of '
-              'kinodynamic trajectories (s)', min=0.005, max=2.0),
-    ParamSpec('cusp_dwell', _DEFAULTS['cusp_dwell'], 'Stop at each direction switch of a '
-              'car/diff-drive path (s)', min=0.01, max=30.0),
-    SHARED_SPECS['goal_tolerance'],
-    ParamSpec('unknown_is_occupied', True, 'Unknown map cells (-1) count as obstacles',
-              read_only=True),
-    SHARED_SPECS['map_3d_topic'],
-    SHARED_SPECS['map_3d_resolution'],
-    ParamSpec('plan_configured_goals', True, "Plan to each robot's <robot>.goal parameter once "
-              'the map and its odometry are in'),
-    ParamSpec('jam_timeout', 30.0, 'A navigate_to_pose goal aborts when its robot got no '
-              '0.1 m closer in this time (s); goals on goal_pose never do', min=1.0, max=3600.0),
-    ParamSpec('status_period', 1.0, 'Period of the per-robot status on /diagnostics (s)',
-              min=0.05, max=60.0, read_only=True),
-]
 
 
 def robot_spec(name: str, config: Dict[str, object]) -> RobotSpec:

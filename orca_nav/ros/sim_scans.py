@@ -18,22 +18,7 @@ from orca_nav.core.sim.fleet_sim import FleetSim
 from orca_nav.core.sim.lockstep import PeriodicSchedule
 from orca_nav.core.sim.scan import beam_angles, scan_ranges
 from orca_nav.ros.convert import seconds_to_time
-from orca_nav.ros.params import ParamSpec
 from orca_nav.ros.qos_events import publisher_events
-
-BOXES_SPEC = ParamSpec('boxes', [], 'Unmapped boxes, 4 numbers each: x0, y0, x1, y1 (m): solid '
-                       'for the robots and the scans, not on /map', type_hint='double_array',
-                       read_only=True)
-SCAN_SPECS = [
-    ParamSpec('rate', 0.0, 'Laser scans per robot per second (Hz); 0: none', min=0.0,
-              max=100.0, read_only=True),
-    ParamSpec('beams', 180, 'Beams per scan, over a full turn', min=4, max=10000,
-              read_only=True),
-    ParamSpec('range', 8.0, 'Range of the scans (m)', min=0.1, max=100.0, read_only=True),
-    ParamSpec('topic', 'scan', 'Per-robot topic of the scans (/<robot>/<topic>)',
-              read_only=True),
-]
-
 
 def boxes_from_parameter(values: List[float]) -> np.ndarray:
     if len(values) % 4:

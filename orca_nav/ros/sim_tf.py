@@ -21,27 +21,10 @@ import numpy as np
 from geometry_msgs.msg import TransformStamped
 from tf2_msgs.msg import TFMessage
 
-from orca_nav.core.fleet.names import TF_LAYOUTS, RobotNames
+from orca_nav.core.fleet.names import RobotNames
 from orca_nav.core.sim.localization import SimLocalization
 from orca_nav.ros.convert import seconds_to_time
-from orca_nav.ros.params import ParamSpec
 from orca_nav.ros.tf_listener import TF_QOS, TF_STATIC_QOS
-
-TF_SPECS = [
-    ParamSpec('tf_layout', 'none', "Frames of the odometry: 'none' poses in global_frame and no "
-              "TF; 'namespaced' odom frames with each robot's tree on <robot>/tf and "
-              "<robot>/tf_static (frames map, odom, base_link); 'prefixed' one tree on /tf and "
-              '/tf_static with frames <robot>/odom, <robot>/base_link', choices=TF_LAYOUTS,
-              read_only=True),
-    ParamSpec('odom_drift', 0.0, 'With a TF layout: odometry drift, the std. dev. of the odom '
-              'frame error after 1 m travelled (m, and rad in heading), growing with the square '
-              'root of the distance', min=0.0, max=1.0, read_only=True),
-    ParamSpec('localization_rate', 1.0, "With a TF layout: map -> odom corrections per second "
-              '(Hz) of the simulated localization', min=0.01, max=100.0, read_only=True),
-    ParamSpec('localization_jump', 0.0, 'With a TF layout: std. dev. of the error of each '
-              'map -> odom correction (m per axis, and rad in heading): the jump the robot '
-              'poses make in map', min=0.0, max=10.0),
-]
 
 SCAN_FRAME = 'base_scan'
 SCAN_HEIGHT_M = 0.2

@@ -11,7 +11,8 @@ Radius: Odometry has none, so every agent gets `tracked_agent_radius`.
 
 Each cycle the agents are handed to the controller projected to the cycle time
 (`core.fleet.tracked_agents`); an agent not heard of for `tracked_agent_timeout` is dropped with
-a warning.
+a warning, the same agent's later drops at most once per DROP_REPORT_PERIOD_S with a count (a
+tracker that keeps losing and finding someone made dozens of lines in one run).
 """
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from typing import Callable, Dict
 from nav_msgs.msg import Odometry
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from orca_nav.core.fleet.tracked_agents import TrackedAgents
+from orca_nav.core.fleet.tracked_agents import DropReports, TrackedAgents
 from orca_nav.ros.convert import odom_state_from_cdr
 
+DROP_REPORT_PERIOD_S = 60.0     # node-clock s between two warnings about one agent's drops
 # One message per agent: a tracker's burst for a crowd must fit (best effort matches any publisher).
 TRACKED_AGENTS_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=200,
                   reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -36,6 +38,7 @@ class TrackedAgentsInput:
         self._node, self._fleet, self._cfg = node, fleet, cfg
         self._global_frame, self._warn = global_frame, warn
         self.agents = TrackedAgents(cfg['tracked_agent_radius'], cfg['tracked_agent_timeout'])
+        self._drop_reports = DropReports(DROP_REPORT_PERIOD_S)
         topic = cfg['tracked_agents_topic']
         if topic:
             node.create_subscription(Odometry, topic, self._on_agent, TRACKED_AGENTS_QOS,
@@ -59,10 +62,9 @@ class TrackedAgentsInput:
         """Drops stale agents (with a warning) and gives the controller the others at `now`."""
         self.agents.radius = self._cfg['tracked_agent_radius']
         self.agents.timeout = self._cfg['tracked_agent_timeout']
-        for agent, age in self.agents.drop_stale(now):
-            self._node.get_logger().warning(
-                f'{self._cfg["tracked_agents_topic"]}: agent {agent!r} not heard of for '
-                f'{age:.2f} s (tracked_agent_timeout {self.agents.timeout:g} s): dropped')
+        drops = self.agents.drop_stale(now)
+        for line in self._drop_reports.lines(drops, now, self.agents.timeout):
+            self._node.get_logger().warning(f'{self._cfg["tracked_agents_topic"]}: {line}')
         p = self._fleet.params
         self._fleet.set_others(self.agents.at(now, p.uncertainty_gain, p.max_uncertainty_margin,
                                               p.max_extrapolation))

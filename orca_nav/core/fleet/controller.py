@@ -64,8 +64,6 @@ from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.obstacle_distance import ObstacleDistance
 from orca_nav.core.planning.reference import Reference
 
-MODES = ('centralized', 'per_robot')
-MAX_SHARDS = 1024      # orca_node processes (shard mode) one fleet may be split over
 _EARLY = 0.1        # control periods: how early before its grid slot a cycle may run
 _MIN_GAP = 0.5      # control periods: the least time between two cycles
 _INTERVAL_MEMORY = 0.9   # per cycle: how slowly a late cycle's interval is forgotten

@@ -35,7 +35,6 @@ and `compute_velocities` keeps its RVO2 parity.
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from orca_nav.core.fleet.preferred_velocity import per_robot_values, points
 
@@ -188,6 +187,9 @@ class DeadlockBreaker:
         outranked = np.zeros(len(positions), dtype=bool)
         if len(waiting) > 1:
             reach = factor * 2.0 * radius[waiting].max()
+            # Imported here: scipy.spatial takes longer to load than the rest of orca_nav's
+            # parameters, whose specs take DeadlockParams' defaults from this module.
+            from scipy.spatial import cKDTree
             pairs = cKDTree(positions[waiting]).query_pairs(reach, output_type='ndarray')
             if len(pairs):
                 pairs = waiting[pairs]  # (i, j) with i < j: i outranks j

@@ -17,8 +17,13 @@ Planning itself runs elsewhere (a thread pool in the node): every input returns
 running; a newer goal or replan bumps the robot's generation, so the running job's outcome is
 stale when it comes back: it is dropped and the newest request is planned instead.
 
-Every failure (no map, no free cell, no start state, bad goal, no path, timeout) holds the robot
-still (a ``TrajectoryUpdate`` without reference) and says why in the robot's status.
+A query's budget is ``plan_max_expansions`` search nodes expanded, so it plans alike on a loaded
+machine and a quiet one; ``plan_time_budget`` (wall clock) only caps it. A query that spent its
+budget is tried once more with RETRY_BUDGET_FACTOR times the budget, on the same worker.
+
+Every failure (no map, no free cell, no start state, bad goal, no path, budget spent) holds the
+robot still (a ``TrajectoryUpdate`` without reference) and says why in the robot's status, at
+ERROR level.
 
 Drones plan in 3-D (:func:`planning_dim`): a ``quadrotor`` robot's poses are (x, y, z, yaw), its
 start velocity (vx, vy, vz), and it plans with the 3-D kinodynamic A* on the 3-D map; every other
@@ -29,8 +34,8 @@ RViz's) keeps the altitude the drone flies at when the goal is planned, as orca_
 at once (``out_of_map`` / ``goal_in_collision``), naming the robot's goal field and value.
 
 A goal ends (``Actions.ended``, what a navigate_to_pose server reports): reached; planning
-failed (the planner's status says why: goal in an obstacle, outside the map, no path, time
-budget); jammed, for a goal set with a ``jam_timeout``, when the distance still to go has not
+failed (the planner's status says why: goal in an obstacle, outside the map, no path, budget
+spent); jammed, for a goal set with a ``jam_timeout``, when the distance still to go has not
 shrunk by ``JAM_PROGRESS`` within that time; or cancelled (``cancel``), which holds the robot.
 ``progress`` gives what feedback reports: distance and time still to go along the trajectory and
 the number of replans since the goal was set (the recoveries).
@@ -56,6 +61,7 @@ _KINODYNAMIC = ('holonomic', 'quadrotor')
 _AERIAL = ('quadrotor',)
 _START_SPEED_FRACTION = 0.95     # odometry may overshoot the speed limit a little
 JAM_PROGRESS = 0.1      # m the distance to go must shrink by within a goal's jam_timeout
+RETRY_BUDGET_FACTOR = 4     # a query that spent its expansion budget is retried with this many
 
 
 class Level(enum.IntEnum):
@@ -76,7 +82,8 @@ class PlanSettings:
     """What one planning query depends on besides the map and the robot."""
 
     safety_margin: float                # clearance added to the robot radius (m)
-    plan_time_budget: float = 1.0       # wall-time budget of one query (s)
+    plan_max_expansions: int = 5000     # budget of one query: search nodes expanded
+    plan_time_budget: float = 60.0      # wall-time cap of one query (s): a safety net
     allow_reverse: bool = True          # cars and diff-drive robots may reverse
     sample_period: float = 0.1          # time between kinodynamic trajectory samples (s)
     cusp_dwell: float = 0.5             # stop at each direction switch (s)
@@ -204,6 +211,7 @@ class PlanOutcome:
     result: PlanResult
     reference: Optional[Reference]      # None unless the planner succeeded
     planners: Mapping[PlannerKey, object] = field(default_factory=dict)   # the ones it used
+    retried: bool = False               # the first attempt spent its budget (RETRY_BUDGET_FACTOR)
 
 
 @dataclass(frozen=True)
@@ -278,13 +286,15 @@ def build_planner(grid: OccupancyGrid, spec: RobotSpec, settings: PlanSettings):
         return KinodynamicAStar(grid, KinodynamicParams(
             max_vel=spec.max_speed, max_acc=spec.max_accel, max_speed=spec.max_speed,
             max_acc_norm=spec.max_accel, robot_radius=spec.radius,
-            safety_margin=settings.safety_margin, max_time=settings.plan_time_budget))
+            safety_margin=settings.safety_margin, max_expansions=settings.plan_max_expansions,
+            max_time=settings.plan_time_budget))
     from orca_nav.core.planning.hybrid_astar import HybridAStar, HybridParams
     return HybridAStar(grid, HybridParams(
         wheelbase=spec.wheelbase, min_turning_radius=spec.min_turning_radius,
         robot_radius=spec.radius, allow_reverse=settings.allow_reverse,
         model='diff_drive' if spec.kinematics == 'diff_drive' else 'car',
-        collision_margin=max(settings.safety_margin, 1e-3), timeout=settings.plan_time_budget))
+        collision_margin=max(settings.safety_margin, 1e-3),
+        max_expansions=settings.plan_max_expansions, timeout=settings.plan_time_budget))
 
 
 def plan_reference(planner, spec: RobotSpec, settings: PlanSettings, start: StartState,
@@ -320,7 +330,8 @@ def run_request(request: PlanRequest) -> PlanOutcome:
     """Plans one request. Pure with respect to the supervisor: safe on any thread.
 
     A robot standing inside the safety margin (tracking error, pushed aside by others) is not in
-    collision: when the start is in collision with the margin, it is planned again without it.
+    collision: when the start is in collision with the margin, it is planned again without it. A
+    query that spent its expansion budget is planned again with RETRY_BUDGET_FACTOR times it.
     """
     planners: Dict[PlannerKey, object] = {}
 
@@ -331,14 +342,21 @@ def run_request(request: PlanRequest) -> PlanOutcome:
         planners[key] = planner
         return plan_reference(planner, request.spec, settings, request.start, request.goal)
 
+    settings, retried = request.settings, False
     try:
-        result, reference = attempt(request.settings)
-        if result.status is PlanStatus.START_IN_COLLISION and request.settings.safety_margin > 0:
-            result, reference = attempt(replace(request.settings, safety_margin=0.0))
+        result, reference = attempt(settings)
+        if result.status is PlanStatus.START_IN_COLLISION and settings.safety_margin > 0:
+            settings = replace(settings, safety_margin=0.0)
+            result, reference = attempt(settings)
+        if result.status is PlanStatus.TIMEOUT and \
+                result.stats.expanded_nodes >= settings.plan_max_expansions:
+            retried = True
+            result, reference = attempt(replace(
+                settings, plan_max_expansions=RETRY_BUDGET_FACTOR * settings.plan_max_expansions))
     except Exception as err:    # noqa: BLE001 -- a planner bug fails this plan, not the worker
         result = PlanResult(PlanStatus.INTERNAL_ERROR, f'planner error: {err!r}', PlanStats())
         reference = None
-    return PlanOutcome(request, result, reference, planners)
+    return PlanOutcome(request, result, reference, planners, retried)
 
 
 def _goal_problem(grid: OccupancyGrid, goal: np.ndarray) -> Optional[Tuple[PlanStatus, str]]:
@@ -568,9 +586,11 @@ class FleetPlanner:
                 actions.plan.append(self._submit(name))
             return actions
         reference = outcome.reference
+        again = (f' (tried again with {RETRY_BUDGET_FACTOR}x the budget of '
+                 f'{request.settings.plan_max_expansions} expansions)') if outcome.retried else ''
         if reference is None:
             result = outcome.result
-            message = f'planning failed ({result.status.value}): {result.message}'
+            message = f'planning failed ({result.status.value}): {result.message}{again}'
             actions = self._hold(name, Level.ERROR, message, now, waiting=False)
             actions.ended.append(GoalEnd(name, False, result.status.value, message))
             return actions
@@ -584,7 +604,7 @@ class FleetPlanner:
         stats = outcome.result.stats
         self._set_status(actions, name, Level.OK, f'following a {reference.duration:.1f} s '
                          f'trajectory to {_fmt_pose(request.goal)}, planned in '
-                         f'{stats.plan_time * 1e3:.0f} ms', values=(
+                         f'{stats.plan_time * 1e3:.0f} ms{again}', values=(
                              ('plan_time', f'{stats.plan_time:.3f}'),
                              ('expanded_nodes', str(stats.expanded_nodes)),
                              ('duration', f'{reference.duration:.2f}'),

@@ -4,7 +4,9 @@ the latest state of each, by id, turned into ORCA's `NonCooperative` at a cycle'
 Each agent's state counts at its stamp and is projected to the cycle time at its velocity (at
 most `max_extrapolation` s, as the fleet's own states: `state_estimate`); its radius is the
 configured one plus its position uncertainty margin. An agent not heard of for `timeout` s is
-dropped: a track the tracker lost must not stand in the aisle forever.
+dropped: a track the tracker lost must not stand in the aisle forever. `DropReports` words the
+drops for a log: an agent whose tracker keeps losing it is reported once, then at most once per
+period with a count, not at every drop.
 """
 from __future__ import annotations
 
@@ -68,3 +70,32 @@ class TrackedAgents:
 
     def ids(self) -> List[str]:
         return list(self._states)
+
+
+class DropReports:
+    """The log lines for dropped agents, at most one per agent per `period` s: its first drop,
+    then, once the period has passed, how many more drops there were since its last line."""
+
+    def __init__(self, period: float):
+        self.period = period
+        self._last: Dict[str, float] = {}       # agent -> time of its last line
+        self._unreported: Dict[str, int] = {}   # agent -> drops since that line
+
+    def lines(self, drops: List[Tuple[str, float]], now: float, timeout: float) -> List[str]:
+        """The lines to log for `drops` ((id, age) from `TrackedAgents.drop_stale`) at `now`."""
+        out = []
+        for agent, age in drops:
+            last = self._last.get(agent)
+            if last is not None and now - last < self.period:
+                self._unreported[agent] = self._unreported.get(agent, 0) + 1
+                continue
+            again = self._unreported.pop(agent, 0)
+            self._last[agent] = now
+            if last is None:
+                out.append(f'agent {agent!r} not heard of for {age:.2f} s (tracked_agent_timeout '
+                           f'{timeout:g} s): dropped (its next drops: at most one line per '
+                           f'{self.period:g} s)')
+            else:
+                out.append(f'agent {agent!r} dropped again: not heard of for {age:.2f} s '
+                           f'({again + 1} drops in the last {now - last:.0f} s)')
+        return out

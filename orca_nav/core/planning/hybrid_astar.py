@@ -40,9 +40,10 @@ is closer to an obstacle than the margin, the margin is halved (up to three time
 Statuses: start/goal footprint overlapping an occupied cell -> ``START_IN_COLLISION`` /
 ``GOAL_IN_COLLISION``; footprint sticking out of the map (reference point inside) ->
 ``OUT_OF_MAP``; search exhausted, or the goal walled off in the distance field -> ``NO_PATH``;
-``timeout`` (wall clock) or ``max_expansions`` spent -> ``TIMEOUT``. Non-finite input, a
-reference point outside the map and bad parameters raise ``ValueError`` naming the field. Yaw is
-accepted in any range and wrapped; +-pi are the same heading.
+``max_expansions`` spent (the budget: the same result on a loaded machine as on a quiet one) or
+``timeout`` (wall clock, only a safety net above it) reached -> ``TIMEOUT``, saying which.
+Non-finite input, a reference point outside the map and bad parameters raise ``ValueError``
+naming the field. Yaw is accepted in any range and wrapped; +-pi are the same heading.
 
 A planner instance holds per-map precomputation (clearance field, heuristic graph, primitives,
 Reeds-Shepp table; see ``precompute_time``) and serves one ``plan()`` call at a time (concurrent
@@ -103,8 +104,8 @@ class HybridParams:
     smoothing: bool = True
     refine_on_failure: bool = True              # search exhausted: retry on a lattice twice as fine
     path_resolution: float = 0.1                # output pose spacing (m)
-    timeout: float = 5.0                        # wall-clock seconds
-    max_expansions: int = 200000
+    timeout: float = 5.0                        # wall-clock cap (s): a safety net
+    max_expansions: int = 200000                # search budget: nodes expanded
 
     def __post_init__(self):
         for name in ('wheelbase', 'min_turning_radius', 'xy_resolution', 'reverse_penalty',
@@ -535,10 +536,13 @@ class HybridAStar:
                 if found is not None:
                     stats.expanded_nodes = expansions
                     return (nodes,) + found
-            if expansions >= p.max_expansions or time.perf_counter() - t_begin > p.timeout:
+            elapsed = time.perf_counter() - t_begin
+            if expansions >= p.max_expansions or elapsed > p.timeout:
                 stats.expanded_nodes = expansions
-                return nodes, None, (PlanStatus.TIMEOUT, f'gave up after {expansions} expansions and '
-                                                  f'{time.perf_counter() - t_begin:.2f} s')
+                return nodes, None, (PlanStatus.TIMEOUT, (
+                    f'expansion budget {p.max_expansions} spent after {elapsed:.2f} s'
+                    if expansions >= p.max_expansions else
+                    f'wall-time cap {p.timeout:g} s reached after {expansions} expansions'))
             # All primitives and all their samples at once.
             c, s = math.cos(yaw), math.sin(yaw)
             px = x + c * ox - s * oy

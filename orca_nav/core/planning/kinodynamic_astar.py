@@ -35,12 +35,17 @@ Failure statuses: start/goal whose cell is occupied or that has an occupied cell
 radius -> ``START_IN_COLLISION`` / ``GOAL_IN_COLLISION``; start/goal free of obstacles but
 closer than the radius to the map border (the robot would stick out of the map) ->
 ``OUT_OF_MAP``; open list exhausted, or no free path at all on the coarse optimistic graph ->
-``NO_PATH``; wall-time or node budget spent -> ``TIMEOUT``. Start/goal outside the map,
+``NO_PATH``; the budget spent -> ``TIMEOUT`` (see Budget). Start/goal outside the map,
 non-finite values, velocities beyond the limits (clip measured velocities first) and bad
 parameters raise ``ValueError`` naming the field.
 
+Budget: ``max_expansions`` nodes expanded, so a query gives the same result on a loaded machine
+as on a quiet one; ``max_time`` (wall clock) is only a safety net above it. Either spent ->
+``TIMEOUT``, its message saying which.
+
 Memory: the planner keeps two bool copies of the grid (inflated, grown) and two coarse graphs,
-so with the grid itself about 3 bytes per cell, plus the search (about 100 bytes per node).
+so with the grid itself about 3 bytes per cell, plus the search (about 100 bytes per node
+created; its arrays grow as nodes are created).
 Building the planner (distance transform, graphs) is the expensive part; plan() reuses it, so
 keep one planner per map and robot size.
 """
@@ -65,6 +70,25 @@ from orca_nav.core.planning.polynomial import PolynomialTrajectory
 _LIMIT_EPS = 1e-6
 # Durations tried for the analytic shot, as multiples of the OBVP-optimal one.
 _SHOT_TIME_FACTORS = np.array([1.0, 1.1, 1.25, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 4.0])
+
+
+class _NodeArrays:
+    """The search's per-node arrays (see `plan`), doubled in length when full."""
+
+    def __init__(self, ndim: int, capacity: int):
+        self.arrays = (np.empty((capacity, ndim)), np.empty((capacity, ndim)), np.empty(capacity),
+                       np.empty(capacity, dtype=np.int64), np.zeros((capacity, ndim)),
+                       np.empty(capacity, dtype=np.int64), np.empty(capacity))
+
+    def grow(self, needed: int):
+        capacity = max(needed, 2 * len(self.arrays[0]))
+        grown = []
+        for array in self.arrays:
+            bigger = np.zeros((capacity,) + array.shape[1:], dtype=array.dtype)
+            bigger[:len(array)] = array
+            grown.append(bigger)
+        self.arrays = tuple(grown)
+        return self.arrays
 
 
 @dataclass(frozen=True)
@@ -92,8 +116,8 @@ class KinodynamicParams:
     shot_refinement: int = 15            # expansions after the first shot, keeping the cheapest
     check_dt: float = 0.02               # collision/limit check period along the trajectory, s
     safety_margin: float = 0.0           # added to robot_radius for the collision check, m
-    max_nodes: int = 200_000             # node budget (nodes created)
-    max_time: float = 2.0                # wall-time budget of plan(), s
+    max_expansions: int = 20_000         # search budget: nodes expanded (machine-independent)
+    max_time: float = 2.0                # wall-time cap of plan(), s: a safety net
 
     def __post_init__(self):
         positive = ('max_vel', 'max_acc', 'acc_resolution', 'rho', 'check_dt', 'max_time',
@@ -118,7 +142,8 @@ class KinodynamicParams:
             raise ValueError(f'heuristic_weight must be > 0, got {self.heuristic_weight}')
         if self.tie_breaker < 1.0:
             raise ValueError(f'tie_breaker must be >= 1, got {self.tie_breaker}')
-        for name in ('shot_interval', 'max_nodes', 'shot_refinement', 'max_expansions_per_cell'):
+        for name in ('shot_interval', 'max_expansions', 'shot_refinement',
+                     'max_expansions_per_cell'):
             value = getattr(self, name)
             minimum = 0 if name == 'shot_refinement' else 1
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
@@ -393,14 +418,10 @@ class KinodynamicAStar:
                 return finish(PlanStatus.OUT_OF_MAP, f'{name} {point.tolist()} is closer than the '
                                                      f'robot radius {self._radius} m to the map border')
 
-        cap = p.max_nodes + len(self._inputs)
-        pos = np.empty((cap, d))
-        vel = np.empty((cap, d))
-        g = np.empty(cap)
-        parent = np.empty(cap, dtype=np.int64)
-        inp = np.zeros((cap, d))
-        keys = np.empty(cap, dtype=np.int64)
-        t_goal = np.empty(cap)                   # OBVP-optimal time to the goal (shot duration seed)
+        # Per node: position, velocity, cost, parent, input from the parent, closed-set key and
+        # the OBVP-optimal time to the goal (the shot duration seed); grown as nodes are created.
+        nodes = _NodeArrays(d, 64 * len(self._inputs))
+        pos, vel, g, parent, inp, keys, t_goal = nodes.arrays
         pos[0], vel[0], g[0], parent[0] = start_pos, start_vel, 0.0, -1
         keys[0] = self._keys(start_pos[None], start_vel[None])[0]
         goal_field = None
@@ -425,8 +446,12 @@ class KinodynamicAStar:
         refine_left = p.shot_refinement
         stop_reason = None
         while open_heap:
+            if stats.expanded_nodes >= p.max_expansions:
+                stop_reason = (f'expansion budget {p.max_expansions} spent after '
+                               f'{time.perf_counter() - t_begin:.2f} s')
+                break
             if time.perf_counter() - t_begin > p.max_time:
-                stop_reason = (f'wall-time budget {p.max_time} s spent after '
+                stop_reason = (f'wall-time cap {p.max_time:g} s reached after '
                                f'{stats.expanded_nodes} expansions')
                 break
             _, node = heapq.heappop(open_heap)
@@ -479,10 +504,8 @@ class KinodynamicAStar:
                     accepted.append(i)
             if not accepted:
                 continue
-            if n_nodes + len(accepted) > p.max_nodes:
-                stop_reason = (f'node budget {p.max_nodes} spent after '
-                               f'{stats.expanded_nodes} expansions')
-                break
+            if n_nodes + len(accepted) > len(g):
+                pos, vel, g, parent, inp, keys, t_goal = nodes.grow(n_nodes + len(accepted))
             new = slice(n_nodes, n_nodes + len(accepted))
             chosen = idx[accepted]
             h_new, t_new = self._heuristic(p1[chosen], v1[chosen], goal_pos, goal_vel, goal_field)

@@ -44,7 +44,6 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.fleet.kinematics import (QUADROTOR, RobotLimits, admissible_twist,
@@ -357,7 +356,7 @@ class FleetSim:
             return []
         people = self.pedestrians.positions
         reach = float(self.radius.max()) + self.pedestrians.radius
-        near = cKDTree(self._pose[:, :2]).query_ball_point(people, reach)
+        near = _kd_tree(self._pose[:, :2]).query_ball_point(people, reach)
         contacts = set()
         for person, robots in enumerate(near):
             for robot in robots:
@@ -379,7 +378,7 @@ class FleetSim:
         pos = self._pose[:, :2]
         if len(self) < 2:
             return []
-        pairs = cKDTree(pos).query_pairs(2.0 * float(self.radius.max()), output_type='ndarray')
+        pairs = _kd_tree(pos).query_pairs(2.0 * float(self.radius.max()), output_type='ndarray')
         flying = self.limits.model == QUADROTOR
         if pairs.size:
             i, j = pairs[:, 0], pairs[:, 1]
@@ -430,6 +429,13 @@ class FleetSim:
         return [CollisionEvent(self.time, ROBOT_MAP, (int(i),),
                                tuple(float(v) for v in self._positions([i])[0]),
                                speeds=self.speeds([i])) for i in started]
+
+
+def _kd_tree(points: np.ndarray):
+    # scipy.spatial is imported on first use: it takes longer to load than all of a fleet
+    # file's checks, which use this module's map_overlap and GROUND_CLEARANCE.
+    from scipy.spatial import cKDTree
+    return cKDTree(points)
 
 
 def map_overlap(grid: OccupancyGrid, positions: np.ndarray, radius: np.ndarray) -> np.ndarray:

@@ -46,7 +46,7 @@ def test_braking_paths_are_the_kinematic_model_driven_step_by_step(kind):
                    hold=0.13)
     state.yaw_rates = np.array([0.2])
     h, samples = 0.025, 120
-    path, _ = layer._braking_paths(state, np.array([0]), command, np.zeros(1), np.array([0.13]),
+    path, _ = layer.braking_paths(state, np.array([0]), command, np.zeros(1), np.array([0.13]),
                                    samples, h)
     pose = state.poses.copy()
     twist = np.array([[0.4, 0.0, 0.2]])

@@ -147,10 +147,6 @@ def blocks(robots: int = 20) -> FleetConfig:
 
 PERSON_RADIUS = 0.25
 PERSON_SPEED = 0.5
-# People stop 15 cm short of walking into a robot: outside the 10 cm ORCA keeps between a robot
-# and a person (tracked_agent_radius + safety_margin). People who avoid no one at all corner
-# robots against the lane's walls faster than 2 m/s^2 lets them get away: see docs/limits.md.
-PERSON_STOP_GAP = 0.15
 
 
 def _lane_crossing(robots: int) -> List[dict]:
@@ -167,8 +163,9 @@ def _lane_crossing(robots: int) -> List[dict]:
 
 def people(robots: int = 6) -> FleetConfig:
     """Robots sharing the top lane of config/maps/warehouse.yaml (y 16..19.7, 3.7 m wide) with
-    10 scripted people who never step aside, but stop rather than walk into a robot
-    (fleet_sim_node's pedestrians, `stop_gap`; orca_node's tracked agents): half the robots start
+    10 scripted people who avoid no one and walk through wherever a robot stands (fleet_sim_node's
+    pedestrians; orca_node's tracked agents, whom the safety layer meets only at rest,
+    docs/safety.md): half the robots start
     in the open west end and cross to the east end, the others the reverse. Two people walk the
     lane's length near its edges, three cross it (one out of the cross-aisle at x 15), two walk
     up and down the open ends, three walk at random in it."""
@@ -180,7 +177,7 @@ def people(robots: int = 6) -> FleetConfig:
     pedestrians = {'lines': [float(v) for line in lines for v in line],
                    'walkers': [float(v) for walker in walkers for v in walker],
                    'area': [5.0, 16.0, 25.0, 19.7], 'speed': PERSON_SPEED,
-                   'radius': PERSON_RADIUS, 'stop_gap': PERSON_STOP_GAP}
+                   'radius': PERSON_RADIUS}
     return _fleet('people', _lane_crossing(robots), map_file='warehouse.yaml', duration=90.0,
                   fleet_sim_node={'pedestrians': pedestrians},
                   orca_node={'tracked_agent_radius': PERSON_RADIUS + 0.05})

@@ -159,7 +159,7 @@ class SafetyLayer:
                            1.0)
         k = len(SCALES)
         rows = np.repeat(rolled, k)
-        path, moving = self._braking_paths(
+        path, moving = self.braking_paths(
             state, rows, held[rows] * factors.reshape(-1, 1),
             held_climb[rows] * factors.reshape(-1), hold[rows], samples, h)
         path = path.reshape(samples, len(rolled), k, 3)
@@ -256,7 +256,7 @@ class SafetyLayer:
         return pairs[state.adjustable[pairs].any(axis=1)]
 
     # ------------------------------------------------------------------ braking paths
-    def _braking_paths(self, state: SafetyInput, rows, commands, climb, hold, samples, h):
+    def braking_paths(self, state: SafetyInput, rows, commands, climb, hold, samples, h):
         """(S, M, 3) positions x, y, z every h s of robots `rows` executing `commands` (M, 3)
         (and climb (M,)) for `hold` (M,) s, then braking to a stand; (S, M) bool: moving
         faster than rest_speed during the step that ends at each sample.

@@ -129,15 +129,25 @@ def test_the_demo_on_simulated_time_in_lockstep_gives_the_same_report_twice(tmp_
     assert json.loads(reports[0])['clock'] == 'simulated, lockstep'
 
 
-def test_exit_status_is_1_on_any_contact_or_negative_separation():
+def test_exit_status_is_1_on_a_contact_but_a_person_at_a_robot_at_rest():
     from orca_nav.bringup.cli import demo_exit_status
 
-    def report(collisions=0, separation=0.1, all_reached=True):
-        return {'fleet': {'collisions': collisions, 'min_separation': separation,
+    from orca_nav.bringup.report import empty_contact_tally
+
+    def report(separation=0.1, all_reached=True, **contacts):
+        tally = empty_contact_tally()
+        for name, count in contacts.items():
+            category, state = name.rsplit('_', 1)
+            tally[category][state] = count
+        return {'fleet': {'contacts': tally, 'min_separation': separation,
                           'all_reached': all_reached}}
     assert demo_exit_status(report()) == 0
     assert demo_exit_status(report(separation=None)) == 0      # a single robot
-    assert demo_exit_status(report(collisions=1)) == 1
+    assert demo_exit_status(report(robot_robot_moving=1)) == 1
+    assert demo_exit_status(report(robot_robot_rest=1)) == 1   # robots touch: never fine
+    assert demo_exit_status(report(robot_obstacle_rest=1)) == 1
+    assert demo_exit_status(report(robot_person_moving=1)) == 1
+    assert demo_exit_status(report(robot_person_rest=3)) == 0  # the passive guarantee
     assert demo_exit_status(report(separation=-0.01)) == 1     # even with no report received
     assert demo_exit_status(report(all_reached=False)) == 1
 

@@ -90,12 +90,17 @@ def test_node_outage_kills_then_restarts_at_mission_times():
 
 def test_rows_sum_runs_and_the_table_shows_them():
     case = CASES['orca_node killed and restarted']
-    runs = [{'collisions': 0, 'at_goal': 3, 'able': 3, 'min_separation': 0.2, 'finished': 7.0,
-             'stopped_after': 0.9, 'resumed_after': 0.3},
-            {'collisions': 1, 'at_goal': 2, 'able': 3, 'min_separation': -0.1, 'finished': None,
-             'stopped_after': 1.1, 'resumed_after': None}]
+    from orca_nav.bringup.report import empty_contact_tally
+    touched = empty_contact_tally()
+    touched['robot_robot']['moving'] = 1
+    runs = [{'collisions': 0, 'contacts': empty_contact_tally(), 'at_goal': 3, 'able': 3,
+             'min_separation': 0.2, 'finished': 7.0, 'stopped_after': 0.9, 'resumed_after': 0.3},
+            {'collisions': 1, 'contacts': touched, 'at_goal': 2, 'able': 3,
+             'min_separation': -0.1, 'finished': None, 'stopped_after': 1.1,
+             'resumed_after': None}]
     row = summarize(case, runs, baseline=6.0)
-    assert row == {'fault': case.name, 'runs': 2, 'collisions': 1, 'robots_at_goal': 5,
+    assert row == {'fault': case.name, 'runs': 2, 'collisions': 1, 'contacts': touched,
+                   'robots_at_goal': 5,
                    'robots_able': 6, 'worst_min_separation': -0.1, 'finished': None,
                    'recovery_time': None, 'stopped_after': 1.1, 'resumed_after': 0.3}
     assert not suite_passed([row])

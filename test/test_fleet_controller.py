@@ -188,6 +188,8 @@ def test_trajectories_drive_tracked_robots_and_an_empty_one_holds_still():
                      velocities=np.tile([0.5, 0.0], (41, 1)), accelerations=np.zeros((41, 2)),
                      yaw=np.zeros(41), yaw_rate=np.zeros(41), direction=np.ones(41))
     fleet.set_trajectory(0, line, start_time=0.0)
+    for i, y in ((0, 0.0), (1, 5.0)):         # fresh states: an old one would slow it
+        fleet.set_state(i, 0.5, (0.0, y), (0.0, 0.0), 0.0)
     out = fleet.step(0.5)
     assert out.twists[0, 0] > 0.1 and np.all(out.twists[1] == 0.0)
     fleet.set_trajectory(0, None, start_time=0.5)

@@ -118,13 +118,14 @@ def test_the_simulator_reports_a_robot_person_contact_once():
     assert 2.45 <= events[0].time <= 2.5 + 1e-9    # the gap 3 - 0.55 m closes at 1 m/s
 
 
-def _standing_robot_and_a_person(avoid: bool) -> float:
-    """A robot holding its goal while a person walks through it; closest centre distance."""
+def _standing_robot_and_a_person(avoid: bool, params=ControllerParams(safety=None)):
+    """A robot holding its goal while a person walks through it; closest centre distance and
+    the robot's speed then."""
     people = Pedestrians([[4.0, 0.05, -4.0, 0.05]], [], PedestrianParams(speed=0.8, radius=0.25))
     sim = FleetSim(_limits(1), [0.3], [[0.0, 0.0, 0.0]], pedestrians=people)
-    controller = FleetController([RobotSpec('robot0', radius=0.3)], ControllerParams())
+    controller = FleetController([RobotSpec('robot0', radius=0.3)], params)
     controller.set_goal(0, (0.0, 0.0))
-    now, closest = 0.0, np.inf
+    now, closest, speed = 0.0, np.inf, 0.0
     for _ in range(150):
         pose, twist = sim.odometry()
         controller.set_state(0, now, pose[0, :2], body_to_world(twist[:, :2], pose[:, 2])[0],
@@ -133,11 +134,17 @@ def _standing_robot_and_a_person(avoid: bool) -> float:
             controller.set_others(NonCooperative(people.positions.copy(),
                                                  people.velocities.copy(), np.full(1, 0.25)))
         sim.step(0.05, controller.step(now).twists)
-        closest = min(closest, float(np.hypot(*(sim.poses[0, :2] - people.positions[0]))))
+        gap = float(np.hypot(*(sim.poses[0, :2] - people.positions[0])))
+        if gap < closest:
+            closest, speed = gap, float(np.hypot(*sim.twists[0, :2]))
         now += 0.05
-    return closest
+    return closest, speed
 
 
 def test_the_controller_steps_aside_for_a_person_it_is_told_about():
-    assert _standing_robot_and_a_person(avoid=False) < 0.1
-    assert _standing_robot_and_a_person(avoid=True) >= 0.55
+    """ORCA alone sidesteps; the safety layer (docs/safety.md) keeps the robot still where the
+    person could reach it moving, so the person walks into a robot at rest."""
+    assert _standing_robot_and_a_person(avoid=False)[0] < 0.1
+    assert _standing_robot_and_a_person(avoid=True)[0] >= 0.55
+    closest, speed = _standing_robot_and_a_person(avoid=True, params=ControllerParams())
+    assert closest < 0.55 and speed <= 0.05

@@ -230,10 +230,14 @@ def demo_command(args) -> int:
 
 def demo_exit_status(report: dict) -> int:
     """0 only when every robot reached every goal and is at its last one at the end (see
-    `report`), and no contact happened while a robot in it moved (a person walking into a
-    robot at rest is the passive guarantee, not a failure); else 1."""
+    `report`), with no contact but a person walking into a robot at rest (`failed_contacts`)
+    and no negative separation between two robots in the record; else 1."""
+    from orca_nav.bringup.report import failed_contacts
     fleet = report['fleet']
-    return 0 if fleet['all_reached'] and fleet['contacts_while_moving'] == 0 else 1
+    separation = fleet['min_separation']
+    touched = failed_contacts(fleet['contacts']) > 0 or \
+        (separation is not None and separation < 0.0)
+    return 0 if fleet['all_reached'] and not touched else 1
 
 
 def bench_command(args) -> int:

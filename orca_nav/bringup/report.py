@@ -175,6 +175,14 @@ def empty_contact_tally() -> Dict[str, Dict[str, int]]:
     return {category: {'moving': 0, 'rest': 0} for category in CONTACT_CATEGORIES}
 
 
+def failed_contacts(contacts: Dict[str, Dict[str, int]]) -> int:
+    """The contacts a run must not have: every one while a robot moved, and robot-robot and
+    robot-obstacle ones at rest too. A person walking into a robot at rest is what the passive
+    guarantee allows (docs/safety.md)."""
+    return sum(counts['moving'] + (counts['rest'] if category != 'robot_person' else 0)
+               for category, counts in contacts.items())
+
+
 def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = None,
                  sample_dt: float = 0.05, collision_events: int = 0,
                  meta: Optional[Dict[str, Any]] = None,
@@ -289,14 +297,14 @@ def format_table(report: Dict[str, Any]) -> str:
                      f'{e["collisions"]:>10}  {outcome}')
     f = report['fleet']
     lines.append('-' * len(header))
+    lines.append('contacts (moving / at rest): ' + ', '.join(
+        f'{category.replace("_", "-")} {counts["moving"]} / {counts["rest"]}'
+        for category, counts in f['contacts'].items()))
     failed = sum(e['outcome'] == 'planning failed' for e in report['robots'].values())
     lines.append(f'fleet: {f["reached"]}/{f["robots"]} robots at their goals'
                  + (f' ({failed} could not be planned for)' if failed else '')
                  + f', makespan {num(f["makespan"], 1)} s, collisions {f["collisions"]}, '
                  f'min separation {num(f["min_separation"])} m')
-    lines.append('contacts (moving / at rest): ' + ', '.join(
-        f'{category.replace("_", "-")} {counts["moving"]} / {counts["rest"]}'
-        for category, counts in f['contacts'].items()))
     if 'unmapped_obstacles' in f:
         lines.append(f'unmapped obstacles: {f["unmapped_obstacles"]}, min clearance to them '
                      f'{num(f["min_unmapped_clearance"])} m')

@@ -11,7 +11,8 @@ controller's commands drive the simulator for one period. So a run depends only 
 
 `run` returns what happened: every contact (classified: robot-robot, robot-obstacle,
 robot-person, and whether a robot in it was moving), goals reached, robots that got stuck (no
-progress toward their goal for `stuck_time`) and when the last robot finished.
+progress toward their goal for `stuck_time`) and when the last robot finished. A run ends at
+its duration, when every robot finished, or when every robot still under way is stuck.
 """
 from __future__ import annotations
 
@@ -141,7 +142,7 @@ class _Loop:
         contacts: List[CollisionEvent] = []
         for i in range(len(self.names)):
             self._send_goal(i, now)
-        while now < s.duration - 1e-9 and np.isnan(self.finish_time).any():
+        while now < s.duration - 1e-9 and not self._over(now):
             self._observe(now)
             if self.planner is not None:
                 self._plan(now)
@@ -160,6 +161,13 @@ class _Loop:
             int(finished.sum()), [n for n, bad in zip(self.names, self.stuck) if bad],
             float(np.nanmax(self.finish_time)) if finished.all() else None, now,
             self.plan_failures)
+
+    def _over(self, now: float) -> bool:
+        """Every robot finished, or every robot still under way has made no progress for
+        stuck_time (the rest of the run would change nothing but the clock)."""
+        going = np.isnan(self.finish_time)
+        return not going.any() or bool(
+            (now - self.closer_at[going] > self.scene.stuck_time).all())
 
     # ------------------------------------------------------------------ the loop's parts
     def _observe(self, now: float) -> None:

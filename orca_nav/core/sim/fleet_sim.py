@@ -29,7 +29,8 @@ noise, latency, collisions.
     legally r away from the cells' edges is not reported); for a drone, its sphere against the
     voxel cubes of the 3-D map (`set_grid_3d`; without one, drones have no map contacts);
   - robot-person: with scripted `pedestrians` (walked in every step; people who avoid no one,
-    or stop short of the robots), a robot's centre closer than r + the person's radius;
+    or stop short of the robots), a robot's centre closer than r + the person's radius (a
+    drone only while its sphere reaches below the people's height);
   - robot-obstacle: the robot's disc overlaps an unmapped box (`boxes`, `scan`).
   An event is returned once when a contact starts; the contact must end before the same pair
   (or robot and map) is reported again.
@@ -357,11 +358,13 @@ class FleetSim:
         people = self.pedestrians.positions
         reach = float(self.radius.max()) + self.pedestrians.radius
         near = _kd_tree(self._pose[:, :2]).query_ball_point(people, reach)
+        # A person is a cylinder of the pedestrians' height: a drone above it passes over.
+        below = self._altitude - self.radius < self.pedestrians.params.height
         contacts = set()
         for person, robots in enumerate(near):
             for robot in robots:
                 gap = np.hypot(*(self._pose[robot, :2] - people[person]))
-                if gap < self.radius[robot] + self.pedestrians.radius:
+                if gap < self.radius[robot] + self.pedestrians.radius and below[robot]:
                     contacts.add((int(robot), person))
         started = sorted(contacts - self._person_contacts)
         self._person_contacts = contacts

@@ -44,12 +44,13 @@ class PedestrianParams:
     stop_gap: float = 0.0           # m: stand still rather than close to within this of a robot
     patience: float = 2.0           # s: who stood this long turns back
     area: tuple = (-np.inf, -np.inf, np.inf, np.inf)   # random walkers stay in (x0, y0, x1, y1)
+    height: float = 1.8             # m: a drone flying higher passes over them
     curious_distance: float = 1.0   # m: curious walkers close in on a robot to this gap
     scared_distance: float = 2.5    # m: scared walkers flee a robot within this gap
 
     def __post_init__(self):
-        for name in ('speed', 'radius', 'turn_std', 'stop_gap', 'patience', 'curious_distance',
-                     'scared_distance'):
+        for name in ('speed', 'radius', 'turn_std', 'stop_gap', 'patience', 'height',
+                     'curious_distance', 'scared_distance'):
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0.0):
                 raise ValueError(f'pedestrians.{name} must be finite and >= 0, got {value}')

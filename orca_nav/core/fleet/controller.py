@@ -582,10 +582,11 @@ class FleetController:
             self._safety_reason = np.zeros(len(self.names), dtype=int)
             return twist, climb
         age = np.clip(self.state.age(now), 0.0, p.odom_timeout)
-        # Older states, slower robots: full speed up to two periods old (one late message),
+        # Older states, slower robots: full speed while a state is young enough to be projected
+        # to the cycle time (max_extrapolation; at least two periods: one late message),
         # standing at odom_timeout.
-        speed_cap = np.clip((p.odom_timeout - age) / max(p.odom_timeout - 2.0 * p.period, 1e-9),
-                            0.0, 1.0)
+        young = min(max(2.0 * p.period, p.max_extrapolation), 0.5 * p.odom_timeout)
+        speed_cap = np.clip((p.odom_timeout - age) / (p.odom_timeout - young), 0.0, 1.0)
         poses = np.column_stack([np.nan_to_num(self._cycle_position), self.state.yaw])
         velocities = np.column_stack([self.state.velocity,
                                       np.where(self._flying, self.state.climb, 0.0)])

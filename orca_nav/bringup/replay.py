@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from orca_nav.bringup.report import PersonTrack, RobotTrack
-from orca_nav.core.fleet.pedestrians import PedestrianParams
+from orca_nav.core.sim.pedestrians import PedestrianParams
 from orca_nav.core.fleet.robots import FIELDS_BY_NAME
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.transforms import TransformBuffer, TransformError, transform_planar_poses
@@ -280,6 +280,9 @@ def animate(run: RunRecord, out: Path, fps: float = 10.0, max_frames: int = 300)
                                [t.goals[:, :2] for t in run.tracks if len(t.goals)] +
                                [p.xy for p in run.people if len(p.t)])
         lower, upper = everything.min(axis=0) - 1.0, everything.max(axis=0) + 1.0
+        if run.grid is not None and run.grid.ndim == 2:     # the whole map, and the run
+            map_lower, map_upper = run.grid.extent
+            lower, upper = np.minimum(lower, map_lower[:2]), np.maximum(upper, map_upper[:2])
         ax.set_xlim(lower[0], upper[0])
         ax.set_ylim(lower[1], upper[1])
         ax.set_aspect('equal')

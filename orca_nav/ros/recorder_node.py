@@ -4,7 +4,11 @@ Subscribes every topic of `topics` once a publisher of it is discovered (a stead
 looks until all are found), as a generic subscription: rclpy's `raw=True` hands over the
 serialized CDR bytes, which are written as they came, so no message is deserialized. Each
 message is stamped with its receive time on the node's clock (simulated time under
-use_sim_time), as `ros2 bag record --use-sim-time` does. The subscription's QoS follows the
+use_sim_time), as `ros2 bag record --use-sim-time` does. The subscriptions live on a companion
+node no executor spins; a thread of the recorder waits on them, takes what is ready and writes
+it (as `ros/robot_topics.py` reads odometry): a recorded message costs no executor callback, so
+the graph it shares an executor with (the demo's, in one process) is not slowed by dispatching
+thousands of them. The subscription's QoS follows the
 publishers' (reliable and transient local only when every publisher offers it) and the offered
 profiles go into the bag, so `ros2 bag play` republishes a latched /map latched.
 
@@ -98,6 +102,66 @@ def subscription_qos(offered: List[QoSProfile]) -> QoSProfile:
                       else DurabilityPolicy.VOLATILE)
 
 
+class _Reader:
+    """A thread that takes the serialized messages of the subscriptions `add`ed (on a node no
+    executor spins) and hands each to `write(topic, data)`; `close` stops it."""
+
+    def __init__(self, node: Node, write):
+        self._reader = Node(f'{node.get_name()}_reader', namespace=node.get_namespace(),
+                            context=node.context, use_global_arguments=False,
+                            start_parameter_services=False, enable_logger_service=False)
+        self._write = write
+        self._entries: List[tuple] = []         # (subscription, topic)
+        self._lock = threading.Lock()
+        self._wake = self._reader.create_guard_condition(lambda: None)
+        self._stopping = False
+        self._thread = threading.Thread(target=self._read, daemon=True,
+                                        name=f'{node.get_name()}_reader')
+        self._thread.start()
+
+    def add(self, msg_type, topic: str, qos: QoSProfile) -> None:
+        subscription = self._reader.create_subscription(msg_type, topic, lambda _: None, qos,
+                                                        raw=True)
+        with self._lock:
+            self._entries.append((subscription, topic))
+        self._wake.trigger()        # the thread waits on the new subscription from now on
+
+    def close(self) -> None:
+        self._stopping = True
+        self._wake.trigger()
+        self._thread.join()
+        self._reader.destroy_node()
+
+    def _read(self) -> None:
+        from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+        context = self._reader.context
+        wait_set, handles, by_pointer = None, [], {}
+        while not self._stopping and context.ok():
+            with self._lock:
+                if len(self._entries) != len(handles):     # subscriptions were added
+                    handles = [sub.handle for sub, _ in self._entries]
+                    by_pointer = {sub.handle.pointer: (sub.handle.take_message, sub.msg_type,
+                                                       topic) for sub, topic in self._entries}
+                    wait_set = _rclpy.WaitSet(len(handles), 1, 0, 0, 0, 0, context.handle)
+            if wait_set is None:
+                wait_set = _rclpy.WaitSet(0, 1, 0, 0, 0, 0, context.handle)
+            wait_set.clear_entities()
+            for handle in handles:
+                wait_set.add_subscription(handle)
+            wait_set.add_guard_condition(self._wake.handle)
+            try:
+                wait_set.wait(-1)
+            except Exception:       # rcl's error when the context shuts down under the wait
+                if context.ok():
+                    raise
+                return
+            # Every message that is ready, one subscription after the other.
+            for pointer in wait_set.get_ready_entities('subscription'):
+                take, msg_type, topic = by_pointer[pointer]
+                while (message := take(msg_type, True)) is not None:
+                    self._write(topic, message[0])
+
+
 class RecorderNode(Node):
     """Writes the messages of `topics` to the bag `output` (see the module docstring)."""
 
@@ -117,6 +181,7 @@ class RecorderNode(Node):
         self._counts: Dict[str, int] = {}
         self._skipped: Dict[str, str] = {}      # topic -> why it is not recorded
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self._reader = _Reader(self, self._write)
         self._discovery = self.create_timer(DISCOVERY_PERIOD_S, self._discover,
                                             clock=self._steady)
         self._discover()
@@ -164,9 +229,7 @@ class RecorderNode(Node):
             self._connections[topic] = self._writer.add_connection(
                 topic, type_name, typestore=self._types,
                 offered_qos_profiles=[bag_qos(p) for p in offered])
-        self.create_subscription(message_class(type_name), topic,
-                                 lambda data, t=topic: self._write(t, data),
-                                 subscription_qos(offered), raw=True)
+        self._reader.add(message_class(type_name), topic, subscription_qos(offered))
 
     def _skip(self, topic: str, why: str) -> None:
         with self._lock:
@@ -181,7 +244,10 @@ class RecorderNode(Node):
                 self._counts[topic] = self._counts.get(topic, 0) + 1
 
     def close(self) -> None:
-        """Writes the bag's index and metadata.yaml; no message is recorded after."""
+        """Stops reading, writes the bag's index and metadata.yaml."""
+        reader, self._reader = getattr(self, '_reader', None), None
+        if reader is not None:
+            reader.close()
         with self._lock:
             writer, self._writer = self._writer, None
         if writer is not None:

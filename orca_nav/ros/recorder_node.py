@@ -127,9 +127,15 @@ class _Reader:
         self._wake.trigger()        # the thread waits on the new subscription from now on
 
     def close(self) -> None:
+        """Stops the thread, then writes what arrived meanwhile (a message received before the
+        stop is recorded)."""
         self._stopping = True
         self._wake.trigger()
         self._thread.join()
+        for subscription, topic in self._entries:
+            while (message := subscription.handle.take_message(subscription.msg_type,
+                                                               True)) is not None:
+                self._write(topic, message[0])
         self._reader.destroy_node()
 
     def _read(self) -> None:
@@ -230,6 +236,7 @@ class RecorderNode(Node):
                 topic, type_name, typestore=self._types,
                 offered_qos_profiles=[bag_qos(p) for p in offered])
         self._reader.add(message_class(type_name), topic, subscription_qos(offered))
+        self.get_logger().info(f'recording {topic} ({type_name})')
 
     def _skip(self, topic: str, why: str) -> None:
         with self._lock:

@@ -1,9 +1,8 @@
 """warehouse_tf as `ros2 launch` runs it, on a loaded machine: `python -m bench.bench_tf_load`.
 
 Every node of the fleet's graph (`describe_graph`, as the launch file starts it: the simulator
-publishes /clock at real time, no lockstep) runs in its own process, started from the venv's
-console scripts with a parameters file, as launch_ros starts them; `--busy N` processes spin
-meanwhile. It counts the goals mission_node reports reached in its log (what a `ros2 launch` user
+publishes /clock at real time, no lockstep) runs in its own process (`bench/processes.py`), as
+launch_ros starts them; `--busy N` processes spin meanwhile. It counts the goals mission_node reports reached in its log (what a `ros2 launch` user
 reads), follows /clock, and times the map -> odom transforms it receives on every robot's TF
 topic (the largest gap in wall time, as a Python subscriber on the same loaded machine sees
 them); it prints these and how often a node logged that it rejected odometry.
@@ -16,36 +15,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import os
-import signal
+import re
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import yaml
+from bench.processes import Process
 
 RESULTS = Path(__file__).resolve().parent / 'results'
-
-
-def node_command(spec, folder: Path):
-    """The command launch_ros runs for a NodeSpec: its executable, node name, namespace and a
-    parameters file holding the spec's parameters."""
-    params = {}
-    for chunk in spec.parameters:
-        params.update(chunk)
-    path = folder / f'{spec.namespace or "root"}_{spec.name}.yaml'
-    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': params}}))
-    executable = Path(sys.executable).parent / spec.executable
-    command = [str(executable), '--ros-args', '-r', f'__node:={spec.name}',
-               '--params-file', str(path)]
-    if spec.namespace:
-        command += ['-r', f'__ns:=/{spec.namespace.strip("/")}']
-    for source, target in spec.remappings:
-        command += ['-r', f'{source}:={target}']
-    return command
 
 
 def goals_reached(log_text: str) -> dict:
@@ -73,7 +53,7 @@ def run(scenario: str, busy: int, duration: float) -> dict:
     folder = Path(tempfile.mkdtemp(prefix='orca_nav_tf_load_'))
     mission_log = folder / f'{MISSION}.log'
     loops = [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(busy)]
-    logs, nodes = [], []
+    nodes = []
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
     # A light observer (it shares the load): simulated time and map -> odom arrivals.
@@ -93,39 +73,26 @@ def run(scenario: str, busy: int, duration: float) -> dict:
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(observer)
     try:
-        for spec in specs:
-            log = open(folder / f'{spec.name}.log', 'w')
-            logs.append(log)
-            nodes.append(subprocess.Popen(node_command(spec, folder), stdout=log,
-                                          stderr=subprocess.STDOUT,
-                                          env={**os.environ, 'RCUTILS_LOGGING_BUFFERED_STREAM': '0',
-                                               **spec.env}))
+        os.environ['RCUTILS_LOGGING_BUFFERED_STREAM'] = '0'     # mission_node's log, as it goes
+        nodes.extend(Process(spec, folder, log_level='info') for spec in specs)
         start = time.monotonic()
         cap = start + 3.0 * duration + 60.0
         while sim_time[0] < duration and time.monotonic() < cap and \
                 sum(goals_reached(mission_log.read_text()).values()) < goals and \
-                all(node.poll() is None for node in nodes):
+                all(node.proc.poll() is None for node in nodes):
             executor.spin_once(timeout_sec=0.1)
         wall = time.monotonic() - start
         gaps = [max(b - a for a, b in zip(times, times[1:])) for times in arrivals.values()
                 if len(times) > 1]
     finally:
         for node in nodes:
-            if node.poll() is None:
-                node.send_signal(signal.SIGINT)
-        for node in nodes:
-            try:
-                node.wait(timeout=10.0)
-            except subprocess.TimeoutExpired:
-                node.kill()
+            node.stop()
         for loop in loops:
             loop.kill()
             loop.wait()
-        for log in logs:
-            log.close()
         observer.destroy_node()
         rclpy.try_shutdown(context=context)
-    texts = {p.stem: p.read_text() for p in folder.glob('*.log')}
+    texts = {node.name: node.log_path.read_text() for node in nodes}
     refused = sum(text.count('rejecting odometry') for text in texts.values())
     return {'scenario': scenario, 'busy_loops': busy,
             'goals_reached': sum(goals_reached(texts[MISSION]).values()), 'goals': goals,

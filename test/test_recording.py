@@ -5,7 +5,7 @@ are the report's, its odometry is the run the report measured, and the animation
 it should."""
 import json
 import shutil
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 import numpy as np
 import pytest
@@ -90,6 +90,12 @@ def test_tracks_file_round_trip_and_frame_count(tmp_path):
     assert frames == 11 and PIL_Image.open(tmp_path / 'pair.gif').n_frames == 11
     with pytest.raises(ValueError, match='.gif or an .mp4'):
         animate(run, tmp_path / 'pair.avi')
+    from matplotlib import animation
+    if animation.writers.is_available('ffmpeg'):
+        assert animate(run, tmp_path / 'pair.mp4', fps=4.0) == 11
+    else:
+        with pytest.raises(ValueError, match='MP4 needs ffmpeg'):
+            animate(run, tmp_path / 'pair.mp4')
 
 
 def test_replay_refuses_what_is_not_a_run(tmp_path, capsys):

@@ -152,9 +152,7 @@ def run_from_bag(path: Path, title: Optional[str] = None) -> RunRecord:
                 elif topic.endswith('/odom'):
                     odometry.setdefault(topic[1:-len('/odom')], []).append(row)
             elif kind == 'tf2_msgs/msg/TFMessage':
-                prefix = topic[1:-len('/tf')] + '/' if topic.endswith('/tf') and topic != '/tf' \
-                    else topic[1:-len('/tf_static')] + '/' if topic.endswith('/tf_static') and \
-                    topic != '/tf_static' else ''
+                prefix = _tree_prefix(topic)
                 for t in msg.transforms:
                     tr, r = t.transform.translation, t.transform.rotation
                     tf.set_transform(prefix + t.header.frame_id, prefix + t.child_frame_id,
@@ -186,9 +184,11 @@ def run_from_bag(path: Path, title: Optional[str] = None) -> RunRecord:
         t = np.array([row[0] for row in odometry[robot]])[keep] - origin
         order = np.argsort(t, kind='stable')
         robot_goals = np.array(goals.get(robot, []), dtype=float).reshape(-1, 2)
-        tracks.append(RobotTrack(robot, radii.get(robot, FIELDS_BY_NAME['radius'].default), t[order], xy[keep][order, :2],
-                                 robot_goals, goal_times=[None] * len(robot_goals)))
-    walkers = [PersonTrack(name, PedestrianParams().radius, np.array([r[0] for r in rows]) - origin,
+        radius = radii.get(robot, FIELDS_BY_NAME['radius'].default)
+        tracks.append(RobotTrack(robot, radius, t[order], xy[keep][order, :2], robot_goals,
+                                 goal_times=[None] * len(robot_goals)))
+    walkers = [PersonTrack(name, PedestrianParams().radius,
+                           np.array([r[0] for r in rows]) - origin,
                            np.array([r[2:4] for r in rows], dtype=float))
                for name, rows in sorted(people.items())]
     return RunRecord(title or Path(path).stem, tracks, walkers, grid)
@@ -211,6 +211,12 @@ def _in_global_frame(tf, robot: str, rows: List[tuple], global_frame: str) -> np
                                             np.array([x, y, yaw]))
             break
     return out
+
+
+def _tree_prefix(topic: str) -> str:
+    """'robot0/' for a robot's own tree (/robot0/tf, /robot0/tf_static); '' for /tf."""
+    namespace = topic.rsplit('/', 1)[0].strip('/')
+    return namespace + '/' if namespace else ''
 
 
 def _yaw(q) -> float:

@@ -8,9 +8,9 @@ use_sim_time), as `ros2 bag record --use-sim-time` does. The subscriptions live 
 node no executor spins; a thread of the recorder waits on them, takes what is ready and writes
 it (as `ros/robot_topics.py` reads odometry): a recorded message costs no executor callback, so
 the graph it shares an executor with (the demo's, in one process) is not slowed by dispatching
-thousands of them. The subscription's QoS follows the
-publishers' (reliable and transient local only when every publisher offers it) and the offered
-profiles go into the bag, so `ros2 bag play` republishes a latched /map latched.
+thousands of them. The subscription's QoS follows the publishers' (reliable and transient local
+only when every publisher offers it) and the offered profiles go into the bag, so
+`ros2 bag play` republishes a latched /map latched.
 
 The bag is the folder `output` (it must not exist): `metadata.yaml` and `<folder>.mcap`,
 rosbag2's format version 9 with each topic's type hash, so `ros2 bag info` and `ros2 bag play`
@@ -28,7 +28,7 @@ from __future__ import annotations
 import importlib
 import threading
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -46,7 +46,7 @@ NODE_SPECS = [
               type_hint='string_array'),
 ]
 DISCOVERY_PERIOD_S = 0.2    # steady-clock period of the look for publishers not yet found
-HISTORY_DEPTH = 1000        # messages a subscription holds while the executor is busy
+HISTORY_DEPTH = 1000        # messages a subscription holds while the reader is busy
 RECORD_EXTRA_HINT = ("the recorder needs the 'rosbags' package: pip install 'orca_nav[record]' "
                      '(or pip install rosbags)')
 

@@ -206,26 +206,24 @@ def test_recorder_node_as_launch_starts_it_writes_a_bag_and_closes_it_on_sigint(
     Ctrl-C is in the bag, which opens with the mcap reader, and metadata.yaml is written."""
     import signal
     from std_msgs.msg import String
-    from ros_harness import private_domain
+    from ros_harness import RosHarness, private_domain
     from test_node_main import NodeProcess
     bag = tmp_path / 'bag'
     recorder = NodeProcess('recorder_node', ['-p', f'output:={bag}', '-p',
                                              'topics:=[/chatter, /never]'])
-    context = rclpy.Context()
-    rclpy.init(args=[], context=context, domain_id=private_domain())
+    ros = RosHarness(domain_id=private_domain())
     try:
-        node = rclpy.create_node('chatter', context=context)
-        pub = node.create_publisher(String, '/chatter', 10)
+        pub = ros.probe.create_publisher(String, '/chatter', 10)
         recorder.wait_for_line('recording /chatter (std_msgs/msg/String)')
+        assert ros.wait_for(lambda: pub.get_subscription_count() >= 1)    # the recorder's
         for k in range(5):
             pub.publish(String(data=f'hello {k}'))
         assert pub.wait_for_all_acked(rclpy.duration.Duration(seconds=30))
         recorder.signal_group(signal.SIGINT)
         assert recorder.wait_exit() == 0, recorder.output
-        node.destroy_node()
     finally:
         recorder.kill()
-        rclpy.try_shutdown(context=context)
+        ros.shutdown()
     messages, types = read_mcap(bag / 'bag.mcap')
     assert [m.data for m in messages['/chatter']] == [f'hello {k}' for k in range(5)]
     metadata = yaml.safe_load((bag / 'metadata.yaml').read_text())['rosbag2_bagfile_information']

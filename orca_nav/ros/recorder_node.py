@@ -34,17 +34,11 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from orca_nav.parameters.recorder_node import NODE_SPECS
 from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.node_main import run_node
-from orca_nav.ros.params import ParamSpec, declare_parameters
+from orca_nav.ros.params import declare_parameters
 
-NODE_SPECS = [
-    ParamSpec('output', '', 'Folder of the bag to write (rosbag2 layout: metadata.yaml and an '
-              '.mcap file); it must not exist yet', read_only=True),
-    ParamSpec('topics', [], 'Topics to record (resolved in the node\'s namespace); each is '
-              'subscribed once a publisher of it is discovered', read_only=True,
-              type_hint='string_array'),
-]
 DISCOVERY_PERIOD_S = 0.2    # steady-clock period of the look for publishers not yet found
 HISTORY_DEPTH = 1000        # messages a subscription holds while the reader is busy
 RECORD_EXTRA_HINT = ("the recorder needs the 'rosbags' package: pip install 'orca_nav[record]' "

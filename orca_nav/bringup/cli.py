@@ -184,7 +184,8 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
         'scenario': cfg.name, 'mode': mode, 'map': str(cfg.map_path) if cfg.map_path else None,
         'map_3d': str(cfg.map_3d_path) if cfg.map_3d_path else None,
         'duration_limit': cfg.demo.duration, 'goal_tolerance': cfg.demo.goal_tolerance,
-        'clock': 'simulated, lockstep' if simulated else 'wall'})
+        'clock': 'simulated, lockstep' if simulated else 'wall',
+        'time_origin': mission.origin()})
     if recorder is not None:    # closed with the graph: these are the messages in the bag
         report['recording'] = {'bag': str(recorder.output), 'storage': 'rosbag2, MCAP, CDR',
                                'messages': recorder.counts(), 'not_recorded': recorder.skipped()}

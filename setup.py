@@ -30,8 +30,11 @@ setup(
     install_requires=['setuptools', 'numpy', 'scipy', 'PyYAML'],
     extras_require={
         'demo': ['matplotlib'],
+        # The recorder's bag writer (recorder_node, `orca-nav demo --record`, `orca-nav replay`):
+        # rosbag2's Python API is not on PyPI (docs/recording.md).
+        'record': ['rosbags'],
         'test': ['pytest', 'hypothesis', 'matplotlib', 'pyrvo', 'jt-pyrvo23d', 'ompl',
-                 'colcon-common-extensions'],
+                 'colcon-common-extensions', 'rosbags', 'mcap', 'mcap-ros2-support'],
     },
     zip_safe=True,
     maintainer='orca_nav maintainers',
@@ -47,6 +50,7 @@ setup(
             'map_publisher = orca_nav.ros.entry:map_publisher',
             'map_3d_publisher = orca_nav.ros.entry:map_3d_publisher',
             'mission_node = orca_nav.ros.entry:mission_node',
+            'recorder_node = orca_nav.ros.entry:recorder_node',
             'orca-nav = orca_nav.bringup.cli:console_main',
         ],
     },

@@ -43,7 +43,6 @@ Usage: python -m bench.bench_shards [--quick] [--robots 1000] [--shards 4] [--ra
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -51,14 +50,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-import yaml
+
+from bench.processes import Process
 
 RESULTS = Path(__file__).resolve().parent / 'results' / 'shards.json'
-REPO = Path(__file__).resolve().parents[1]
 SPACING = 2.0
 RADIUS, MAX_SPEED = 0.3, 1.0
 SAMPLED_PER_SHARD = 8
-CLK_TCK = os.sysconf('SC_CLK_TCK')
 
 
 def lattice(count, seed=0):
@@ -110,50 +108,6 @@ def fleet_config(count, shards, rate, lockstep=False):
                               if lockstep else {})}})
     pairs = [(f'robot{i}', f'robot{k}') for i, k in meeting_pairs(start, goal, column, row)]
     return cfg, {f'robot{j}': goal[j] for j in range(count)}, pairs
-
-
-def _nested(flat):
-    """`a.b: v` parameters as the nested mapping of a ROS params file."""
-    out = {}
-    for key, value in flat.items():
-        *path, leaf = key.split('.')
-        node = out
-        for part in path:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return out
-
-
-class Process:
-    """One NodeSpec as its own process (what `ros2 launch` does with it), and its CPU time."""
-
-    def __init__(self, spec, folder):
-        params = {}
-        for layer in spec.parameters:
-            params.update(layer)
-        path = Path(folder) / f'{spec.name}.yaml'
-        path.write_text(yaml.safe_dump({'/**': {'ros__parameters': _nested(params)}}))
-        self.name = spec.name
-        self.log = open(Path(folder) / f'{spec.name}.log', 'w')
-        self.proc = subprocess.Popen(
-            [sys.executable, '-m', f'orca_nav.ros.{spec.executable}', '--ros-args',
-             '-r', f'__node:={spec.name}', '--params-file', str(path), '--log-level', 'warn'],
-            cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **spec.env})
-
-    def cpu_s(self):
-        """User + system CPU seconds of the process so far (every thread)."""
-        fields = Path(f'/proc/{self.proc.pid}/stat').read_text().rsplit(')', 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20.0)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
 
 
 class Observer:

@@ -9,7 +9,7 @@ import sys
 import time
 
 AREAS = ('orca', 'orca3d', 'kinodynamic', 'planner3d', 'hybrid', 'fleet', 'pipeline',
-         'transforms', 'noisy_map', 'sensors', 'people', 'shards', 'generalize')
+         'transforms', 'noisy_map', 'sensors', 'people', 'shards', 'tf_load', 'generalize')
 
 
 def main(argv=None):

@@ -4,7 +4,8 @@ Arguments: fleet_config (fleet YAML; default the 16-robot circle), use_sim (embe
 simulator, default true; false when Gazebo or real robots publish odometry), use_sim_time
 (nodes on /clock; default: the fleet file's `use_sim_time`, else true exactly with the embedded
 simulator, which then publishes /clock; Gazebo users set it true), rviz (default false), mode
-(centralized | per_robot ORCA nodes).
+(centralized | per_robot ORCA nodes), record (a folder: the recorder node writes the run there
+as a rosbag2 bag with MCAP storage; default empty: no recording).
 
 The node graph comes from `orca_nav.bringup.describe_graph`, the same description the
 in-process runner of `orca-nav demo` starts; this file only turns each NodeSpec into a
@@ -36,7 +37,8 @@ def _nodes(context):
         use_sim=LaunchConfiguration('use_sim').perform(context).lower() in TRUE_WORDS,
         mode=LaunchConfiguration('mode').perform(context),
         rviz=LaunchConfiguration('rviz').perform(context).lower() in TRUE_WORDS,
-        use_sim_time=_optional_bool(LaunchConfiguration('use_sim_time').perform(context)))
+        use_sim_time=_optional_bool(LaunchConfiguration('use_sim_time').perform(context)),
+        record=LaunchConfiguration('record').perform(context) or None)
     return [Node(package=spec.package, executable=spec.executable, name=spec.name,
                  namespace=spec.namespace or None, parameters=list(spec.parameters),
                  remappings=list(spec.remappings), arguments=list(spec.arguments),
@@ -57,5 +59,8 @@ def generate_launch_description():
         DeclareLaunchArgument('rviz', default_value='false', description='Start RViz'),
         DeclareLaunchArgument('mode', default_value='centralized', choices=list(MODES),
                               description='One ORCA node for the fleet, or one per robot'),
+        DeclareLaunchArgument('record', default_value='',
+                              description='Record the run into this folder (rosbag2, MCAP); '
+                                          'empty: no recording'),
         OpaqueFunction(function=_nodes),
     ])

@@ -96,7 +96,9 @@ def expected_kwargs(spec):
 def test_launch_arguments(launch_module):
     description = launch_module.generate_launch_description()
     arguments = {e.name: e for e in description.entities if isinstance(e, DeclareLaunchArgument)}
-    assert set(arguments) == {'fleet_config', 'use_sim', 'use_sim_time', 'rviz', 'mode'}
+    assert set(arguments) == {'fleet_config', 'use_sim', 'use_sim_time', 'rviz', 'mode',
+                              'record'}
+    assert arguments['record'].default_value == ''         # no recorder unless asked
     assert arguments['use_sim_time'].default_value == ''      # the fleet file decides
     assert arguments['fleet_config'].default_value == str(
         share_dir() / 'config' / 'fleets' / 'circle.yaml')
@@ -105,18 +107,22 @@ def test_launch_arguments(launch_module):
     assert arguments['mode'].choices == ['centralized', 'per_robot']
 
 
-@pytest.mark.parametrize('overrides, use_sim, mode, rviz, use_sim_time', [
-    ({}, True, 'centralized', False, None),
-    ({'use_sim': 'false', 'rviz': 'true'}, False, 'centralized', True, None),
-    ({'mode': 'per_robot', 'use_sim': 'True'}, True, 'per_robot', False, None),
-    ({'use_sim': 'false', 'use_sim_time': 'true'}, False, 'centralized', False, True),
+@pytest.mark.parametrize('overrides, use_sim, mode, rviz, use_sim_time, record', [
+    ({}, True, 'centralized', False, None, None),
+    ({'use_sim': 'false', 'rviz': 'true'}, False, 'centralized', True, None, None),
+    ({'mode': 'per_robot', 'use_sim': 'True'}, True, 'per_robot', False, None, None),
+    ({'use_sim': 'false', 'use_sim_time': 'true'}, False, 'centralized', False, True, None),
+    ({'record': '/tmp/run1'}, True, 'centralized', False, None, '/tmp/run1'),
 ])
 def test_launched_nodes_equal_the_description(launch_module, overrides, use_sim, mode, rviz,
-                                              use_sim_time):
+                                              use_sim_time, record):
     nodes = launched_nodes(launch_module, **overrides)
     cfg = load_fleet_config(share_dir() / 'config' / 'fleets' / 'circle.yaml')
-    specs = describe_graph(cfg, use_sim=use_sim, mode=mode, rviz=rviz, use_sim_time=use_sim_time)
+    specs = describe_graph(cfg, use_sim=use_sim, mode=mode, rviz=rviz, use_sim_time=use_sim_time,
+                           record=record)
     assert [n.kwargs for n in nodes] == [expected_kwargs(s) for s in specs]
+    recorders = [n.kwargs for n in nodes if n.kwargs['executable'] == 'recorder_node']
+    assert [r['parameters'][0]['output'] for r in recorders] == ([record] if record else [])
 
 
 def test_launch_with_another_fleet_file(launch_module, tmp_path):

@@ -52,6 +52,7 @@ from orca_nav.ros.map_publisher import MapPublisher  # noqa: E402
 from orca_nav.ros.mission_node import MissionNode  # noqa: E402
 from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
 from orca_nav.ros.planner_node import PlannerNode  # noqa: E402
+from orca_nav.ros.recorder_node import RecorderNode  # noqa: E402
 from ros_harness import harness_fixture  # noqa: E402
 
 ros = harness_fixture()
@@ -63,12 +64,15 @@ NODES = {
     'map_publisher': (MapPublisher, MANUAL),
     'map_3d_publisher': (Map3dPublisher, MANUAL),
     'mission_node': (MissionNode, [Parameter('robots', value=['robot0'])]),
+    'recorder_node': (RecorderNode, [Parameter('topics', value=['/clock'])]),    # + output
 }
 
 
 @pytest.mark.parametrize('executable', list(NODES))
-def test_each_node_declares_exactly_its_table(ros, executable):
+def test_each_node_declares_exactly_its_table(ros, executable, tmp_path):
     make, overrides = NODES[executable]
+    if executable == 'recorder_node':       # a bag folder of the test's own
+        overrides = overrides + [Parameter('output', value=str(tmp_path / 'bag'))]
     node = ros.add(make(context=ros.context, parameter_overrides=overrides))
     robot_parameters = tuple(f'{robot}.' for robot in node.get_parameter('robots').value) \
         if node.has_parameter('robots') else ()

@@ -47,25 +47,37 @@ def test_drift_grows_with_distance_only_and_keeps_the_chain_consistent():
     np.testing.assert_array_equal(again.map_to_odom, loc.map_to_odom)      # seeded
 
 
-def test_corrections_come_at_the_rate_stamped_a_period_ahead_with_jumps_of_the_given_size():
+def test_map_to_odom_goes_out_every_update_post_dated_by_the_tolerance_as_amcl_sends_it():
+    """AMCL sends its newest map -> odom with every scan, stamped the scan's time plus its
+    transform_tolerance; a new estimate (with its jump) comes at the localization rate."""
     n = 4000
     starts = np.zeros((n, 3))
-    loc = SimLocalization(starts, localization_rate=2.0, localization_jump=0.1, seed=1)
-    first = loc.corrections(10.0)
-    assert [stamp for stamp, _ in first] == [10.0, 10.5]
+    loc = SimLocalization(starts, localization_rate=2.0, localization_jump=0.1,
+                          transform_tolerance=1.0, seed=1)
+    first = loc.map_to_odom_transforms(10.0)
+    assert [stamp for stamp, _ in first] == [10.0, 11.0]        # exact at start, and post-dated
     for _, estimate in first:
-        np.testing.assert_array_equal(estimate, starts)        # exact at start
-    assert loc.corrections(10.2) == []
-    (stamp, estimate), = loc.corrections(10.5)
-    assert stamp == 11.0
+        np.testing.assert_array_equal(estimate, starts)
+    (stamp, same), = loc.map_to_odom_transforms(10.2)          # between estimates: the last one
+    assert stamp == pytest.approx(11.2)
+    np.testing.assert_array_equal(same, starts)
+    (stamp, estimate), = loc.map_to_odom_transforms(10.5)      # a new estimate, with its error
+    assert stamp == 11.5
     assert np.std(estimate[:, 0]) == pytest.approx(0.1, rel=0.05)
     assert np.std(estimate[:, 2]) == pytest.approx(0.1, rel=0.05)
-    assert loc.corrections(10.9) == [] and len(loc.corrections(11.0)) == 1
-    assert loc.corrections(15.0)[0][0] == 15.5                 # a stall drops missed periods
+    (_, again), = loc.map_to_odom_transforms(10.9)
+    np.testing.assert_array_equal(again, estimate)
+    (_, newer), = loc.map_to_odom_transforms(11.0)
+    assert not np.array_equal(newer, estimate)
+    loc.map_to_odom_transforms(15.0)                            # a stall drops missed periods
+    (_, held), = loc.map_to_odom_transforms(15.4)
+    (_, next_one), = loc.map_to_odom_transforms(15.5)
+    assert not np.array_equal(next_one, held)
 
 
 @pytest.mark.parametrize('field, value', [('odom_drift', -0.1), ('localization_jump', math.nan),
-                                          ('localization_rate', 0.0)])
+                                          ('localization_rate', 0.0),
+                                          ('transform_tolerance', -1.0)])
 def test_bad_parameters_name_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         SimLocalization(STARTS, **{field: value})

@@ -106,6 +106,28 @@ def test_odometry_newer_than_localization_within_the_tolerance_uses_the_newest_t
     np.testing.assert_allclose(xy, [1.0, 0.0])
 
 
+def test_odometry_beyond_the_tolerance_goes_stale_and_the_diagnostic_names_the_transform(ros):
+    """The late-TF policy's other side: map -> odom stopped at 100 s; odometry more than the
+    tolerance newer is refused, the robot's state goes stale and it stops, and /diagnostics
+    says so, naming the transform and the times."""
+    stack = Stack(ros, 'namespaced', tolerance=1.0)
+    diagnostics = ros.collect(DiagnosticArray, '/diagnostics', qos=50)
+    stack.localize(2.0, 0.0, 0.0, stamp=100.0)
+    stack.odom(1.0, 0.0, 0.0, stamp=100.0)
+    stack.pose_at(100.0)
+    for k in range(1, 8):
+        stack.odom(1.0 + 0.1 * k, 0.0, 0.0, stamp=101.0 + 0.1 * k)
+
+    def stale_reports():
+        return [s.message for d in diagnostics for s in d.status if s.hardware_id == 'r0'
+                and s.message.startswith('stale odometry') and 'map <- odom' in s.message]
+    assert ros.wait_for(stale_reports), [s.message for d in diagnostics for s in d.status]
+    message = stale_reports()[-1]
+    assert 'stopped; newer odometry refused: no transform map <- odom at 101.' in message
+    assert 'only time 100.000000000 is in the buffer' in message
+    assert stack.node.fleet._stamp[0] == 100.0          # the state of the last usable sample
+
+
 def test_a_missing_transform_stops_the_robot_and_the_diagnostic_names_the_frames(ros):
     stack = Stack(ros, 'prefixed')
     diagnostics = ros.collect(DiagnosticArray, '/diagnostics', qos=50)

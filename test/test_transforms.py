@@ -74,6 +74,22 @@ def test_extrapolation_is_refused_naming_frames_edge_and_times(robot_tree):
         buf.lookup('odom', 'base_link', 0.5)
 
 
+def test_late_tf_policy_newest_transform_within_the_tolerance_else_the_error(robot_tree):
+    """Odometry newer than the newest map -> odom by up to the tolerance gets the newest
+    transform; further ahead, or older than the buffer holds, it is the extrapolation error."""
+    buf, _ = robot_tree
+    newest = buf.lookup('map', 'odom', 2.0)
+    late = buf.lookup_late('map', 'odom', 2.8, tolerance=1.0)
+    np.testing.assert_allclose(late.translation, newest.translation)
+    assert late.stamp == 2.0
+    inside = buf.lookup_late('map', 'odom', 1.5, tolerance=1.0)     # covered: interpolated
+    np.testing.assert_allclose(inside.translation, [1.25, 2.0, 0.0])
+    with pytest.raises(ExtrapolationError, match='into the future.*3.100000000.*2.000000000'):
+        buf.lookup_late('map', 'odom', 3.1, tolerance=1.0)
+    with pytest.raises(ExtrapolationError, match='into the past'):
+        buf.lookup_late('map', 'odom', 0.5, tolerance=1.0)
+
+
 def test_a_single_sample_answers_only_its_own_time():
     buf = TransformBuffer()
     buf.set_transform('map', 'odom', 5.0, [1.0, 0.0, 0.0], q_yaw(0.0))

@@ -44,6 +44,8 @@ def sections() -> List[Tuple[str, str, List[Tuple[str, ParamSpec]]]]:
          'AUTOSTART', node('map_3d_publisher')),
         ('mission_node', 'orca_nav/parameters/mission_node.py: NODE_SPECS, goals_spec',
          node('mission_node') + [('<robot>.goals', goals_spec('<robot>'))]),
+        ('recorder (recorder_node)', 'orca_nav/parameters/recorder_node.py: NODE_SPECS',
+         node('recorder_node')),
         ('Per-robot parameters `<robot>.<field>` (orca_node, planner_node, fleet_sim)',
          'orca_nav/parameters/shared.py: ROBOT_SPECS, from orca_nav/core/fleet/robots.py',
          [('<robot>.' + spec.name, spec) for spec in ROBOT_SPECS]),

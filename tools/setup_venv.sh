@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Creates (or updates) the local virtualenv .venv and installs orca_nav into it, editable.
-#   bash tools/setup_venv.sh          runtime: numpy, scipy, PyYAML, matplotlib (+ ROS 2 Jazzy wheels if needed)
-#   bash tools/setup_venv.sh --test   also the test and benchmark extras (pytest, hypothesis, pyrvo, ompl)
+#   bash tools/setup_venv.sh          runtime: numpy, scipy, PyYAML, matplotlib, rosbags (the demo's
+#                                     recorder) (+ ROS 2 Jazzy wheels if needed)
+#   bash tools/setup_venv.sh --test   also the test and benchmark extras (pytest, hypothesis, pyrvo, ompl,
+#                                     mcap)
 # ROS: if `import rclpy` already works (a sourced /opt/ros/<distro>), the venv sees the system
 # packages and nothing ROS is installed; otherwise the ROS 2 Jazzy PyPI wheels are installed, and
 # the interfaces that are not on PyPI are generated (tools/generate_interfaces.sh).
 # Each step says what it does on one line (stderr) before it runs: the whole takes minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="demo"
-[ "${1:-}" = "--test" ] && extras="demo,test"
+extras="demo,record"
+[ "${1:-}" = "--test" ] && extras="demo,record,test"
 PY=${PYTHON:-python3}
 say() { echo "setup_venv: $*" >&2; }
 if [ ! -x .venv/bin/python ]; then

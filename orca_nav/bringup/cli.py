@@ -95,7 +95,8 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
              progress: Optional[Progress] = None, executor: Optional[str] = None,
              real_time_factor: Optional[float] = 0.0, lockstep: bool = True,
              sim_overrides: Optional[dict] = None,
-             during: Optional[Callable[..., None]] = None) -> dict:
+             during: Optional[Callable[..., None]] = None,
+             record: Optional[Path] = None) -> dict:
     """Runs the fleet to completion (or its demo duration); writes report.json and
     trajectories.png into out_dir (unless None) and returns the report.
 
@@ -104,7 +105,9 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     None: no simulated time, the nodes run on the wall clock. lockstep False: simulated time
     paced by real_time_factor (> 0) alone. sim_overrides: more simulator parameters (faults).
     during(graph, mission): called about every 0.1 s of the run (e.g. to stop and restart a
-    node); the report's `tracks` entry is not written to the file."""
+    node); the report's `tracks` entry is not written to the file. record: a folder (that does
+    not exist) where the recorder node writes the run as a rosbag2 bag (MCAP); the report then
+    says how many messages of each topic it recorded (`recording`)."""
     from orca_nav.core.grid import OccupancyGrid
     from orca_nav.core.voxel_map import load_voxel_map
     from orca_nav.bringup.report import fleet_report
@@ -112,7 +115,8 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     # Most of what the picture needs, loaded before the run rather than after a Ctrl-C (which
     # must end the run, picture included, within 2 s).
     import matplotlib.backends.backend_agg  # noqa: F401
-    from orca_nav.bringup.graph import describe_graph
+    from orca_nav.bringup.graph import RECORDER, describe_graph
+    from orca_nav.bringup.replay import TRACKS_FILE, write_tracks
     from orca_nav.bringup.mission import DemoMission
     from orca_nav.bringup.runner import run_graph
     from orca_nav.core.sim.pedestrians import PedestrianParams
@@ -127,9 +131,11 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     if simulated:
         overrides.update({'lockstep': lockstep, 'real_time_factor': real_time_factor})
     specs = describe_graph(cfg, use_sim=True, mode=mode, use_sim_time=simulated, observers=1,
-                           sim_overrides=overrides or None)
+                           sim_overrides=overrides or None,
+                           record=str(record) if record is not None else None)
     wall_start = time.monotonic()
     with run_graph(specs, executor=executor) as graph:
+        recorder = graph.nodes.get('/' + RECORDER)
         mission = graph.add_node(DemoMission(cfg, context=graph.context,
                                              parameter_overrides=[
                                                  Parameter('use_sim_time', value=simulated)]))
@@ -179,13 +185,18 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
         'scenario': cfg.name, 'mode': mode, 'map': str(cfg.map_path) if cfg.map_path else None,
         'map_3d': str(cfg.map_3d_path) if cfg.map_3d_path else None,
         'duration_limit': cfg.demo.duration, 'goal_tolerance': cfg.demo.goal_tolerance,
-        'clock': 'simulated, lockstep' if simulated else 'wall'})
+        'clock': 'simulated, lockstep' if simulated else 'wall',
+        'time_origin': mission.origin()})
+    if recorder is not None:    # closed with the graph: these are the messages in the bag
+        report['recording'] = {'bag': str(recorder.output), 'storage': 'rosbag2, MCAP, CDR',
+                               'messages': recorder.counts(), 'not_recorded': recorder.skipped()}
     print(f'orca-nav demo: {mission.elapsed():.1f} s of {"simulated " if simulated else ""}time '
           f'in {time.monotonic() - wall_start:.1f} s of wall time', file=sys.stderr)
     if out_dir is None:
         return {**report, 'tracks': tracks}
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / 'report.json').write_text(json.dumps(report, indent=2) + '\n')
+    write_tracks(out_dir / TRACKS_FILE, tracks, people, boxes)
     fleet = report['fleet']
     makespan = f'{fleet["makespan"]:.1f} s' if fleet['makespan'] is not None else 'not all reached'
     plot_trajectories(out_dir / 'trajectories.png', tracks,
@@ -214,8 +225,9 @@ def demo_command(args) -> int:
     print(f'orca-nav demo: scenario {cfg.name}, {len(cfg.robots)} robots, {args.mode} ORCA{shards}, '
           f'up to {cfg.demo.duration:.0f} s on {clock}; output in {out_dir}', file=sys.stderr)
     try:
+        record = fresh_recording_folder(out_dir) if args.record else None
         report = run_demo(cfg, out_dir, mode=args.mode, executor=args.executor,
-                          real_time_factor=rtf)
+                          real_time_factor=rtf, record=record)
     except (RuntimeError, ValueError) as err:
         print(f'\norca-nav demo: {err}', file=sys.stderr)
         return 2
@@ -225,7 +237,25 @@ def demo_command(args) -> int:
         return 0
     print(format_table(report))
     print(f'wrote {out_dir / "report.json"} and {out_dir / "trajectories.png"}')
+    if record is not None:
+        total = sum(report['recording']['messages'].values())
+        print(f'recorded {total} messages on {len(report["recording"]["messages"])} topics in '
+              f'{record} (rosbag2, MCAP); `orca-nav replay {out_dir}` animates the run')
     return demo_exit_status(report)
+
+
+def fresh_recording_folder(out_dir: Path) -> Path:
+    """OUT/recording for a new bag: an earlier demo's bag there (a folder with a rosbag2
+    metadata.yaml) is replaced; anything else there is a ValueError naming it."""
+    from orca_nav.bringup.replay import RECORDING_FOLDER
+    folder = out_dir / RECORDING_FOLDER
+    if folder.exists():
+        if not (folder / 'metadata.yaml').is_file():
+            raise ValueError(f'--record: {folder} exists and is not a recording of an earlier '
+                             'run; move it or choose another --out')
+        import shutil
+        shutil.rmtree(folder)
+    return folder
 
 
 def demo_exit_status(report: dict) -> int:
@@ -238,6 +268,21 @@ def demo_exit_status(report: dict) -> int:
     touched = failed_contacts(fleet['contacts']) > 0 or \
         (separation is not None and separation < 0.0)
     return 0 if fleet['all_reached'] and not touched else 1
+
+
+def replay_command(args) -> int:
+    from orca_nav.bringup.replay import animate, default_output, load_run
+    source = Path(args.source)
+    out = Path(args.out) if args.out else default_output(source)
+    try:
+        run = load_run(source)
+        frames = animate(run, out, fps=args.fps, max_frames=args.max_frames)
+    except (ValueError, OSError) as err:
+        print(f'orca-nav replay: {err}', file=sys.stderr)
+        return 2
+    print(f'wrote {out}: {frames} frames, {len(run.tracks)} robots, {run.duration:.1f} s of the '
+          'run')
+    return 0
 
 
 def bench_command(args) -> int:
@@ -256,6 +301,7 @@ def bench_command(args) -> int:
 COMMANDS = {
     'demo': 'run a fleet scenario on the embedded simulator',
     'faults': 'run a fleet under injected faults and count the outcomes',
+    'replay': 'animate a recorded run (GIF, or MP4 with ffmpeg)',
     'bench': 'run benchmarks (bench/run.py)',
 }
 
@@ -288,6 +334,10 @@ def add_demo_parser(commands) -> None:
     demo.add_argument('--wall-clock', action='store_true',
                       help='run the nodes on the wall clock instead of simulated time (no '
                            'lockstep: results then depend on the machine\'s load)')
+    demo.add_argument('--record', action='store_true',
+                      help='record the run into OUT/recording as a rosbag2 bag (MCAP storage: '
+                           'odometry, cmd_vel, plans, markers, /clock, TF, the map), readable by '
+                           '`ros2 bag info/play` and any MCAP reader')
     demo.add_argument('--executor', help='events (default where rclpy has it: fastest, but its '
                       'nodes answer no services, so no `ros2 param set`) or multi_threaded')
     demo.set_defaults(run=demo_command)
@@ -300,12 +350,29 @@ def add_bench_parser(commands) -> None:
     bench.set_defaults(run=bench_command)
 
 
+def add_replay_parser(commands) -> None:
+    replay = commands.add_parser(
+        'replay', help=COMMANDS['replay'],
+        description='Writes an animation of a run: robots with their names, traces and goals, '
+        'people, the map and the time. SOURCE: a demo output folder (its recording, else its '
+        'tracks.npz), a rosbag2 bag folder or an .mcap file.')
+    replay.add_argument('source', metavar='SOURCE')
+    replay.add_argument('--out', help='the animation file, .gif or .mp4 (default: replay.gif in '
+                        'a demo folder, <bag>.gif beside a bag)')
+    replay.add_argument('--fps', type=float, default=10.0,
+                        help='frames per second of the run\'s time (default 10)')
+    replay.add_argument('--max-frames', type=int, default=300,
+                        help='at most this many frames; a longer run is shown faster (default 300)')
+    replay.set_defaults(run=replay_command)
+
+
 def add_faults_parser(commands) -> None:
     from orca_nav.bringup.faults import add_parser
     add_parser(commands, COMMANDS['faults'])
 
 
-_ADD_PARSER = {'demo': add_demo_parser, 'faults': add_faults_parser, 'bench': add_bench_parser}
+_ADD_PARSER = {'demo': add_demo_parser, 'faults': add_faults_parser,
+               'replay': add_replay_parser, 'bench': add_bench_parser}
 
 
 def build_parser(full: Sequence[str] = tuple(COMMANDS)) -> argparse.ArgumentParser:

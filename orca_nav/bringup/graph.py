@@ -27,6 +27,7 @@ FLEET_SIM = 'fleet_sim'
 ORCA = 'orca_node'
 PLANNER = 'planner_node'
 MISSION = 'mission_node'
+RECORDER = 'recorder'
 
 # Fast DDS's default shared-memory port holds 512 messages: a node reading every robot's
 # odometry takes a burst of one per robot each period, beside its other topics. Larger fleets
@@ -112,6 +113,34 @@ def mission_parameters(cfg: FleetConfig, clock: Dict[str, Any]) -> Dict[str, Any
     return params
 
 
+def recorded_topics(cfg: FleetConfig, use_sim: bool, sim_time: bool) -> List[str]:
+    """What the recorder records of a run (what the graph publishes of these): /clock on
+    simulated time; per robot odometry, cmd_vel, and with the planner its plan and trajectory;
+    TF in a TF layout; the markers; the maps; with the simulator its contact reports and the
+    people (when it walks any)."""
+    from orca_nav.core.fleet.names import robot_names
+    topics = ['/clock'] if sim_time else []
+    for name in cfg.robot_names:
+        names = robot_names(name, cfg.tf_layout, cfg.global_frame)
+        topics += [names.odom_topic, names.cmd_vel_topic]
+        if cfg.planner_enabled:
+            topics += [names.plan_topic, names.trajectory_topic]
+        if cfg.tf_layout != 'none':
+            topics += [names.tf_topic, names.tf_static_topic]
+    topics.append('/orca_nav/markers')
+    if cfg.map_path is not None:
+        topics.append('/map')
+    if cfg.map_3d_path is not None:
+        topics.append(MAP_3D_TOPIC)
+    if use_sim:
+        topics.append(f'/{FLEET_SIM}/collisions')
+        sim = cfg.node_parameters['fleet_sim_node']
+        if sim.get('pedestrians.lines') or sim.get('pedestrians.walkers'):
+            topics.append('/' + sim.get('pedestrians.topic', 'tracked_agents').lstrip('/'))
+    absolute = ['/' + topic.lstrip('/') for topic in topics]
+    return list(dict.fromkeys(absolute))      # the prefixed layout's shared /tf once
+
+
 def uses_sim_time(cfg: FleetConfig, use_sim: bool, use_sim_time: Optional[bool] = None) -> bool:
     """Whether the nodes run on /clock: as asked, else as the fleet file says, else exactly when
     the embedded simulator runs (it is then the clock source)."""
@@ -123,12 +152,13 @@ def uses_sim_time(cfg: FleetConfig, use_sim: bool, use_sim_time: Optional[bool] 
 def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centralized',
                    rviz: bool = False, use_sim_time: Optional[bool] = None,
                    sim_overrides: Optional[Dict[str, Any]] = None,
-                   observers: int = 0,
+                   observers: int = 0, record: Optional[str] = None,
                    environ: Mapping[str, str] = os.environ) -> List[NodeSpec]:
     """The nodes that run `cfg`: map publisher (with a map), simulator (use_sim), ORCA
     (one node, `cfg.shards` nodes `orca_node_shard<k>` when the fleet is sharded, or one per
     robot namespace in 'per_robot' mode, sharding's limit, whatever `cfg.shards` says), planner
-    (when enabled), the mission (when a robot has several goals), RViz.
+    (when enabled), the mission (when a robot has several goals), the recorder (record: the
+    folder of the bag it writes, `recorded_topics`), RViz.
 
     use_sim_time: see `uses_sim_time`; with the embedded simulator on simulated time, the
     simulator publishes /clock and every other node follows it. sim_overrides: simulator
@@ -176,7 +206,8 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
             sim['odom_rate'] = float(orca.get('control_rate', 20.0))
             orca['cycle_trigger'] = 'odometry'
             odometry_readers = (cfg.shards if mode == 'centralized' else len(cfg.robots)) + \
-                int(cfg.planner_enabled) + int(has_mission(cfg)) + observers
+                int(cfg.planner_enabled) + int(has_mission(cfg)) + int(record is not None) + \
+                observers
             sim.setdefault('lockstep_subscribers', odometry_readers)
         specs.append(NodeSpec('fleet_sim_node', FLEET_SIM, parameters=[sim]))
     if mode == 'centralized' and cfg.shards == 1:
@@ -200,6 +231,9 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
                                            **sections['planner_node']}]))
     if has_mission(cfg):
         specs.append(NodeSpec(MISSION, MISSION, parameters=[mission_parameters(cfg, clock)]))
+    if record is not None:
+        specs.append(NodeSpec('recorder_node', RECORDER, parameters=[{
+            'output': str(record), 'topics': recorded_topics(cfg, use_sim, sim_time), **clock}]))
     if rviz:
         # Generated for this fleet (every robot, and TF when the robots publish it).
         config = write_rviz_config(cfg, share_dir() / 'config' / 'orca_nav.rviz',

@@ -118,6 +118,11 @@ class DemoMission(Node):
         with self._lock:
             return self._error
 
+    def origin(self) -> Optional[float]:
+        """The odometry stamp (s) the record's times count from (None before any)."""
+        with self._lock:
+            return self._origin
+
     def elapsed(self) -> float:
         """Seconds of odometry time since the origin (the newest stamp of any robot)."""
         with self._lock:

@@ -20,6 +20,22 @@ from orca_nav.bringup.report import PersonTrack, RobotTrack
 # its voxels is occupied (a floor or ceiling alone is not an obstacle from above).
 _COLUMN_SHARE = 0.5
 _LEGEND = 'traces: solid; plans: dashed; start: circle; goal: x'
+_LABELLED_ROBOTS = 60       # robots are named in the picture up to this many (then it is a crowd)
+
+
+def robot_colours(count: int) -> np.ndarray:
+    """(count, 4) RGBA colours that tell robots apart: tab10's ten, then tab20's lighter ten,
+    then (past 20) hues spread by the golden angle at three alternating lightnesses."""
+    import matplotlib
+    from matplotlib.colors import hsv_to_rgb
+    tab20 = matplotlib.colormaps['tab20'].colors
+    base = [tab20[i] for i in range(0, 20, 2)] + [tab20[i] for i in range(1, 20, 2)]
+    colours = [(*rgb, 1.0) for rgb in base[:count]]
+    for k in range(len(colours), count):
+        hue = (k * 0.618033988749895) % 1.0
+        value = (0.95, 0.7, 0.5)[k % 3]
+        colours.append((*hsv_to_rgb((hue, 0.85, value)), 1.0))
+    return np.array(colours, dtype=float).reshape(-1, 4)
 
 
 def plot_trajectories(path, tracks: Sequence[RobotTrack], starts: np.ndarray,
@@ -28,8 +44,9 @@ def plot_trajectories(path, tracks: Sequence[RobotTrack], starts: np.ndarray,
                       title: str = '', grid_3d: Optional[OccupancyGrid] = None,
                       people: Sequence[PersonTrack] = (),
                       boxes: np.ndarray = np.zeros((0, 4))) -> Path:
-    """Writes a PNG: occupied cells grey, each robot's trace in its own colour, its start as
-    a disc of its radius, goals as crosses (numbered when several), planned paths dashed;
+    """Writes a PNG: occupied cells grey, each robot's trace in its own colour (`robot_colours`),
+    its start as a disc of its radius, its name at its start and where it ended (up to
+    _LABELLED_ROBOTS robots), goals as crosses (numbered when several), planned paths dashed;
     people's traces dotted black, a filled grey disc of their radius where they ended; unmapped
     boxes hatched. With drones (3-D tracks, `starts` then (N, 3) where they fly) a top and a
     side view."""
@@ -45,12 +62,12 @@ def plot_trajectories(path, tracks: Sequence[RobotTrack], starts: np.ndarray,
     else:
         fig, top = plt.subplots(figsize=(8, 8), dpi=110)
     try:
-        colours = plt.get_cmap('hsv')(np.linspace(0.0, 0.92, max(len(tracks), 1)))
+        colours = robot_colours(len(tracks))
         if grid is not None and grid.ndim == 2:
-            _map_image(top, grid.occupied, grid.origin[:2], grid.resolution)
+            map_image(top, grid.occupied, grid.origin[:2], grid.resolution)
         if grid_3d is not None:
             columns = grid_3d.occupied.mean(axis=0) >= _COLUMN_SHARE
-            _map_image(top, columns, grid_3d.origin[:2], grid_3d.resolution)
+            map_image(top, columns, grid_3d.origin[:2], grid_3d.resolution)
         _draw_unmapped(top, people, boxes)
         _draw(top, tracks, starts, plans, colours, axes=(0, 1))
         legend = _LEGEND + ('; unmapped: hatched' if len(boxes) else '') + (
@@ -82,7 +99,7 @@ def plot_trajectories(path, tracks: Sequence[RobotTrack], starts: np.ndarray,
         plt.close(fig)
 
 
-def _map_image(ax, occupied: np.ndarray, origin, resolution: float) -> None:
+def map_image(ax, occupied: np.ndarray, origin, resolution: float) -> None:
     height, width = occupied.shape
     x0, y0 = origin[0], origin[1]
     ax.imshow(occupied, origin='lower', cmap='Greys', vmin=0, vmax=1.6,
@@ -134,6 +151,15 @@ def _draw(ax, tracks: Sequence[RobotTrack], starts: List[np.ndarray], plans, col
             ax.plot(*project(track.xy), '-', color=colour, lw=1.4, zorder=2)
         (sx,), (sy,) = project(starts[index])
         ax.add_patch(Circle((sx, sy), track.radius, fill=False, color=colour, lw=1.2, zorder=3))
+        if len(tracks) <= _LABELLED_ROBOTS:
+            # The start's name below it, the end's above: a swap puts one's end at another's start.
+            ends = [((sx, sy), -9)] + ([(tuple(np.ravel(project(track.xy[-1]))), 4)]
+                                       if len(track.xy) else [])
+            for (x, y), below in ends:
+                ax.annotate(track.name, (x, y), textcoords='offset points', xytext=(5, below),
+                            fontsize=6, color=colour, zorder=5,
+                            bbox={'boxstyle': 'round,pad=0.1', 'fc': 'white', 'ec': 'none',
+                                  'alpha': 0.6})
         gx, gy = project(track.goals)
         ax.plot(gx, gy, 'x', color=colour, ms=7, mew=2, zorder=4)
         if len(track.goals) > 1:

@@ -39,6 +39,7 @@ NODE_CLASSES = {
     'map_3d_publisher': 'orca_nav.ros.map_3d_publisher:Map3dPublisher',
     'planner_node': 'orca_nav.ros.planner_node:PlannerNode',
     'mission_node': 'orca_nav.ros.mission_node:MissionNode',
+    'recorder_node': 'orca_nav.ros.recorder_node:RecorderNode',
 }
 
 

@@ -13,6 +13,8 @@ robots in one call (`lookup_many`). What tf2 does, this does:
   (linear translation, slerp rotation). Outside an edge's samples it refuses to extrapolate, and
   the error names the frames, the edge and the times. Time 0 means the latest time at which every
   edge of the chain has data (tf2's latest common time).
+* `lookup_late`: the policy for late TF (not tf2's; what Nav2's transform_tolerance allows): a
+  time at most a tolerance after the newest data gets the newest transform.
 * `observe_time` clears the dynamic history when time jumps back (tf2_ros does on a /clock jump).
 * Thread-safe: every public method holds the buffer's lock.
 
@@ -403,6 +405,21 @@ class TransformBuffer:
         if errors[0] is not None:
             raise errors[0]
         return Transform(translation[0], rotation[0], float(stamps[0]))
+
+    @_locked
+    def lookup_late(self, target: str, source: str, time: float, tolerance: float) -> Transform:
+        """`lookup`, except that a `time` at most `tolerance` s after the newest data of the chain
+        (the latest common time) gets the newest transform: the policy for late TF, as Nav2's
+        transform_tolerance allows (localization publishes map -> odom slower than odometry and
+        later than its stamps). A time further ahead, or before the oldest data, still raises
+        the ExtrapolationError naming the frames, the edge and the times."""
+        try:
+            return self.lookup(target, source, time)
+        except ExtrapolationError:
+            newest = self.latest_common_time(target, source)
+            if not time - tolerance <= newest < time:
+                raise
+            return self.lookup(target, source, newest)
 
     @_locked
     def latest_common_time(self, target: str, source: str) -> float:

@@ -105,6 +105,10 @@ TF_SPECS = [
     ParamSpec('localization_jump', 0.0, 'With a TF layout: std. dev. of the error of each '
               'map -> odom correction (m per axis, and rad in heading): the jump the robot '
               'poses make in map', min=0.0, max=10.0),
+    ParamSpec('transform_tolerance', 1.0, "With a TF layout: map -> odom is stamped this much "
+              "after the odometry it goes out with, as AMCL's transform_tolerance post-dates it "
+              "(s): consumers can use odometry up to this much newer than the last map -> odom "
+              'they received', min=0.0, max=60.0, read_only=True),
 ]
 
 # ---- Scripted pedestrians (`pedestrians.<name>`; see orca_nav.ros.sim_pedestrians).

@@ -45,3 +45,7 @@ def map_3d_publisher():
 
 def mission_node():
     _run('mission_node')
+
+
+def recorder_node():
+    _run('recorder_node')

@@ -5,8 +5,8 @@ Per robot, in the layout's names (`orca_nav.core.fleet.names`):
 * odometry in the robot's odom frame (drifting), child frame its base frame;
 * `odom -> base_link` on the tf topic at every odometry, with the odometry's stamp (as a base
   driver or robot_localization broadcasts it);
-* `map -> odom` from the simulated localization at `localization_rate` (stamped one period
-  ahead, as AMCL's transform_tolerance does);
+* `map -> odom` from the simulated localization (a new estimate at `localization_rate`) with
+  every odometry update, stamped `transform_tolerance` ahead, as AMCL sends it with every scan;
 * `base_link -> base_scan` (a lidar mount 0.2 m above the base) on the tf_static topic,
   transient local with depth 1 (as tf2_ros's StaticTransformBroadcaster), sent once.
 
@@ -49,6 +49,7 @@ class SimTfPublisher:
         self.model = SimLocalization(start_poses, odom_drift=params['odom_drift'],
                                      localization_rate=params['localization_rate'],
                                      localization_jump=params['localization_jump'],
+                                     transform_tolerance=params['transform_tolerance'],
                                      seed=params['seed'])
         # One publisher per distinct topic: per robot when namespaced, one shared when prefixed.
         self._trees: Dict[str, List[int]] = {}
@@ -70,14 +71,14 @@ class SimTfPublisher:
         self.model.localization_jump = float(value)
 
     def odometry_poses(self, now: float, true_poses, measured_poses) -> np.ndarray:
-        """Updates the drift with the robots' motion, publishes `odom -> base_link` (and any
-        `map -> odom` correction due) stamped `now`, and returns the measured poses in the
-        odom frames, for the odometry messages."""
+        """Updates the drift with the robots' motion, publishes `odom -> base_link` stamped `now`
+        and the localization's `map -> odom` post-dated by transform_tolerance, and returns the
+        measured poses in the odom frames, for the odometry messages."""
         self.model.update(true_poses)
         odom = self.model.odom_poses(measured_poses)
         stamp = seconds_to_time(now)
         corrections = [(seconds_to_time(t), estimate)
-                       for t, estimate in self.model.corrections(now)]
+                       for t, estimate in self.model.map_to_odom_transforms(now)]
         for topic, rows in self._trees.items():
             transforms = [planar_transform(self.names[i].odom_frame, self.names[i].base_frame,
                                            stamp, odom[i]) for i in rows]

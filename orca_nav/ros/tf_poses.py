@@ -26,8 +26,8 @@ import numpy as np
 
 from orca_nav.core.fleet.names import RobotNames, robot_names
 from orca_nav.core.geometry import wrap_angle
-from orca_nav.core.transforms import (ExtrapolationError, TransformBuffer, TransformError,
-                                      quaternion_rotate, yaw_of)
+from orca_nav.core.transforms import (TransformBuffer, TransformError, quaternion_rotate,
+                                      yaw_of)
 from orca_nav.ros.convert import OdomState
 from orca_nav.ros.tf_listener import TfListener
 
@@ -85,10 +85,4 @@ class FleetPoses:
         return quaternion_rotate(tf.rotation, points) + tf.translation
 
     def _lookup(self, target: str, source: str, stamp: float):
-        try:
-            return self.buffer.lookup(target, source, stamp)
-        except ExtrapolationError:
-            newest = self.buffer.latest_common_time(target, source)
-            if not (stamp - self.tolerance <= newest < stamp):
-                raise
-            return self.buffer.lookup(target, source, newest)
+        return self.buffer.lookup_late(target, source, stamp, self.tolerance)

@@ -6,13 +6,16 @@ odometry in an `odom` frame that drifts, and a localization that estimates `map 
   odom frame has a standard deviation of `odom_drift * sqrt(d)` per axis (m) and in heading (rad),
   the heading error turning the odom frame about the robot (so it does not move the robot's
   pose at once, as a wheel-slip heading error does not).
-* The localization (AMCL, SLAM) corrects `map -> odom` every 1/`localization_rate`: its estimate
-  puts the robot off its true map pose by Gaussian noise of `localization_jump` (m per axis, and
-  rad, the heading error turning about the robot),
-  so the robot's pose in map jumps a little at each correction. As AMCL does with its
-  transform_tolerance, each estimate is stamped one period after it is made, so a lookup at any
-  odometry stamp up to the next correction interpolates between two estimates instead of
-  extrapolating; at start the exact `map -> odom` goes out at `now` and one period later.
+* The localization (AMCL, SLAM) makes a new estimate of `map -> odom` every
+  1/`localization_rate`: it puts the robot off its true map pose by Gaussian noise of
+  `localization_jump` (m per axis, and rad, the heading error turning about the robot), so the
+  robot's pose in map jumps a little at each new estimate.
+* As AMCL does, the newest estimate goes out with every scan (here: every odometry update),
+  stamped `transform_tolerance` after it (AMCL: the scan's stamp plus its transform_tolerance),
+  so a consumer can put odometry up to that much newer than the last transform it received in
+  map by interpolating, and a transform that arrives late (a loaded machine) still covers the
+  odometry that came before it. The price, as with AMCL: a lookup at time t uses the estimate
+  sent at t - transform_tolerance. At start the exact `map -> odom` goes out at `now` too.
 
 Poses are (x, y, yaw) rows; a frame transform T (x, y, yaw) maps a pose p of its child frame to
 T * p in its parent. Seeded; no clock read: times come in.
@@ -46,9 +49,10 @@ class SimLocalization:
     """Odometry drift and localization corrections for N simulated robots (see module doc)."""
 
     def __init__(self, start_poses, odom_drift: float = 0.0, localization_rate: float = 1.0,
-                 localization_jump: float = 0.0, seed: int = 0):
+                 localization_jump: float = 0.0, transform_tolerance: float = 0.0, seed: int = 0):
         starts = np.asarray(start_poses, float).reshape(-1, 3)
-        for name, value in (('odom_drift', odom_drift), ('localization_jump', localization_jump)):
+        for name, value in (('odom_drift', odom_drift), ('localization_jump', localization_jump),
+                            ('transform_tolerance', transform_tolerance)):
             if not (np.isfinite(value) and value >= 0.0):
                 raise ValueError(f'{name} must be a finite number >= 0, got {value!r}')
         if not (np.isfinite(localization_rate) and localization_rate > 0.0):
@@ -57,7 +61,9 @@ class SimLocalization:
         self.odom_drift = float(odom_drift)
         self.localization_jump = float(localization_jump)
         self.period = 1.0 / float(localization_rate)
+        self.transform_tolerance = float(transform_tolerance)
         self.map_to_odom = starts.copy()          # the true map -> odom of every robot
+        self.estimate = starts.copy()             # the localization's newest map -> odom
         self._last_positions = starts[:, :2].copy()
         self._rng = np.random.default_rng([int(seed), 105])    # apart from the sim's stream
         self._next_correction = None
@@ -89,19 +95,21 @@ class SimLocalization:
         """Poses in each robot's odom frame of poses given in map."""
         return compose_planar(invert_planar(self.map_to_odom), np.asarray(map_poses, float))
 
-    def corrections(self, now: float) -> List[Tuple[float, np.ndarray]]:
-        """The `map -> odom` estimates due at `now`, as (stamp, (N, 3)) pairs; empty between
-        corrections."""
+    def map_to_odom_transforms(self, now: float) -> List[Tuple[float, np.ndarray]]:
+        """The `map -> odom` transforms to send at `now`, as (stamp, (N, 3)) pairs: the newest
+        estimate (a new one when 1/localization_rate has passed since the last) stamped
+        now + transform_tolerance; the first call also sends the exact transform at `now`."""
         if self._next_correction is None:
             self._next_correction = now + self.period
             exact = self.map_to_odom.copy()
-            return [(now, exact), (now + self.period, exact)]
-        if now < self._next_correction:
-            return []
-        self._next_correction += self.period
-        if now >= self._next_correction:    # periods missed by a stall are dropped
-            self._next_correction = now + self.period
-        # The estimate's error is in the robot's pose (AMCL's particles), not about the far-away
-        # odom origin, where a small heading error would move the robot by metres.
-        noise = self._rng.normal(size=(len(self), 3)) * self.localization_jump
-        return [(now + self.period, self._moved_about_robots(noise, self.map_to_odom))]
+            self.estimate = exact
+            return [(now, exact), (now + self.transform_tolerance, exact)]
+        if now >= self._next_correction:
+            self._next_correction += self.period
+            if now >= self._next_correction:    # periods missed by a stall are dropped
+                self._next_correction = now + self.period
+            # The estimate's error is in the robot's pose (AMCL's particles), not about the
+            # far-away odom origin, where a small heading error would move the robot by metres.
+            noise = self._rng.normal(size=(len(self), 3)) * self.localization_jump
+            self.estimate = self._moved_about_robots(noise, self.map_to_odom)
+        return [(now + self.transform_tolerance, self.estimate)]

@@ -125,7 +125,7 @@ def test_odometry_beyond_the_tolerance_goes_stale_and_the_diagnostic_names_the_t
     message = stale_reports()[-1]
     assert 'stopped; newer odometry refused: no transform map <- odom at 101.' in message
     assert 'only time 100.000000000 is in the buffer' in message
-    assert stack.node.fleet._stamp[0] == 100.0          # the state of the last usable sample
+    assert stack.node.fleet.state.stamp[0] == 100.0          # the state of the last usable sample
 
 
 def test_a_missing_transform_stops_the_robot_and_the_diagnostic_names_the_frames(ros):

@@ -1,0 +1,46 @@
+"""The closed loop without ROS (core/sim/closed_loop.py) and bench generalize's scenes."""
+import numpy as np
+import pytest
+
+from bench.bench_generalize import FAMILIES, Job, run_job, scene, table
+from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.sim.closed_loop import Scene, run
+
+
+def test_a_run_is_the_same_every_time_and_says_what_happened():
+    robots = [RobotSpec(f'robot{i}') for i in range(4)]
+    starts = np.array([[0.0, 0.0, 0.0], [4.0, 0.0, 3.14], [2.0, -2.0, 1.57], [2.0, 2.0, -1.57]])
+    goals = [[(4.0, 0.0), (0.0, 1.0)], [(0.0, 0.0)], [(2.0, 2.0)], [(2.0, -2.0)]]
+    first, second = (run(Scene('cross', robots, starts, goals, duration=30.0)) for _ in range(2))
+    assert first == second
+    assert (first.goals, first.reached, first.finished) == (5, 5, 4)
+    assert first.makespan is not None and first.contacts == [] and first.stuck == []
+
+
+def test_a_run_ends_once_every_robot_left_is_stuck():
+    """A goal inside a wall ring it cannot pass: the robot is reported stuck, and the run stops
+    stuck_time after its last progress instead of running its whole duration."""
+    from scenes import room
+    grid = room(10.0, blocks=[(6.0, 3.0, 6.4, 7.0), (6.0, 3.0, 9.0, 3.4), (6.0, 6.6, 9.0, 7.0),
+                              (8.6, 3.0, 9.0, 7.0)])
+    result = run(Scene('boxed', [RobotSpec('robot0')], np.array([[2.0, 5.0, 0.0]]),
+                       [[(7.5, 5.0)]], grid=grid, duration=300.0, stuck_time=10.0))
+    assert result.stuck == ['robot0'] and result.finished == 0
+    assert result.duration < 60.0
+
+
+@pytest.mark.parametrize('family', sorted(FAMILIES))
+def test_every_family_generates_a_scene_from_a_seed(family):
+    one, again = scene(family, 3), scene(family, 3)
+    assert one.name == family and len(one.robots) >= 3
+    np.testing.assert_array_equal(one.starts, again.starts)
+    assert [list(g) for g in one.goals] == [list(g) for g in again.goals]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('family', ['dense_swap', 'people_threatening', 'starved'])
+def test_generated_fleets_have_no_contact_while_moving(family):
+    """A small sample of bench generalize in the suite (the bench runs 208 scenes)."""
+    row = run_job(Job(family, 0))
+    assert row['moving_contacts'] == [], row
+    assert 'all' in '\n'.join(table([row]))

@@ -36,7 +36,6 @@ class RobotNames:
     goal_topic: str             # geometry_msgs/PoseStamped goal (RViz's "2D Goal Pose")
     trajectory_topic: str       # trajectory_msgs/MultiDOFJointTrajectory, planner -> orca_node
     plan_topic: str             # nav_msgs/Path, for RViz
-    navigate_to_pose_action: str
     tf_topic: str
     tf_static_topic: str
     global_frame: str           # the map frame, as this robot's tree names it
@@ -44,7 +43,8 @@ class RobotNames:
     base_frame: str             # the robot's body frame (child of its odometry)
 
     def topic(self, name: str) -> str:
-        """Another per-robot topic (a configured one, such as cmd_vel_in), named like the rest."""
+        """Another per-robot topic (a configured one, such as cmd_vel_in) or action (Nav2's,
+        such as navigate_to_pose), named like the rest."""
         return f'{self.robot}/{name}'
 
     def robot_frame(self, name: str) -> str:
@@ -77,6 +77,6 @@ def robot_names(robot: str, tf_layout: str = 'none', global_frame: str = 'map') 
         robot=robot, tf_layout=tf_layout,
         odom_topic=f'{robot}/odom', cmd_vel_topic=f'{robot}/cmd_vel',
         goal_topic=f'{robot}/goal_pose', trajectory_topic=f'{robot}/trajectory',
-        plan_topic=f'{robot}/plan', navigate_to_pose_action=f'{robot}/navigate_to_pose',
+        plan_topic=f'{robot}/plan',
         tf_topic=tf_topics[0], tf_static_topic=tf_topics[1],
         global_frame=global_frame, odom_frame=odom_frame, base_frame=base_frame)

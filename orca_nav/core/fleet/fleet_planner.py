@@ -40,6 +40,9 @@ shrunk by ``JAM_PROGRESS`` within that time; or cancelled (``cancel``), which ho
 ``progress`` gives what feedback reports: distance and time still to go along the trajectory and
 the number of replans since the goal was set (the recoveries).
 
+``path_request`` plans a path nobody executes (Nav2's ComputePathToPose): the request carries a
+query id, runs like any other, and its outcome goes back to the caller, never to ``finish``.
+
 Time is passed in (seconds, the caller's one clock); numpy only.
 """
 from __future__ import annotations

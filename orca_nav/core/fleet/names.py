@@ -16,7 +16,12 @@ TF layouts (REP-105 frames map -> odom -> base_link):
 
 A transform buffer that holds every robot's tree (core/transforms.py) keys frames by
 `buffer_frame`: namespaced trees get the robot's prefix there, so `robot0`'s `odom` and
-`robot1`'s `odom` stay apart; in the prefixed layout frame names are already unique.
+`robot1`'s `odom` stay apart; in the prefixed layout frame names are already unique. One tree
+for the whole fleet (what RViz reads, `fleet_frame`) is the prefixed layout's: the robots' own
+frames prefixed, the global frame shared.
+
+The fleet-wide topics of orca_node and tf_relay (one each per graph) are named here too, for the
+nodes and bringup alike (the maps' are their publishers' `topic` defaults, orca_nav.parameters).
 """
 from __future__ import annotations
 
@@ -25,6 +30,10 @@ from dataclasses import dataclass
 from orca_nav.core.fleet.robots import check_robot_name
 
 TF_LAYOUTS = ('none', 'namespaced', 'prefixed')
+
+MARKERS_TOPIC = 'orca_nav/markers'  # visualization_msgs/MarkerArray, in orca_node's namespace
+# A namespaced fleet's trees relayed into one (tf_relay), in the graph's namespace.
+FLEET_TF_TOPIC, FLEET_TF_STATIC_TOPIC = 'orca_nav/tf', 'orca_nav/tf_static'
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,11 @@ class RobotNames:
         if self.tf_layout == 'namespaced':
             return f'{self.robot}/{frame}'
         return frame
+
+    def fleet_frame(self, frame: str) -> str:
+        """Where a frame of this robot's TF messages lives in one tree of the whole fleet:
+        as `buffer_frame`, but the global frame is everyone's."""
+        return frame if frame == self.global_frame else self.buffer_frame(frame)
 
 
 def robot_names(robot: str, tf_layout: str = 'none', global_frame: str = 'map') -> RobotNames:

@@ -23,8 +23,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence, Tuple
 
-from orca_nav.core.fleet.goal_sequence import GoalSequence, Missed, Pose
 from orca_nav.core.fleet.fleet_planner import GoalEnd, Progress
+from orca_nav.core.fleet.goal_sequence import GoalSequence, Missed, Pose
 
 KINDS = ('to_pose', 'through_poses', 'waypoints')
 

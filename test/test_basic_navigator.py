@@ -25,12 +25,13 @@ from lifecycle_msgs.srv import GetState  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
+from trajectory_msgs.msg import MultiDOFJointTrajectory  # noqa: E402
 
 from conftest import REPO  # noqa: E402
 from orca_nav.bringup.fleet_file import load_fleet_config  # noqa: E402
 from orca_nav.bringup.graph import describe_graph  # noqa: E402
 from orca_nav.bringup.runner import run_graph  # noqa: E402
-from orca_nav.ros.convert import yaw_to_quaternion  # noqa: E402
+from orca_nav.ros.convert import latched_qos, yaw_to_quaternion  # noqa: E402
 from ros_harness import WAIT_S  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -194,9 +195,13 @@ def test_a_fleet_follows_basic_navigators_calls(kind, request):
                                       __setitem__(r, (m.pose.pose.position.x,
                                                       m.pose.pose.position.y)),
                                       qos_profile_sensor_data)
+        trajectories = []
+        probe.create_subscription(MultiDOFJointTrajectory, '/robot0/trajectory',
+                                  trajectories.append, latched_qos())
 
         def at(robot, x, y):
             return math.dist(positions[robot], (x, y)) <= TOLERANCE + 0.05
+        assert graph.wait_for(lambda: len(positions) == 2, timeout=WAIT_S)   # odometry flows
 
         nav0, nav1 = NAVIGATORS[kind](graph, ['robot0', 'robot1'], context)
         try:
@@ -228,6 +233,8 @@ def test_a_fleet_follows_basic_navigators_calls(kind, request):
             nav0.cancelTask()
             complete(nav0)
             assert nav0.getResult().name == 'CANCELED'
+            assert graph.wait_for(lambda: trajectories and not trajectories[-1].points,
+                                  timeout=WAIT_S)       # planner_node holds it still
             assert not at('robot0', 15.0, 0.0)
         finally:
             for nav in (nav0, nav1):

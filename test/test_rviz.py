@@ -1,5 +1,6 @@
-"""The RViz config of a fleet: a display only for what the fleet's graph publishes, every robot
-in one fixed frame (TF fleets too), checked against the topics of a real in-process run."""
+"""The RViz config of a fleet: a display only for what the fleet's graph publishes (with QoS its
+publishers match), every robot in one fixed frame (TF fleets too), checked against the topics of
+a real in-process run."""
 import dataclasses
 
 import pytest
@@ -78,7 +79,7 @@ def test_the_package_config_is_the_default_fleets_and_keeps_the_template_parts(t
 
 
 rclpy = pytest.importorskip('rclpy')
-from rclpy.qos import DurabilityPolicy  # noqa: E402
+from rclpy.qos import DurabilityPolicy, ReliabilityPolicy  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from orca_nav.bringup.runner import run_graph  # noqa: E402
@@ -132,6 +133,9 @@ def test_every_display_has_a_publisher_in_the_running_graph_and_tf_reaches_every
             if display['Topic']['Durability Policy'] == 'Transient Local':
                 assert all(p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
                            for p in publishers(topic)), f'{topic} is not latched'
+            if display['Topic']['Reliability Policy'] == 'Reliable':
+                assert all(p.qos_profile.reliability == ReliabilityPolicy.RELIABLE
+                           for p in publishers(topic)), f'{topic} is best effort'
         if cfg.tf_layout == 'none':
             assert 'TF' not in shown(config)
             return

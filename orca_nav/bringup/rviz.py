@@ -39,10 +39,11 @@ def _absolute(topic: str) -> str:
     return topic if topic.startswith('/') else '/' + topic
 
 
-def _topic(name: str, latched: bool = False) -> Dict[str, Any]:
+def _topic(name: str, latched: bool = False, best_effort: bool = False) -> Dict[str, Any]:
     return {'Depth': 1 if latched else 5,
             'Durability Policy': 'Transient Local' if latched else 'Volatile',
-            'History Policy': 'Keep Last', 'Reliability Policy': 'Reliable',
+            'History Policy': 'Keep Last',
+            'Reliability Policy': 'Best Effort' if best_effort else 'Reliable',
             'Value': _absolute(name)}
 
 
@@ -95,7 +96,8 @@ def odometry_display(robot: str, topic: str, color: str) -> Dict[str, Any]:
         'Position Tolerance': 0.1,
         'Shape': {'Alpha': 1, 'Color': color, 'Head Length': 0.15, 'Head Radius': 0.1,
                   'Shaft Length': 0.3, 'Shaft Radius': 0.05, 'Value': 'Arrow'},
-        'Topic': _topic(topic)})
+        # Best effort, as orca_node reads odometry: it matches reliable and best-effort robots.
+        'Topic': _topic(topic, best_effort=True)})
 
 
 def tf_display() -> Dict[str, Any]:

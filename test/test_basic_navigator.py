@@ -53,16 +53,17 @@ def pose(x, y, yaw=0.0):
 
 
 class RclpyNavigator:
-    """BasicNavigator's calls with plain rclpy clients spun by the running graph."""
+    """BasicNavigator's calls with plain rclpy clients spun by the running graph. Every
+    client is made before its node joins the graph (whose executor spins on another thread)."""
 
     def __init__(self, graph, namespace):
-        self.graph = graph
-        self.node = graph.add_node(rclpy.create_node('rclpy_navigator', namespace=namespace,
-                                                     context=graph.context))
-        self.clients = {action: ActionClient(self.node, action, name) for action, name in (
+        self.graph, self.namespace = graph, namespace
+        node = rclpy.create_node('rclpy_navigator', namespace=namespace, context=graph.context)
+        self.clients = {action: ActionClient(node, action, name) for action, name in (
             (NavigateToPose, 'navigate_to_pose'), (FollowWaypoints, 'follow_waypoints'),
             (NavigateThroughPoses, 'navigate_through_poses'),
             (ComputePathToPose, 'compute_path_to_pose'))}
+        graph.add_node(node)
         self.goal_handle = self.result_future = self.feedback = self.status = None
 
     def _done(self, future, timeout=WAIT_S):
@@ -75,7 +76,10 @@ class RclpyNavigator:
         # each until it says 'active'.
         names = ([] if localizer == 'robot_localization' else [localizer]) + [navigator]
         for name in names:
-            client = self.node.create_client(GetState, f'{name}/get_state')
+            node = rclpy.create_node(f'state_of_{name.strip("/").replace("/", "_")}',
+                                     namespace=self.namespace, context=self.graph.context)
+            client = node.create_client(GetState, f'{name}/get_state')
+            self.graph.add_node(node)
             assert self.graph.wait_for(client.service_is_ready, timeout=WAIT_S), name
             deadline = time.monotonic() + WAIT_S
             while self._done(client.call_async(GetState.Request())).current_state.label != \
@@ -189,7 +193,7 @@ def test_a_fleet_follows_basic_navigators_calls(kind, request):
     context = request.getfixturevalue('default_context') if kind != 'rclpy' else None
     with run_graph(describe_graph(fleet(), sim_overrides={'lockstep': True})) as graph:
         positions = {}
-        probe = graph.add_node(rclpy.create_node('odometry_probe', context=graph.context))
+        probe = rclpy.create_node('odometry_probe', context=graph.context)   # joins once subscribed
         for robot in ('robot0', 'robot1'):
             probe.create_subscription(Odometry, f'/{robot}/odom', lambda m, r=robot: positions.
                                       __setitem__(r, (m.pose.pose.position.x,
@@ -198,6 +202,7 @@ def test_a_fleet_follows_basic_navigators_calls(kind, request):
         trajectories = []
         probe.create_subscription(MultiDOFJointTrajectory, '/robot0/trajectory',
                                   trajectories.append, latched_qos())
+        graph.add_node(probe)
 
         def at(robot, x, y):
             return math.dist(positions[robot], (x, y)) <= TOLERANCE + 0.05

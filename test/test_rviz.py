@@ -112,12 +112,15 @@ def test_every_display_has_a_publisher_in_the_running_graph_and_tf_reaches_every
     config = yaml.safe_load(open(rviz.arguments[rviz.arguments.index('-d') + 1]).read())
     remapped = dict(rviz.remappings)
     with run_graph([s for s in specs if s is not rviz]) as graph:
-        probe = graph.add_node(rclpy.create_node('rviz_probe', context=graph.context))
+        # Subscribed before the graph spins it: an executor spinning on another thread may be
+        # iterating over the node's subscriptions.
+        probe = rclpy.create_node('rviz_probe', context=graph.context)
         received = []
         if cfg.tf_layout != 'none':
             for topic, qos in (('/tf', TF_QOS), ('/tf_static', TF_STATIC_QOS)):
                 probe.create_subscription(TFMessage, remapped.get(topic, topic),
                                           lambda msg: received.extend(msg.transforms), qos)
+        graph.add_node(probe)
 
         def publishers(topic):
             return probe.get_publishers_info_by_topic(topic)

@@ -11,7 +11,8 @@ macro(orca_nav_generate_interfaces)
     find_package(${_dep} REQUIRED)
   endforeach()
   # Python reads messages through the C type supports only: the C++ generators are left out
-  # (they would double the build time).
+  # (they would double the build time). The C introspection type support stays: Fast DDS
+  # registers each type through it (without it creating a publisher fails).
   set(_generators "${AMENT_EXTENSIONS_rosidl_generate_idl_interfaces}")
   list(FILTER _generators EXCLUDE REGEX
     "^rosidl_(generator|typesupport|typesupport_fastrtps|typesupport_introspection)_cpp:")

@@ -51,6 +51,7 @@ setup(
             'map_3d_publisher = orca_nav.ros.entry:map_3d_publisher',
             'mission_node = orca_nav.ros.entry:mission_node',
             'recorder_node = orca_nav.ros.entry:recorder_node',
+            'tf_relay = orca_nav.ros.entry:tf_relay',
             'orca-nav = orca_nav.bringup.cli:console_main',
         ],
     },

@@ -365,3 +365,34 @@ def test_a_query_that_spends_its_budget_is_tried_again_with_four_times_it():
     generous = run_request(replace(request, settings=replace(request.settings,
                                                              plan_max_expansions=10)))
     assert generous.result.success and not generous.retried
+
+
+def test_a_path_request_plans_from_the_latest_state_without_touching_the_robots_goal():
+    planner = ready(stamp=10.0)
+    reference = following(planner)
+    request, failed = planner.path_request('robot0', [8.0, 8.0, 0.0], query=3)
+    assert failed is None and request.query == 3
+    np.testing.assert_allclose(request.start.pose, [2.0, 5.0, 0.0])
+    outcome = run_request(request)
+    assert outcome.result.success
+    np.testing.assert_allclose(outcome.reference.positions[-1], [8.0, 8.0], atol=0.1)
+    with pytest.raises(ValueError, match='path query 3'):
+        planner.finish(outcome, 11.0)
+    assert planner.progress('robot0') is not None       # its own goal goes on, unchanged
+    assert planner.check_progress(11.0).publish == [] and reference.positions[-1][1] == 5.0
+
+
+def test_a_path_request_from_a_given_start_and_the_ones_that_cannot_be_planned():
+    planner = ready(stamp=10.0)
+    request, _ = planner.path_request('robot0', [8.0, 5.0, 0.0], 1, start=state(3.0, 3.0))
+    np.testing.assert_allclose(request.start.pose, [3.0, 3.0, 0.0])
+    _, failed = planner.path_request('robot0', [5.0, 0.05, 0.0], 2)     # in the wall
+    assert (failed.reached, failed.reason) == (False, 'goal_in_collision')
+    empty = supervisor()
+    _, failed = empty.path_request('robot0', [8.0, 5.0, 0.0], 4)
+    assert failed.reason == 'no_map' and 'no map yet' in failed.message
+    empty.set_map(room(), now=0.0)
+    _, failed = empty.path_request('robot0', [8.0, 5.0, 0.0], 5)
+    assert failed.reason == 'no_start' and 'no odometry of robot0' in failed.message
+    with pytest.raises(ValueError, match='query id'):
+        empty.path_request('robot0', [8.0, 5.0, 0.0], 0)

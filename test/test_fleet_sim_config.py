@@ -111,24 +111,6 @@ def test_fleet_sim_yaml_documents_every_parameter_with_its_default():
             assert values[spec.name] == spec.default, spec.name
 
 
-def test_rviz_config_has_the_documented_displays_and_goal_tool():
-    cfg = yaml.safe_load((REPO / 'config' / 'orca_nav.rviz').read_text())
-    manager = cfg['Visualization Manager']
-    assert manager['Global Options']['Fixed Frame'] == 'map'
-    by_class = {}
-    for display in manager['Displays']:
-        by_class.setdefault(display['Class'], []).append(display)
-    (map_display,) = by_class['rviz_default_plugins/Map']
-    assert map_display['Topic']['Value'] == '/map'
-    assert map_display['Topic']['Durability Policy'] == 'Transient Local'
-    (markers,) = by_class['rviz_default_plugins/MarkerArray']
-    assert markers['Topic']['Value'] == '/orca_nav/markers'
-    assert [d['Topic']['Value'] for d in by_class['rviz_default_plugins/Path']] == \
-        [f'/robot{i}/plan' for i in range(4)]
-    (goal_tool,) = [t for t in manager['Tools'] if t['Class'] == 'rviz_default_plugins/SetGoal']
-    assert goal_tool['Topic']['Value'] == '/robot0/goal_pose'
-
-
 def test_gz_bridge_maps_the_gazebo_fleet_onto_orca_nav_topics():
     entries = yaml.safe_load((REPO / 'config' / 'gz_bridge.yaml').read_text())
     keys = {'ros_topic_name', 'gz_topic_name', 'ros_type_name', 'gz_type_name', 'direction'}

@@ -11,11 +11,11 @@ from orca_nav.core.fleet.goal_sequence import GoalSequences
 def test_goal_sequences_step_on_reaching_within_tolerance():
     seq = GoalSequences({'a': [(1.0, 0.0, 0.0), (2.0, 0.0, 1.0)], 'b': []}, tolerance=0.2)
     assert seq.done('b') and not seq.all_done()
-    assert seq.update('a', 1.0, 0.5, 0.0) is None and seq.index['a'] == 0
+    assert seq.update('a', 1.0, 0.5, 0.0) is None and seq['a'].index == 0
     assert seq.update('a', 2.0, 0.85, 0.0) == (2.0, 0.0, 1.0)
-    assert seq.reach_times['a'] == [2.0, None]
+    assert seq['a'].reach_times == [2.0, None]
     assert seq.update('a', 3.0, 2.0, 0.1) is None and seq.done('a') and seq.all_done()
-    assert seq.reach_times['a'] == [2.0, 3.0]
+    assert seq['a'].reach_times == [2.0, 3.0]
     with pytest.raises(ValueError, match='goal_tolerance'):
         GoalSequences({}, tolerance=0.0)
 

@@ -8,7 +8,7 @@ def test_topics_are_relative_to_the_robot_and_the_same_in_every_layout():
     for layout in TF_LAYOUTS:
         n = robot_names('robot3', layout)
         assert (n.odom_topic, n.cmd_vel_topic, n.goal_topic, n.trajectory_topic, n.plan_topic,
-                n.navigate_to_pose_action) == (
+                n.topic('navigate_to_pose')) == (
             'robot3/odom', 'robot3/cmd_vel', 'robot3/goal_pose', 'robot3/trajectory',
             'robot3/plan', 'robot3/navigate_to_pose')
         assert n.global_frame == 'map'

@@ -169,6 +169,7 @@ NODES = {
     'orca_node': (['-p', 'robots:=[robot0, robot1]', '-p', 'control_rate:=10'], 'commanded'),
     'planner_node': (['-p', 'robots:=[robot0]'], 'planning for'),
     'mission_node': (['-p', 'robots:=[robot0]', '-p', 'robot0.goals:=[1.0, 0.0, 0.0]'], 'goals for'),
+    'tf_relay': (['-p', 'robots:=[robot0, robot1]'], 'relaying the trees'),
 }
 MANAGED = ('map_publisher', 'map_3d_publisher', 'orca_node', 'planner_node')
 NODE_NAMES = {'fleet_sim_node': 'fleet_sim'}

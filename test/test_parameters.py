@@ -53,6 +53,7 @@ from orca_nav.ros.mission_node import MissionNode  # noqa: E402
 from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
 from orca_nav.ros.planner_node import PlannerNode  # noqa: E402
 from orca_nav.ros.recorder_node import RecorderNode  # noqa: E402
+from orca_nav.ros.tf_relay import TfRelay  # noqa: E402
 from ros_harness import harness_fixture  # noqa: E402
 
 ros = harness_fixture()
@@ -65,6 +66,7 @@ NODES = {
     'map_3d_publisher': (Map3dPublisher, MANUAL),
     'mission_node': (MissionNode, [Parameter('robots', value=['robot0'])]),
     'recorder_node': (RecorderNode, [Parameter('topics', value=['/clock'])]),    # + output
+    'tf_relay': (TfRelay, []),
 }
 
 

@@ -46,6 +46,7 @@ def sections() -> List[Tuple[str, str, List[Tuple[str, ParamSpec]]]]:
          node('mission_node') + [('<robot>.goals', goals_spec('<robot>'))]),
         ('recorder (recorder_node)', 'orca_nav/parameters/recorder_node.py: NODE_SPECS',
          node('recorder_node')),
+        ('tf_relay', 'orca_nav/parameters/tf_relay.py: NODE_SPECS', node('tf_relay')),
         ('Per-robot parameters `<robot>.<field>` (orca_node, planner_node, fleet_sim)',
          'orca_nav/parameters/shared.py: ROBOT_SPECS, from orca_nav/core/fleet/robots.py',
          [('<robot>.' + spec.name, spec) for spec in ROBOT_SPECS]),

@@ -38,7 +38,8 @@ if ! "$VPY" -c "import rclpy, nav_msgs.msg, geometry_msgs.msg, visualization_msg
 else
   say "rclpy and the ROS messages are importable: installing nothing ROS"
 fi
-# tf2_msgs and nav2_msgs are not on PyPI: generated from their Jazzy definitions unless importable.
+# tf2_msgs, nav2_msgs and geographic_msgs are not on PyPI: generated from their Jazzy definitions
+# unless importable.
 say "interfaces not on PyPI (tools/generate_interfaces.sh)"
 bash tools/generate_interfaces.sh
 say "installing orca_nav (editable) and what setup.py requires, with the '${extras}' extras"

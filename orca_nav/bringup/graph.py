@@ -28,6 +28,7 @@ ORCA = 'orca_node'
 PLANNER = 'planner_node'
 MISSION = 'mission_node'
 RECORDER = 'recorder'
+TF_RELAY = 'tf_relay'
 
 # Fast DDS's default shared-memory port holds 512 messages: a node reading every robot's
 # odometry takes a burst of one per robot each period, beside its other topics. Larger fleets
@@ -158,7 +159,8 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
     (one node, `cfg.shards` nodes `orca_node_shard<k>` when the fleet is sharded, or one per
     robot namespace in 'per_robot' mode, sharding's limit, whatever `cfg.shards` says), planner
     (when enabled), the mission (when a robot has several goals), the recorder (record: the
-    folder of the bag it writes, `recorded_topics`), RViz.
+    folder of the bag it writes, `recorded_topics`), RViz (with tf_relay for a namespaced TF
+    layout, whose trees one RViz can only read as one).
 
     use_sim_time: see `uses_sim_time`; with the embedded simulator on simulated time, the
     simulator publishes /clock and every other node follows it. sim_overrides: simulator
@@ -235,9 +237,13 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
         specs.append(NodeSpec('recorder_node', RECORDER, parameters=[{
             'output': str(record), 'topics': recorded_topics(cfg, use_sim, sim_time), **clock}]))
     if rviz:
-        # Generated for this fleet (every robot, and TF when the robots publish it).
+        if cfg.tf_layout == 'namespaced':
+            specs.append(NodeSpec('tf_relay', TF_RELAY, parameters=[{
+                'robots': list(cfg.robot_names), 'global_frame': cfg.global_frame, **clock}]))
+        # Generated for this fleet: what its graph publishes (orca_nav.bringup.rviz).
         config = write_rviz_config(cfg, share_dir() / 'config' / 'orca_nav.rviz',
-                                   Path(tempfile.gettempdir()) / 'orca_nav' / f'{cfg.name}.rviz')
+                                   Path(tempfile.gettempdir()) / 'orca_nav' / f'{cfg.name}.rviz',
+                                   mode)
         specs.append(NodeSpec('rviz2', 'rviz2', package='rviz2', parameters=[clock],
                               remappings=rviz_remappings(cfg), arguments=['-d', str(config)]))
     dds = dds_environment(len(cfg.robots), environ)

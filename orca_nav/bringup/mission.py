@@ -137,7 +137,7 @@ class DemoMission(Node):
             logs = self._logs.values()
             return {'at_goal': sum(self._goals.done(name) for name in self._logs),
                     'robots': len(self._logs),
-                    'goals_reached': sum(self._goals.index.values()),
+                    'goals_reached': sum(self._goals[name].index for name in self._logs),
                     'goals': sum(len(log.config.goals) for log in logs),
                     'collisions': self._collision_events,
                     'planning_failed': sum(log.planning_failure is not None for log in logs)}
@@ -157,7 +157,7 @@ class DemoMission(Node):
                                  dtype=float)[:, :dim].reshape(-1, dim)
                 out.append(RobotTrack(name=name, radius=robot.radius, t=samples[:, 0],
                                       xy=samples[:, 1:1 + dim], goals=goals,
-                                      goal_times=list(self._goals.reach_times[name]),
+                                      goal_times=list(self._goals[name].reach_times),
                                       collisions=log.collisions,
                                       planning_failure=log.planning_failure))
             return out

@@ -40,6 +40,7 @@ NODE_CLASSES = {
     'planner_node': 'orca_nav.ros.planner_node:PlannerNode',
     'mission_node': 'orca_nav.ros.mission_node:MissionNode',
     'recorder_node': 'orca_nav.ros.recorder_node:RecorderNode',
+    'tf_relay': 'orca_nav.ros.tf_relay:TfRelay',
 }
 
 

@@ -11,7 +11,7 @@ import difflib
 from typing import Any, Dict, Iterable, List, Mapping
 
 from orca_nav.parameters import (fleet_sim_node, map_3d_publisher, map_publisher, mission_node,
-                                 orca_node, planner_node, recorder_node)
+                                 orca_node, planner_node, recorder_node, tf_relay)
 from orca_nav.parameters.shared import AUTOSTART
 from orca_nav.parameters.spec import ParamSpec
 
@@ -33,6 +33,7 @@ NODE_PARAMETERS: Dict[str, Dict[str, ParamSpec]] = {
     'map_3d_publisher': {**_named(map_3d_publisher.NODE_SPECS), **_named([AUTOSTART])},
     'mission_node': _named(mission_node.NODE_SPECS),
     'recorder_node': _named(recorder_node.NODE_SPECS),
+    'tf_relay': _named(tf_relay.NODE_SPECS),
 }
 
 # rclpy's own parameters, which every node has besides its declared ones.

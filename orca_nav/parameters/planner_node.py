@@ -46,8 +46,13 @@ NODE_SPECS = [
     SHARED_SPECS['map_3d_resolution'],
     ParamSpec('plan_configured_goals', True, "Plan to each robot's <robot>.goal parameter once "
               'the map and its odometry are in'),
-    ParamSpec('jam_timeout', 30.0, 'A navigate_to_pose goal aborts when its robot got no '
+    ParamSpec('jam_timeout', 30.0, 'A goal of a Nav2 action aborts when its robot got no '
               '0.1 m closer in this time (s); goals on goal_pose never do', min=1.0, max=3600.0),
+    ParamSpec('pass_radius', 0.7, 'navigate_through_poses: an intermediate pose counts as '
+              "passed within this distance (m), as in Nav2's default tree", min=0.01,
+              max=100.0),
+    ParamSpec('stop_on_failure', True, 'follow_waypoints: a missed waypoint ends the goal (as '
+              "Nav2's waypoint_follower); false: go on with the next"),
     ParamSpec('status_period', 1.0, 'Period of the per-robot status on /diagnostics (s)',
               min=0.05, max=60.0, read_only=True),
 ]

@@ -69,6 +69,22 @@ def node_now(node) -> float:
     return node.get_clock().now().nanoseconds * 1e-9
 
 
+def pose_from_msg(msg, frame: str) -> Tuple[float, float, float, float]:
+    """(x, y, z, yaw) of a geometry_msgs/PoseStamped in the global `frame`; ValueError naming
+    the field when the pose is in another frame or has a non-finite number."""
+    if msg.header.frame_id != frame:
+        raise ValueError(f'header.frame_id {msg.header.frame_id!r} is not the global frame '
+                         f'{frame!r}')
+    p, q = msg.pose.position, msg.pose.orientation
+    for name, value in (('pose.position.x', p.x), ('pose.position.y', p.y),
+                        ('pose.position.z', p.z), ('pose.orientation.x', q.x),
+                        ('pose.orientation.y', q.y), ('pose.orientation.z', q.z),
+                        ('pose.orientation.w', q.w)):
+        if not math.isfinite(value):
+            raise ValueError(f'{name} is not finite ({value})')
+    return p.x, p.y, p.z, quaternion_to_yaw(q)
+
+
 def _check_finite(values, field: str) -> None:
     for k, value in enumerate(values):
         if not math.isfinite(value):

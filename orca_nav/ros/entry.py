@@ -49,3 +49,7 @@ def mission_node():
 
 def recorder_node():
     _run('recorder_node')
+
+
+def tf_relay():
+    _run('tf_relay')

@@ -22,8 +22,9 @@ raises ValueError from the constructor, exactly as a bad parameter does.
 """
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, Iterable, List
 
+from lifecycle_msgs.srv import GetState
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 
 from orca_nav.parameters.shared import AUTOSTART
@@ -63,6 +64,21 @@ class ManagedNode(NamesUndeclaredParameters, LifecycleNode):
         if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
             raise ValueError(self._configure_error)
         self.trigger_activate()
+
+    def serve_state_per_robot(self, robots: Iterable[str]) -> None:
+        """Answers lifecycle_msgs/GetState at `<robot>/<node name>/get_state` too, for every
+        robot, with this node's own state: a fleet node stands in for each robot's Nav2 node,
+        and clients that look for it in the robot's namespace (nav2_simple_commander's
+        `BasicNavigator(namespace=robot).waitUntilNav2Active(navigator=<node name>)`) find it
+        there. Call in the constructor, before `start`: the services live as long as the node."""
+        for robot in robots:
+            self.create_service(GetState, f'{robot}/{self.get_name()}/get_state',
+                                self._answer_state)
+
+    def _answer_state(self, request, response):
+        response.current_state.id, response.current_state.label = \
+            self._state_machine.current_state
+        return response
 
     def own(self, resource):
         """`resource` (anything with close(), e.g. a worker thread) belongs to the configured

@@ -75,11 +75,12 @@ class MissionNode(NamesUndeclaredParameters, Node):
             position, _, _ = self._poses.to_global(robot, odom)
         except ValueError:
             return      # orca_node and planner_node report bad odometry
-        reached = self.sequences.index[robot]
+        sequence = self.sequences[robot]
+        reached = sequence.index
         goal = self.sequences.update(robot, odom.stamp_s, position[0], position[1])
-        if self.sequences.index[robot] == reached:
+        if sequence.index == reached:
             return
-        count = len(self.sequences.goals[robot])
+        count = len(sequence.goals)
         if goal is None:
             self.get_logger().info(f'{robot}: last goal ({count} of {count}) reached')
             return

@@ -39,6 +39,7 @@ from trajectory_msgs.msg import MultiDOFJointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 from orca_nav.core.fleet.controller import FleetController, MapModel, prepare_map
+from orca_nav.core.fleet.names import MARKERS_TOPIC
 from orca_nav.parameters.orca_node import DEADLOCK_SPECS, NODE_SPECS, SAFETY_SPECS
 from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import (TwistCdr, latched_qos, msg_to_grid, node_now,
@@ -116,7 +117,7 @@ class OrcaNode(ManagedNode):
                 TwistStamped if stamped else Twist, self._poses.names[robot].topic(cmd_out), 10,
                 event_callbacks=publisher_events()),
                 TwistCdr(self._poses.names[robot].base_frame if stamped else None)))
-        self._marker_pub = self.create_lifecycle_publisher(MarkerArray, 'orca_nav/markers', 10)
+        self._marker_pub = self.create_lifecycle_publisher(MarkerArray, MARKERS_TOPIC, 10)
         topics = self.own(RobotTopics(self, self._after_inputs, self._cfg['batch_robot_topics']))
         self._odometry = BatchedOdometry(self.fleet, self.global_frame, self._on_odom)
         for i, robot in enumerate(self.robots):

@@ -16,7 +16,10 @@ plan requests it returns and publishes what it decides:
   starts from; an empty one means "hold still";
 * `/diagnostics`: every status change at once, all robots every `status_period`; each change is
   logged too (INFO for normal operation and start-up waiting, WARN/ERROR for failures);
-* `/<robot>/navigate_to_pose`, the Nav2 action, per robot (`navigate_action`).
+* Nav2's actions per robot: `/<robot>/navigate_to_pose`, `navigate_through_poses`,
+  `follow_waypoints` and `compute_path_to_pose` (`nav2_actions`), and its lifecycle state at
+  `/<robot>/planner_node/get_state` too, where nav2_simple_commander's
+  `BasicNavigator(namespace=<robot>).waitUntilNav2Active(navigator='planner_node', ...)` asks.
 
 Threads: subscriptions and timers share the node's default (mutually exclusive) callback
 group, so the supervisor runs on one executor thread at a time, under any executor. Plan
@@ -27,8 +30,7 @@ odometry and the map but ignores goals and does not replan.
 """
 from __future__ import annotations
 
-import math
-from typing import Dict, Iterable
+from typing import Dict, Iterable, Optional
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -40,16 +42,16 @@ from sensor_msgs.msg import PointCloud2
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
 from orca_nav.core.fleet.robots import ROBOT_FIELDS, RobotSpec
-from orca_nav.core.fleet.fleet_planner import (Actions, FleetPlanner, Level,
-                                                  PlanSettings, ReplanPolicy, RobotStatus,
-                                                  StartState, run_request)
+from orca_nav.core.fleet.fleet_planner import (Actions, FleetPlanner, GoalEnd, Level,
+                                               PlanOutcome, PlanSettings, ReplanPolicy,
+                                               RobotStatus, StartState, run_request)
 from orca_nav.parameters.planner_node import NODE_SPECS
 from orca_nav.parameters.shared import ROBOT_SPECS
 from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.convert import (cloud_to_grid, latched_qos, msg_to_grid, node_now,
-                                  odom_state_from_cdr, quaternion_to_yaw, seconds_to_time)
+                                  odom_state_from_cdr, pose_from_msg, seconds_to_time)
 from orca_nav.ros.lifecycle import ManagedNode
-from orca_nav.ros.navigate_action import NavigateToPoseServers
+from orca_nav.ros.nav2_actions import Nav2ActionServers, Planner
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.offload import Offloaded
 from orca_nav.ros.params import (declare_parameters, declare_robot_parameters,
@@ -76,17 +78,7 @@ def goal_values(dim: int, x: float, y: float, z: float, yaw: float) -> np.ndarra
 def goal_from_msg(msg: PoseStamped, frame: str, dim: int = 2) -> np.ndarray:
     """The core goal (`goal_values`) of a goal message; ValueError naming the field when it is
     unusable."""
-    if msg.header.frame_id != frame:
-        raise ValueError(f'header.frame_id {msg.header.frame_id!r} is not the global frame '
-                         f'{frame!r}')
-    p, q = msg.pose.position, msg.pose.orientation
-    for name, value in (('pose.position.x', p.x), ('pose.position.y', p.y),
-                        ('pose.position.z', p.z), ('pose.orientation.x', q.x),
-                        ('pose.orientation.y', q.y), ('pose.orientation.z', q.z),
-                        ('pose.orientation.w', q.w)):
-        if not math.isfinite(value):
-            raise ValueError(f'{name} is not finite ({value})')
-    return goal_values(dim, p.x, p.y, p.z, quaternion_to_yaw(q))
+    return goal_values(dim, *pose_from_msg(msg, frame))
 
 
 class PlannerNode(ManagedNode):
@@ -103,6 +95,7 @@ class PlannerNode(ManagedNode):
         self._jobs = Offloaded(self, self._on_outcome, threads=self.settings['planner_threads'],
                                name='planner')
         on_parameters_changed(self, self._on_parameters)
+        self.serve_state_per_robot(self.robot_configs)
         self.start()
 
     def configure(self) -> None:
@@ -132,8 +125,9 @@ class PlannerNode(ManagedNode):
         if 3 in dims:
             self.create_subscription(PointCloud2, self.settings['map_3d_topic'], self._on_map_3d,
                                      latched_qos())
-        self._navigation = NavigateToPoseServers(self, list(self.robot_configs), self.frame,
-                                                 self._navigate, self._cancel_goal)
+        self._navigation = Nav2ActionServers(self, list(self.robot_configs), self.frame, Planner(
+            self._navigate, self._cancel_goal, self._plan_path, self.supervisor.dim,
+            lambda name: self.supervisor.spec(name).max_speed, self.settings))
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10)
         self.create_timer(self.settings['replan_check_period'], self._check_progress)
         self.create_timer(self.settings['status_period'],
@@ -198,6 +192,18 @@ class PlannerNode(ManagedNode):
     def _cancel_goal(self, name: str) -> None:
         self._apply(self.supervisor.cancel(name, node_now(self)))
 
+    def _plan_path(self, name: str, query: int, goal, start) -> Optional[GoalEnd]:
+        """A path to `goal` (x, y, z, yaw) from the robot's state, or from `start` (at rest),
+        for compute_path_to_pose; the outcome goes to the action servers."""
+        dim = self.supervisor.dim(name)
+        start_state = None if start is None else StartState(
+            pose=goal_values(dim, *start), velocity=np.zeros(dim), stamp_s=node_now(self))
+        request, failed = self.supervisor.path_request(name, goal_values(dim, *goal), query,
+                                                       start_state)
+        if request is not None:
+            self._jobs.submit(run_request, request)
+        return failed
+
     def _on_map(self, msg: OccupancyGridMsg) -> None:
         try:
             grid = msg_to_grid(msg, unknown_occupied=self.settings['unknown_is_occupied'],
@@ -234,8 +240,11 @@ class PlannerNode(ManagedNode):
             for name in self.robot_configs:
                 self._navigation.feedback(name, self.supervisor.progress(name))
 
-    def _on_outcome(self, outcome) -> None:
-        self._apply(self.supervisor.finish(outcome, node_now(self)))
+    def _on_outcome(self, outcome: PlanOutcome) -> None:
+        if outcome.request.query:
+            self._navigation.answer(outcome)
+        else:
+            self._apply(self.supervisor.finish(outcome, node_now(self)))
 
     # ------------------------------------------------------------------ outputs
     def _apply(self, actions: Actions) -> None:

@@ -40,6 +40,9 @@ shrunk by ``JAM_PROGRESS`` within that time; or cancelled (``cancel``), which ho
 ``progress`` gives what feedback reports: distance and time still to go along the trajectory and
 the number of replans since the goal was set (the recoveries).
 
+``path_request`` plans a path nobody executes (Nav2's ComputePathToPose): the request carries a
+query id, runs like any other, and its outcome goes back to the caller, never to ``finish``.
+
 Time is passed in (seconds, the caller's one clock); numpy only.
 """
 from __future__ import annotations
@@ -201,6 +204,7 @@ class PlanRequest:
     spec: RobotSpec
     settings: PlanSettings
     planners: PlannerCache              # the fleet's (shared, thread-safe)
+    query: int = 0                      # > 0: a path query's id (`path_request`), not a plan
 
 
 @dataclass(frozen=True)
@@ -490,6 +494,47 @@ class FleetPlanner:
             duration = max(ref.duration - robot.progress_time, 0.0)
         return Progress(robot.start.pose.copy(), distance, duration, robot.replans)
 
+    def path_request(self, name: str, goal, query: int,
+                     start: Optional[StartState] = None) -> Tuple[Optional[PlanRequest],
+                                                                  Optional[GoalEnd]]:
+        """A plan for robot `name` to `goal` (x, y, yaw; x, y, z, yaw for a drone) from its
+        latest start state, or from `start`, that nobody executes (Nav2's ComputePathToPose):
+        the request to run (its outcome goes back to the caller, not to `finish`), or, when it
+        cannot be planned, the GoalEnd that says why. The robot's own goal and plan stay."""
+        if query <= 0:
+            raise ValueError(f'query id must be > 0, got {query}')
+        robot = self._robots[name]
+        dim = self.dim(name)
+        goal = np.array(goal, dtype=float).reshape(-1)
+        start = robot.start if start is None else start
+        held = self._maps.get(dim)
+        problem = None
+        if goal.size != dim + 1 or not np.all(np.isfinite(goal)):
+            problem = ('bad_goal', f'goal must be {dim + 1} finite values '
+                                   f'({pose_fields(dim)}), got {goal.tolist()}')
+        elif held is None:
+            problem = ('no_map', f'no {"3-D " if dim == 3 else ""}map yet')
+        elif not held.has_free_cell:
+            problem = ('no_map', 'the map has no free cell')
+        elif start is None:
+            problem = ('no_start', f'no odometry of {name} yet')
+        elif start.dim != dim:
+            problem = ('bad_start', f'start pose must be {dim + 1} values ({pose_fields(dim)}), '
+                                    f'got {start.pose.tolist()}')
+        else:
+            if dim == 3 and goal[2] == 0.0:      # a 2-D tool's goal: keep flying level
+                goal[2] = start.position[2]
+            found = _goal_problem(held.grid, goal)
+            if found is not None:
+                problem = (found[0].value, found[1])
+        if problem is not None:
+            reason, message = problem
+            return None, GoalEnd(name, False, reason, f'no path ({reason}): {message}')
+        return PlanRequest(robot=name, generation=robot.generation, grid=held.grid,
+                           map_generation=held.generation, start=start, goal=goal,
+                           spec=robot.spec, settings=self.settings, planners=self._planners,
+                           query=query), None
+
     def reject_goal(self, name: str, reason: str) -> Actions:
         """Reports a goal the caller could not accept; the current plan stays."""
         actions = Actions()
@@ -577,6 +622,9 @@ class FleetPlanner:
         """A job's outcome: publishes its plan, or holds the robot saying why it failed, or
         drops it when a newer request was made meanwhile (and plans that one)."""
         request = outcome.request
+        if request.query:
+            raise ValueError(f'finish: request of {request.robot} is path query '
+                             f'{request.query}: its outcome goes to the caller that asked')
         name = request.robot
         robot = self._robots[name]
         robot.running = False

@@ -16,7 +16,12 @@ TF layouts (REP-105 frames map -> odom -> base_link):
 
 A transform buffer that holds every robot's tree (core/transforms.py) keys frames by
 `buffer_frame`: namespaced trees get the robot's prefix there, so `robot0`'s `odom` and
-`robot1`'s `odom` stay apart; in the prefixed layout frame names are already unique.
+`robot1`'s `odom` stay apart; in the prefixed layout frame names are already unique. One tree
+for the whole fleet (what RViz reads, `fleet_frame`) is the prefixed layout's: the robots' own
+frames prefixed, the global frame shared.
+
+The fleet-wide topics of orca_node and tf_relay (one each per graph) are named here too, for the
+nodes and bringup alike (the maps' are their publishers' `topic` defaults, orca_nav.parameters).
 """
 from __future__ import annotations
 
@@ -25,6 +30,10 @@ from dataclasses import dataclass
 from orca_nav.core.fleet.robots import check_robot_name
 
 TF_LAYOUTS = ('none', 'namespaced', 'prefixed')
+
+MARKERS_TOPIC = 'orca_nav/markers'  # visualization_msgs/MarkerArray, in orca_node's namespace
+# A namespaced fleet's trees relayed into one (tf_relay), in the graph's namespace.
+FLEET_TF_TOPIC, FLEET_TF_STATIC_TOPIC = 'orca_nav/tf', 'orca_nav/tf_static'
 
 
 @dataclass(frozen=True)
@@ -36,7 +45,6 @@ class RobotNames:
     goal_topic: str             # geometry_msgs/PoseStamped goal (RViz's "2D Goal Pose")
     trajectory_topic: str       # trajectory_msgs/MultiDOFJointTrajectory, planner -> orca_node
     plan_topic: str             # nav_msgs/Path, for RViz
-    navigate_to_pose_action: str
     tf_topic: str
     tf_static_topic: str
     global_frame: str           # the map frame, as this robot's tree names it
@@ -44,7 +52,8 @@ class RobotNames:
     base_frame: str             # the robot's body frame (child of its odometry)
 
     def topic(self, name: str) -> str:
-        """Another per-robot topic (a configured one, such as cmd_vel_in), named like the rest."""
+        """Another per-robot topic (a configured one, such as cmd_vel_in) or action (Nav2's,
+        such as navigate_to_pose), named like the rest."""
         return f'{self.robot}/{name}'
 
     def robot_frame(self, name: str) -> str:
@@ -56,6 +65,11 @@ class RobotNames:
         if self.tf_layout == 'namespaced':
             return f'{self.robot}/{frame}'
         return frame
+
+    def fleet_frame(self, frame: str) -> str:
+        """Where a frame of this robot's TF messages lives in one tree of the whole fleet:
+        as `buffer_frame`, but the global frame is everyone's."""
+        return frame if frame == self.global_frame else self.buffer_frame(frame)
 
 
 def robot_names(robot: str, tf_layout: str = 'none', global_frame: str = 'map') -> RobotNames:
@@ -77,6 +91,6 @@ def robot_names(robot: str, tf_layout: str = 'none', global_frame: str = 'map') 
         robot=robot, tf_layout=tf_layout,
         odom_topic=f'{robot}/odom', cmd_vel_topic=f'{robot}/cmd_vel',
         goal_topic=f'{robot}/goal_pose', trajectory_topic=f'{robot}/trajectory',
-        plan_topic=f'{robot}/plan', navigate_to_pose_action=f'{robot}/navigate_to_pose',
+        plan_topic=f'{robot}/plan',
         tf_topic=tf_topics[0], tf_static_topic=tf_topics[1],
         global_frame=global_frame, odom_frame=odom_frame, base_frame=base_frame)

@@ -183,6 +183,28 @@ def test_segment_free_sweeps_thin_walls():
     np.testing.assert_array_equal(g.segment_free(a, b), expect)
 
 
+@pytest.mark.parametrize('shape', [(40, 60), (12, 30, 40)])
+def test_segment_free_skipping_samples_answers_as_every_sample(shape, monkeypatch):
+    """Many samples: the clearance field vouches for blocks of them; the answer must be the one
+    every sample gives, near obstacles, the border and outside the map, radius 0 included."""
+    import orca_nav.core.grid as grid_module
+    rng = np.random.default_rng(7)
+    answers = []
+    for occupied_fraction in (0.0005, 0.003, 0.03):
+        g = OccupancyGrid(rng.random(shape) < occupied_fraction, 0.1, rng.uniform(-3, 3, len(shape)))
+        g.clearance()
+        low, high = g.extent
+        a = rng.uniform(low - 0.2, high + 0.2, (400, len(shape)))
+        b = rng.uniform(low - 0.2, high + 0.2, (400, len(shape)))
+        for radius in (0.0, 0.05, 0.3, 0.8):
+            monkeypatch.setattr(grid_module, '_SKIPPING_SAMPLES', 1 << 60)
+            every = g.segment_free(a, b, radius)
+            monkeypatch.setattr(grid_module, '_SKIPPING_SAMPLES', 0)
+            np.testing.assert_array_equal(g.segment_free(a, b, radius), every)
+            answers.append(every)
+    assert 0.1 < np.concatenate(answers).mean() < 0.9     # both answers, often
+
+
 def test_large_grid_about_a_byte_per_cell():
     """1e8 cells: the constructor keeps the caller's bool array (no copy) and point checks are
     vectorised lookups. The clearance field is not built by these calls."""

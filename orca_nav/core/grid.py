@@ -51,6 +51,10 @@ OCC_UNKNOWN = -1
 
 PathLike = Union[str, Path]
 _NEAR_CELLS = 1 << 22   # clearance_near reads at most this many window cells, else the field
+# segment_free skips samples the clearance field vouches for from this many samples on, in
+# blocks of these sizes (each level splits the blocks the one before could not vouch for).
+_SKIPPING_SAMPLES = 2048
+_SKIP_LEVELS = (16, 4, 1)
 
 
 def _finite_float(name: str, value) -> float:
@@ -435,6 +439,12 @@ class OccupancyGrid:
             return np.zeros(0, dtype=bool)
         lengths = np.linalg.norm(b - a, axis=1)
         counts = np.ceil(lengths / (0.5 * self._resolution)).astype(np.int64) + 1
+        radius = _finite_float('radius', radius)
+        if radius < 0.0:
+            raise ValueError(f'radius must be >= 0, got {radius}')
+        if (int(counts.sum()) >= _SKIPPING_SAMPLES
+                and (radius > 0.0 or self._clearance is not None)):
+            return self._segment_free_skipping(a, b, lengths, counts, radius)
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
         seg = np.repeat(np.arange(a.shape[0]), counts)
         # Fraction along the segment of every sample, all segments at once.
@@ -443,6 +453,45 @@ class OccupancyGrid:
         samples = a[seg] + (b - a)[seg] * frac[:, None]
         ok = self.points_free(samples, radius)
         return np.logical_and.reduceat(ok, starts)
+
+    def _segment_free_skipping(self, a, b, lengths, counts, radius: float) -> np.ndarray:
+        """`segment_free` with the same samples, most of them skipped: the clearance field is
+        1-Lipschitz between cell centres, so a sample with clearance c makes every sample
+        within c - radius - (two cells) of it free (also of the map: the border counts in the
+        field). Blocks of _SKIP_LEVELS[0] samples are judged by their first sample; blocks it
+        cannot vouch for are split into smaller ones, down to single samples. Samples are
+        computed as the plain sampling computes them, so the answer is the same, bit for bit."""
+        field = self.clearance().reshape(-1)
+        threshold = np.float32(radius)
+        last = np.maximum(counts - 1, 1)
+        spacing = lengths / last * (1.0 + 1e-12)        # between neighbouring samples, at most
+        direction = b - a
+        slack = 2.0 * self._resolution                  # a cell diagonal, and rounding
+        blocked = np.zeros(len(a), dtype=bool)
+        seg = np.arange(len(a))
+        low, high = np.zeros(len(a), dtype=np.int64), counts
+        for size in _SKIP_LEVELS:
+            parts = -(-(high - low) // size)
+            seg, base, top = (np.repeat(v, parts) for v in (seg, low, high))
+            low = base + size * (np.arange(seg.size) - np.repeat(np.cumsum(parts) - parts, parts))
+            high = np.minimum(low + size, top)
+            frac = low / last[seg]
+            cells = np.floor((a[seg] + direction[seg] * frac[:, None] - self._origin)
+                             / self._resolution).astype(np.int64)
+            inside = self._cells_in_bounds(cells)
+            value = np.where(inside, field[np.where(inside, cells @ self._flat_strides, 0)],
+                             np.float32(0.0))
+            free = value > threshold
+            blocked[seg[~free]] = True
+            if size == 1:
+                break
+            # The rest of a block lies within (its length - 1) spacings of its first sample.
+            vouched = value - (high - low - 1) * spacing[seg] - (slack + 1e-6 * value) > radius
+            open_ = np.flatnonzero(free & ~vouched & (high - low > 1) & ~blocked[seg])
+            if open_.size == 0:
+                break
+            seg, low, high = seg[open_], low[open_], high[open_]
+        return ~blocked
 
     def __repr__(self) -> str:
         return (f'OccupancyGrid(shape={self.shape}, resolution={self._resolution}, '

@@ -48,6 +48,7 @@ class _RadiusClass:
     """The graph of one inflation radius, and the fields of the goals seen with it."""
 
     def __init__(self, grid: OccupancyGrid, inflation: float, factor: int):
+        self.inflation = inflation
         self.inflated = grid.inflated(inflation)
         self.graph = CoarseGeodesic(self.inflated, factor, optimistic=True)
         self.cell_size = self.graph.cell_size
@@ -213,7 +214,10 @@ class GeodesicGuidance:
         hops = self._probe_hops
         waypoints = cls.centres(chain[:, hops] % nblocks)            # (m, H, 2)
         origin = np.repeat(cls.centres(chain[:, 0] % nblocks), len(hops), axis=0)
-        seen = cls.inflated.segment_free(origin, waypoints.reshape(-1, 2)).reshape(m, len(hops))
+        # Free in the inflated map is clearance above the inflation: asked of the map itself,
+        # whose clearance field lets segment_free skip most samples.
+        seen = self.grid.segment_free(origin, waypoints.reshape(-1, 2),
+                                      cls.inflation).reshape(m, len(hops))
         # The farthest visible probe; the first hop when none is (it is always adjacent).
         last = np.where(seen.any(axis=1), len(hops) - 1 - np.argmax(seen[:, ::-1], axis=1), 0)
         rows = np.arange(m)

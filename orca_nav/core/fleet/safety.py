@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from orca_nav.core.avoidance import NonCooperative
 from orca_nav.core.fleet.kinematics import CAR, QUADROTOR, RobotLimits
@@ -43,6 +44,7 @@ from orca_nav.core.obstacle_distance import ObstacleDistance
 
 SCALES = np.array([1.0, 0.8, 0.6, 0.45, 0.3, 0.2, 0.12, 0.06, 0.0])
 _MAX_SAMPLES = 120      # braking-path samples at the most (longer paths are sampled coarser)
+_DENSE_PAIRS = 24       # robots up to which near pairs come from the full distance matrix
 # Why a robot's command was scaled (`SafetyResult.reason`; 0: not scaled).
 FREE, STATIC, PERSON, ROBOT, STALE = 0, 1, 2, 3, 4
 REASONS = ('free', 'static obstacle', 'person', 'robot', 'old state')
@@ -249,9 +251,20 @@ class SafetyLayer:
             return np.zeros((0, 2), dtype=int)
         xy = state.poses[rows, :2]
         reach = travel[rows] + self.radius[rows] + slack[rows]
-        gap = np.linalg.norm(xy[:, None] - xy[None], axis=2)
-        i, j = np.nonzero(np.triu(gap < reach[:, None] + reach[None, :]
-                                  + self.params.robot_margin, 1))
+        margin = self.params.robot_margin
+        if len(rows) <= _DENSE_PAIRS:
+            gap = np.linalg.norm(xy[:, None] - xy[None], axis=2)
+            i, j = np.nonzero(np.triu(gap < reach[:, None] + reach[None, :] + margin, 1))
+        else:
+            # The pairs within the largest reach (a kd-tree: the dense matrix grows as N^2),
+            # then each pair's own test, computed as above; in the same (row-major) order.
+            bound = 2.0 * float(reach.max()) + margin
+            i, j = cKDTree(xy).query_pairs(bound * (1.0 + 1e-9) + 1e-9, output_type='ndarray').T
+            order = np.argsort(i * len(rows) + j)
+            i, j = i[order], j[order]
+            gap = np.sqrt((xy[i, 0] - xy[j, 0]) ** 2 + (xy[i, 1] - xy[j, 1]) ** 2)
+            near = gap < reach[i] + reach[j] + margin
+            i, j = i[near], j[near]
         pairs = np.column_stack([rows[i], rows[j]])
         return pairs[state.adjustable[pairs].any(axis=1)]
 

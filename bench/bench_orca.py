@@ -12,12 +12,14 @@ step by step, so they share the machine's load. Each workload runs `--runs` time
 simulators, `--steps` steps each); a run's figures are medians over its steps, and the table
 gives the min and the median over runs of: ms per step for orca_nav, pyrvo's do_step alone
 and pyrvo's full step (loop + do_step), and the ratio orca_nav / do_step within each run;
-plus the peak memory allocated during one orca_nav step (tracemalloc) per agent.
+plus the peak memory allocated during one orca_nav step (tracemalloc) per agent, and the
+ratio of thread CPU times (orca_nav's step / do_step), which a loaded machine distorts less.
 
 Usage: python -m bench.bench_orca [--quick] [--sizes 100 1000] [--steps 60] [--runs 5]
 """
 import argparse
 import json
+import os
 import time
 import tracemalloc
 from pathlib import Path
@@ -75,14 +77,16 @@ def pyrvo_simulator(pyrvo, start):
 
 
 def orca_nav_step(sim, goals):
-    tic = time.perf_counter()
+    """(wall, thread CPU) s of one step."""
+    tic, cpu = time.perf_counter(), time.thread_time()
     sim.set_pref_velocities(preferred(sim.positions, goals, PARAMS['max_speed']))
     sim.step()
-    return time.perf_counter() - tic
+    return time.perf_counter() - tic, time.thread_time() - cpu
 
 
 def pyrvo_step(sim, goal_list):
-    """The usual Python loop setting preferred velocities, then do_step: (full, do_step) s."""
+    """The usual Python loop setting preferred velocities, then do_step: (full, do_step,
+    do_step's thread CPU) s."""
     max_speed = PARAMS['max_speed']
     tic = time.perf_counter()
     for i, (gx, gy) in enumerate(goal_list):
@@ -92,10 +96,10 @@ def pyrvo_step(sim, goal_list):
         if length > max_speed:
             vx, vy = vx * max_speed / length, vy * max_speed / length
         sim.set_agent_pref_velocity(i, (vx, vy))
-    mid = time.perf_counter()
+    mid, cpu = time.perf_counter(), time.thread_time()
     sim.do_step()
     end = time.perf_counter()
-    return end - tic, end - mid
+    return end - tic, end - mid, time.thread_time() - cpu
 
 
 def peak_bytes_per_agent(sim, goals):
@@ -109,20 +113,23 @@ def peak_bytes_per_agent(sim, goals):
 
 def run_once(pyrvo, start, goals, steps):
     """Both simulators step by step, interleaved, so they share the machine's load. Returns
-    the run's median ms per step (orca_nav, pyrvo do_step, pyrvo full step) and the
-    simulators."""
+    the run's median ms per step (orca_nav, pyrvo do_step, pyrvo full step, and the thread
+    CPU time of orca_nav's step and of do_step) and the simulators."""
     ours = orca_nav_simulator(start)
     peer = pyrvo_simulator(pyrvo, start) if pyrvo is not None else None
     goal_list = goals.tolist()
-    our_times, peer_full, peer_do_step = [], [], []
+    our_times, peer_full, peer_do_step, our_cpu, peer_cpu = [], [], [], [], []
     for _ in range(steps):
-        our_times.append(orca_nav_step(ours, goals))
+        wall, cpu = orca_nav_step(ours, goals)
+        our_times.append(wall)
+        our_cpu.append(cpu)
         if peer is not None:
-            full, do_step = pyrvo_step(peer, goal_list)
+            full, do_step, do_step_cpu = pyrvo_step(peer, goal_list)
             peer_full.append(full)
             peer_do_step.append(do_step)
+            peer_cpu.append(do_step_cpu)
     medians = [1e3 * float(np.median(t)) if t else float('nan')
-               for t in (our_times, peer_do_step, peer_full)]
+               for t in (our_times, peer_do_step, peer_full, our_cpu, peer_cpu)]
     return medians, ours, peer
 
 
@@ -132,7 +139,7 @@ def run_workload(pyrvo, start, goals, steps, runs):
     for _ in range(runs):
         medians, ours, peer = run_once(pyrvo, start, goals, steps)
         per_run.append(medians)
-    ours_ms, do_step_ms, full_ms = np.array(per_run).T
+    ours_ms, do_step_ms, full_ms, ours_cpu_ms, do_step_cpu_ms = np.array(per_run).T
     row = dict(n=len(start), steps=steps, runs=runs,
                orca_nav_ms=float(np.median(ours_ms)), orca_nav_min_ms=float(ours_ms.min()))
     if peer is not None:
@@ -144,6 +151,10 @@ def run_workload(pyrvo, start, goals, steps, runs):
                    ratio_do_step=float(np.median(ratio)), ratio_do_step_min=float(ratio.min()),
                    ratio_do_step_max=float(ratio.max()),
                    ratio_full=float(np.median(ours_ms / full_ms)),
+                   orca_nav_cpu_ms=float(np.median(ours_cpu_ms)),
+                   pyrvo_do_step_cpu_ms=float(np.median(do_step_cpu_ms)),
+                   ratio_do_step_cpu=float(np.median(ours_cpu_ms / do_step_cpu_ms)),
+                   ratio_do_step_cpu_max=float((ours_cpu_ms / do_step_cpu_ms).max()),
                    max_position_difference=float(np.abs(ours.positions - peer_positions).max()))
     row['peak_bytes_per_agent'] = peak_bytes_per_agent(ours, goals)
     return row
@@ -166,7 +177,8 @@ def main(argv=None):
         print('pyrvo not installed: peer columns left empty (pip install pyrvo)')
     rows = []
     header = (f"{'workload':<9} {'N':>6} {'orca_nav ms':>13} {'do_step ms':>13} {'full ms':>8} "
-              f"{'x do_step':>17} {'x full':>7} {'bytes/agent':>12} {'max |dpos|':>11}")
+              f"{'x do_step':>17} {'x full':>7} {'x cpu':>11} {'bytes/agent':>12} "
+              f"{'max |dpos|':>11}")
     print(f'{runs} runs of {steps} steps per workload; min / median over runs')
     print(header)
     print('-' * len(header))
@@ -180,17 +192,20 @@ def main(argv=None):
                 peer = f"{row['pyrvo_do_step_min_ms']:.3f}/{row['pyrvo_do_step_ms']:.3f}"
                 ratio = (f"{row['ratio_do_step_min']:.2f}/{row['ratio_do_step']:.2f}"
                          f" (<{row['ratio_do_step_max']:.2f})")
+                cpu = f"{row['ratio_do_step_cpu']:.2f} (<{row['ratio_do_step_cpu_max']:.2f})"
                 cells = (f"{peer:>13} {row['pyrvo_full_ms']:>8.3f} {ratio:>17} "
-                         f"{row['ratio_full']:>7.2f}")
+                         f"{row['ratio_full']:>7.2f} {cpu:>11}")
                 diff = f"{row['max_position_difference']:>11.2e}"
             else:
-                cells = f"{'-':>13} {'-':>8} {'-':>17} {'-':>7}"
+                cells = f"{'-':>13} {'-':>8} {'-':>17} {'-':>7} {'-':>11}"
                 diff = f"{'-':>11}"
             print(f"{name:<9} {count:>6} {ours:>13} {cells} {row['peak_bytes_per_agent']:>12.0f} "
                   f"{diff}", flush=True)
     print('ms: median ms per step of a run, min/median over runs; x do_step: orca_nav / pyrvo '
           'do_step within a run, min/median over runs (< max); x full: median, against pyrvo '
-          'including its Python loop. Lower is better.')
+          'including its Python loop; x cpu: the same ratio of thread CPU times (what a loaded '
+          'machine does not distort), median over runs (< max). Lower is better.')
+    print(f'load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores')
     print('max |dpos|: largest position difference to pyrvo after the last run (float64 vs float32).')
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({'params': PARAMS, 'rows': rows}, indent=1))

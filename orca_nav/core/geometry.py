@@ -10,15 +10,23 @@ def wrap_angle(angle) -> np.ndarray:
 
 def rotate(vectors: np.ndarray, yaw: np.ndarray) -> np.ndarray:
     c, s = np.cos(yaw), np.sin(yaw)
-    return np.stack([c * vectors[:, 0] - s * vectors[:, 1], s * vectors[:, 0] + c * vectors[:, 1]],
-                    axis=1)
+    x, y = vectors[:, 0], vectors[:, 1]
+    out = np.empty(np.broadcast_shapes(x.shape, c.shape) + (2,))
+    out[:, 0] = c * x - s * y
+    out[:, 1] = s * x + c * y
+    return out
+
+
+def _vectors(value) -> np.ndarray:
+    array = np.asarray(value, dtype=float)
+    return array if array.ndim == 2 else np.atleast_2d(array)
 
 
 def body_to_world(velocity_body, yaw) -> np.ndarray:
     """(N,2) body-frame velocities -> global frame, for robots with heading `yaw` (N,)."""
-    return rotate(np.atleast_2d(np.asarray(velocity_body, dtype=float)), np.asarray(yaw, float))
+    return rotate(_vectors(velocity_body), np.asarray(yaw, float))
 
 
 def world_to_body(velocity_world, yaw) -> np.ndarray:
     """(N,2) global-frame velocities -> body frame of robots with heading `yaw` (N,)."""
-    return rotate(np.atleast_2d(np.asarray(velocity_world, dtype=float)), -np.asarray(yaw, float))
+    return rotate(_vectors(velocity_world), -np.asarray(yaw, float))

@@ -363,6 +363,11 @@ class OccupancyGrid:
         field.flags.writeable = False
         return field
 
+    @property
+    def has_clearance(self) -> bool:
+        """The clearance field is computed (cached): reading it costs no transform."""
+        return self._clearance is not None
+
     def clearance(self) -> np.ndarray:
         """Cached float32 field (same shape as ``occupied``): metres from each cell centre to the
         nearest occupied cell centre, the ring of cells just outside the map counting as occupied."""
@@ -442,9 +447,9 @@ class OccupancyGrid:
         radius = _finite_float('radius', radius)
         if radius < 0.0:
             raise ValueError(f'radius must be >= 0, got {radius}')
-        if (int(counts.sum()) >= _SKIPPING_SAMPLES
-                and (radius > 0.0 or self._clearance is not None)):
-            return self._segment_free_skipping(a, b, lengths, counts, radius)
+        if radius > 0.0 or self._clearance is not None:
+            levels = _SKIP_LEVELS if int(counts.sum()) >= _SKIPPING_SAMPLES else (1,)
+            return self._segment_free_on_field(a, b, lengths, counts, radius, levels)
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
         seg = np.repeat(np.arange(a.shape[0]), counts)
         # Fraction along the segment of every sample, all segments at once.
@@ -454,40 +459,46 @@ class OccupancyGrid:
         ok = self.points_free(samples, radius)
         return np.logical_and.reduceat(ok, starts)
 
-    def _segment_free_skipping(self, a, b, lengths, counts, radius: float) -> np.ndarray:
-        """`segment_free` with the same samples, most of them skipped: the clearance field is
-        1-Lipschitz between cell centres, so a sample with clearance c makes every sample
-        within c - radius - (two cells) of it free (also of the map: the border counts in the
-        field). Blocks of _SKIP_LEVELS[0] samples are judged by their first sample; blocks it
-        cannot vouch for are split into smaller ones, down to single samples. Samples are
-        computed as the plain sampling computes them, so the answer is the same, bit for bit."""
+    def _segment_free_on_field(self, a, b, lengths, counts, radius: float, levels) -> np.ndarray:
+        """`segment_free` read from the clearance field (a sample is free where its cell's
+        clearance exceeds the radius; radius 0: where its cell is free), axis by axis. With
+        `levels` (16, 4, 1) most samples are skipped: the field is 1-Lipschitz between cell
+        centres, so a sample with clearance c makes every sample within c - radius - (two
+        cells) of it free (also of the map: the border counts in the field). Blocks of
+        levels[0] samples are judged by their first sample; blocks it cannot vouch for are
+        split into smaller ones, down to single samples. Each sample is computed as the plain
+        sampling computes it, so the answer is the same, bit for bit."""
         field = self.clearance().reshape(-1)
         threshold = np.float32(radius)
         last = np.maximum(counts - 1, 1)
         spacing = lengths / last * (1.0 + 1e-12)        # between neighbouring samples, at most
-        direction = b - a
+        start = [np.ascontiguousarray(a[:, axis]) for axis in range(self.ndim)]
+        direction = [b[:, axis] - a[:, axis] for axis in range(self.ndim)]
         slack = 2.0 * self._resolution                  # a cell diagonal, and rounding
         blocked = np.zeros(len(a), dtype=bool)
         seg = np.arange(len(a))
         low, high = np.zeros(len(a), dtype=np.int64), counts
-        for size in _SKIP_LEVELS:
+        for size in levels:
             parts = -(-(high - low) // size)
             seg, base, top = (np.repeat(v, parts) for v in (seg, low, high))
             low = base + size * (np.arange(seg.size) - np.repeat(np.cumsum(parts) - parts, parts))
             high = np.minimum(low + size, top)
             frac = low / last[seg]
-            cells = np.floor((a[seg] + direction[seg] * frac[:, None] - self._origin)
-                             / self._resolution).astype(np.int64)
-            inside = self._cells_in_bounds(cells)
-            value = np.where(inside, field[np.where(inside, cells @ self._flat_strides, 0)],
-                             np.float32(0.0))
+            inside = np.ones(seg.size, dtype=bool)
+            flat = np.zeros(seg.size, dtype=np.int64)
+            for axis in range(self.ndim):
+                cell = np.floor((start[axis][seg] + direction[axis][seg] * frac
+                                 - self._origin[axis]) / self._resolution).astype(np.int64)
+                inside &= cell.view(np.uint64) < self._size_xyz[axis]
+                flat += cell * self._flat_strides[axis]
+            value = np.where(inside, field[np.where(inside, flat, 0)], np.float32(0.0))
             free = value > threshold
             blocked[seg[~free]] = True
             if size == 1:
                 break
             # The rest of a block lies within (its length - 1) spacings of its first sample.
             vouched = value - (high - low - 1) * spacing[seg] - (slack + 1e-6 * value) > radius
-            open_ = np.flatnonzero(free & ~vouched & (high - low > 1) & ~blocked[seg])
+            open_ = (free & ~vouched & (high - low > 1) & ~blocked[seg]).nonzero()[0]
             if open_.size == 0:
                 break
             seg, low, high = seg[open_], low[open_], high[open_]

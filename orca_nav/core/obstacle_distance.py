@@ -38,6 +38,18 @@ class ObstacleDistance:
         self._centres = grid.origin + (cells + 0.5) * grid.resolution
         self._tree = cKDTree(self._centres) if len(self._centres) else None
 
+    def certainly_beyond(self, points, reach) -> np.ndarray:
+        """(K,) bool: `lower_bound(points)` is at least `reach` (scalar or (K,)) wherever this
+        says True, read from the grid's clearance field (all False without one). lower_bound
+        is never below the true distance to the cells minus half a diagonal, and that distance
+        never below the field's value at the point's cell minus a diagonal."""
+        points = np.asarray(points, dtype=float).reshape(-1, self.ndim)
+        if not self.grid.has_clearance:
+            return np.zeros(len(points), dtype=bool)
+        field = self.grid.clearance_at(points).astype(float)
+        # float32 field: a relative 1e-6 covers its rounding.
+        return field * (1.0 - 1e-6) - 3.0 * self.half * np.sqrt(self.ndim) - 1e-9 >= reach
+
     def lower_bound(self, points, reach: float = np.inf) -> np.ndarray:
         """(K,) metres from each point (K, ndim) to the nearest occupied cell, never more than
         the truth (0 in an occupied cell or outside the map); points further than `reach` from

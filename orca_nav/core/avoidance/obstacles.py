@@ -319,6 +319,7 @@ class ObstacleSet:
         # Sample points along the edges (spacing <= _sample_spacing) for the kd-tree prefilter.
         self._sample_tree = None
         self._candidates = None     # the last prefilter answer, see _candidate_pairs
+        self._all_pairs = (0, None, None)   # (agents, agent, edge): every pair, kept per count
         if count:
             lengths = np.sqrt(self.edge_length_sq)
             self._sample_spacing = max(float(np.median(lengths)), 1e-6)
@@ -345,8 +346,12 @@ class ObstacleSet:
             empty = np.zeros(0, dtype=np.intp)
             return empty, empty
         if self.rvo2_tree and n_agents * count <= _BRUTE_FORCE_PAIRS:
-            agent = np.repeat(np.arange(n_agents), count)
-            edge = np.tile(np.arange(count), n_agents)
+            if self._all_pairs[0] != n_agents:
+                agent = np.repeat(np.arange(n_agents), count)
+                edge = np.tile(np.arange(count), n_agents)
+                agent.flags.writeable = edge.flags.writeable = False
+                self._all_pairs = (n_agents, agent, edge)
+            agent, edge = self._all_pairs[1:]
         else:
             agent, edge = self._candidate_pairs(positions, range_sq)
         # float32 like RVO2, so near-ties order and the range cut-off agree with it.

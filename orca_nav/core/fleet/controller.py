@@ -44,6 +44,8 @@ from scipy.spatial import cKDTree
 from orca_nav.core.avoidance import NonCooperative, OrcaLines, OrcaParams, prepare_obstacles, solve
 from orca_nav.core.avoidance.map_polygons import grid_to_polygons
 from orca_nav.core.avoidance.neighbors import AgentNeighborList
+from orca_nav.core.avoidance.responsibility import check_responsibility
+from orca_nav.core.avoidance.solver import new_velocities
 from orca_nav.core.avoidance.obstacles import ObstacleSet
 from orca_nav.core.fleet.deadlock import DeadlockBreaker, DeadlockParams
 from orca_nav.core.fleet.drones import (Map3dModel, goal_problem_3d, ground_robot_spheres,
@@ -211,6 +213,7 @@ class FleetController:
         self.robots = list(robots)
         self.state = FleetState(n)
         self._cycle_position = self.state.position       # this cycle's: projected to its time
+        self._cycle_xy = np.nan_to_num(self._cycle_position)   # ... 0 before a robot's first state
         self._others = NonCooperative.empty()       # non-cooperative agents, at the cycle time
         self._sensed = SensedObstacles(n, params.sensor_persistence, params.sensor_max_points)
         self._sensed_set: Tuple[int, Optional[ObstacleSet]] = (0, None)   # (version, obstacles)
@@ -239,6 +242,7 @@ class FleetController:
         self._safety_scale = np.ones(n)             # the safety layer's last factors ...
         self._safety_reason = np.zeros(n, dtype=int)    # ... and why (safety.REASONS)
         self._neighbor_list = AgentNeighborList()    # kept over cycles: robots move little
+        self._constants_key, self._constants = None, {}     # `_orca_constants`
         self._configure_robots()
         self._breaker = self._new_breaker()
         self._tracker, self._tracked = self._new_tracker()
@@ -484,9 +488,9 @@ class FleetController:
         known = np.isfinite(self._goal[:, 0]) & self.commanded
         return self._goal[known].copy(), self._orca_radius[known].copy()
 
-    def _ready(self, now: float) -> np.ndarray:
+    def _ready(self, now: float, live: Optional[np.ndarray] = None) -> np.ndarray:
         p = self.params
-        ready = self.commanded & self.live(now)
+        ready = self.commanded & (self.live(now) if live is None else live)
         if p.require_map and self._map is None:
             ready = np.zeros_like(ready)
         if p.trajectories_only and not p.filter_mode:
@@ -555,10 +559,13 @@ class FleetController:
         live = self.live(now)
         known = self.state.known
         # Engagement already waits for the map (`_ready`), and a prepared map never goes away.
-        self._engaged |= self._ready(now)
+        self._engaged |= self._ready(now, live)
         run = self.commanded & live & self._engaged
         # Live states move on to the cycle time (latency); stale ones stay where they were seen.
         self._cycle_position = self.state.projected(now, live, p.max_extrapolation)
+        known_everywhere = np.isfinite(self._cycle_position).all()
+        self._cycle_xy = (self._cycle_position if known_everywhere
+                          else np.nan_to_num(self._cycle_position))
         twist = np.zeros((n, 3))
         if run.any():
             rows = self._agents(known, run)
@@ -581,17 +588,23 @@ class FleetController:
             self._safety_scale = np.ones(len(self.names))
             self._safety_reason = np.zeros(len(self.names), dtype=int)
             return twist, climb
-        age = np.clip(self.state.age(now), 0.0, p.odom_timeout)
+        age = np.minimum(np.maximum(self.state.age(now), 0.0), p.odom_timeout)
         # Older states, slower robots: full speed while a state is young enough to be projected
         # to the cycle time (max_extrapolation; at least two periods: one late message),
         # standing at odom_timeout.
         young = min(max(2.0 * p.period, p.max_extrapolation), 0.5 * p.odom_timeout)
-        speed_cap = np.clip((p.odom_timeout - age) / (p.odom_timeout - young), 0.0, 1.0)
-        poses = np.column_stack([np.nan_to_num(self._cycle_position), self.state.yaw])
-        velocities = np.column_stack([self.state.velocity,
-                                      np.where(self._flying, self.state.climb, 0.0)])
+        speed_cap = np.minimum(np.maximum((p.odom_timeout - age) / (p.odom_timeout - young),
+                                          0.0), 1.0)
+        n = len(self.names)
+        poses = np.empty((n, 3))
+        poses[:, :2] = self._cycle_xy
+        poses[:, 2] = self.state.yaw
+        velocities = np.zeros((n, 3))
+        velocities[live, :2] = self.state.velocity[live]
+        if self._flying.any():
+            velocities[live, 2] = np.where(self._flying, self.state.climb, 0.0)[live]
         state = SafetyInput(poses=poses, altitudes=np.where(self._flying, self.state.altitude, 0.0),
-                            velocities=np.where(live[:, None], velocities, 0.0),
+                            velocities=velocities,
                             yaw_rates=self._twist[:, 2], commands=twist, climb_rates=climb,
                             hold=self._interval + p.command_latency + command_delay + age,
                             adjustable=run, known=known, stale=known & ~live,
@@ -636,21 +649,15 @@ class FleetController:
         else:
             pref, tracking = self._preferred(rows, everyone, live, positions, limits, now)
         pref = np.where(run[:, None], pref, velocities)
-        orca = OrcaParams(time_step=p.period, neighbor_dist=p.neighbor_dist,
-                          max_neighbors=p.max_neighbors, time_horizon=p.time_horizon,
-                          time_horizon_obst=p.time_horizon_obst,
-                          radius=self._orca_radius[rows] + self.state.margins(
-                              rows, now, p.uncertainty_gain, p.max_uncertainty_margin),
-                          max_speed=limits.max_speed,
-                          max_velocity_change=self._velocity_change(limits, dt)
-                          if p.acceleration_aware and not p.filter_mode else None)
+        radius = self._orca_radius[rows] + self.state.margins(rows, now, p.uncertainty_gain,
+                                                              p.max_uncertainty_margin)
+        change = (self._velocity_change(limits, dt)
+                  if p.acceleration_aware and not p.filter_mode else None)
         # A drive follows its commands within max_accel: reachable from the last command.
         commanded = np.where(run[:, None], body_to_world(self._twist[rows, :2],
                                                          self.state.yaw[rows]), velocities)
-        solution = solve(positions, velocities, pref, orca, self._obstacles,
-                         responsibility=self._responsibility[rows], others=self._others,
-                         extra_obstacles=self._sensed_obstacles(now),
-                         neighbor_list=self._neighbor_list, reach_from=commanded)
+        solution = self._solve(rows, positions, velocities, pref, radius, limits.max_speed,
+                               change, commanded, now)
         self._orca_velocity[rows] = solution.velocities
         self._orca_cycles[rows] += run
         self._infeasible_cycles[rows] += run & solution.infeasible
@@ -669,6 +676,49 @@ class FleetController:
         velocity is a reference their heading controller tracks within NH-ORCA's error bound
         (`kinematics.tracking_error_bound`): limiting it too made a car lag its trajectory."""
         return np.where(limits.planar_holonomic, limits.max_accel * dt, np.inf)
+
+    def _solve(self, rows, positions, velocities, pref, radius, max_speed, change, reach_from,
+               now: float):
+        """`avoidance.solve` for the agents `rows` with the controller's ORCA parameters, the
+        map's and the sensed obstacles and the non-cooperative agents. Its inputs are the
+        controller's own (finite, validated when they were set), so the per-agent arrays go
+        to `new_velocities` as `OrcaParams.per_agent` would make them, without its checks on
+        every cycle; a non-finite input takes `solve`'s checks, which name it."""
+        p = self.params
+        count = len(rows)
+        if not (np.isfinite(pref).all() and np.isfinite(radius).all()
+                and np.isfinite(reach_from).all()):
+            return solve(positions, velocities, pref, OrcaParams(
+                time_step=p.period, neighbor_dist=p.neighbor_dist, max_neighbors=p.max_neighbors,
+                time_horizon=p.time_horizon, time_horizon_obst=p.time_horizon_obst, radius=radius,
+                max_speed=max_speed, max_velocity_change=change), self._obstacles,
+                responsibility=self._responsibility[rows], others=self._others,
+                extra_obstacles=self._sensed_obstacles(now), neighbor_list=self._neighbor_list,
+                reach_from=reach_from)
+        agent_params = dict(self._orca_constants(count), radius=radius, max_speed=max_speed,
+                            max_velocity_change=(np.full(count, np.inf) if change is None
+                                                 else change))
+        weights = check_responsibility(self._responsibility[rows], count)
+        return new_velocities(positions, velocities, pref, agent_params, p.period,
+                              self._obstacles, weights, self._others,
+                              self._sensed_obstacles(now), self._neighbor_list,
+                              OrcaParams.ttc_weight, reach_from)
+
+    def _orca_constants(self, count: int) -> Dict[str, np.ndarray]:
+        """The per-agent arrays of the ORCA parameters that do not change between cycles
+        (read-only, kept per agent count)."""
+        p = self.params
+        if self._constants_key is None or self._constants_key[0] != count \
+                or self._constants_key[1] is not p:
+            key = (count, p)
+            arrays = {'neighbor_dist': np.full(count, float(p.neighbor_dist)),
+                      'max_neighbors': np.full(count, int(p.max_neighbors), dtype=np.int64),
+                      'time_horizon': np.full(count, float(p.time_horizon)),
+                      'time_horizon_obst': np.full(count, float(p.time_horizon_obst))}
+            for array in arrays.values():
+                array.flags.writeable = False
+            self._constants_key, self._constants = key, arrays
+        return self._constants
 
     def _room(self, points, now: float) -> np.ndarray:
         """Clearance at points (K, 2) from the recent sensor edges and the map's obstacles
@@ -779,7 +829,7 @@ class FleetController:
                    now) -> Tuple[np.ndarray, TrackingCommand]:
         """Trajectory tracking where a robot is tracked, else toward the goal (around the map's
         obstacles once a map is known) with the deadlock breaker on top."""
-        track = self._tracker.update(now, np.nan_to_num(self._cycle_position), self.state.yaw,
+        track = self._tracker.update(now, self._cycle_xy, self.state.yaw,
                                      self._limits.max_speed, self._limits.max_yaw_rate)
         tracking = track if everyone else TrackingCommand(
             **{f.name: getattr(track, f.name)[rows] for f in fields(TrackingCommand)})
@@ -805,7 +855,7 @@ class FleetController:
         self._arrived[rows] = np.where(tracked, tracking.reached, arrived)
         if self._breaker is not None:
             n = len(self.names)
-            all_pos = np.nan_to_num(self._cycle_position)
+            all_pos = self._cycle_xy
             all_pref = np.zeros((n, 2))
             all_pref[rows] = pref
             # Robots outside this cycle, stale, tracked or arrived neither stall nor outrank.
@@ -813,7 +863,8 @@ class FleetController:
             exempt[rows] = arrived | tracked | ~live
             all_route = np.zeros(n)
             all_route[rows] = route
-            out = self._breaker.update(now, all_pos, all_pref, exempt, np.nan_to_num(self._goal),
+            goals_known = np.where(np.isnan(self._goal), 0.0, self._goal)      # (goals are finite)
+            out = self._breaker.update(now, all_pos, all_pref, exempt, goals_known,
                                        self._limits.max_speed, self._radius, distances=all_route,
                                        room=lambda points: self._room(points, now))
             pref = out[rows]

@@ -64,6 +64,7 @@ class _RadiusClass:
         # Fields of all goals seen so far, stacked (one row per goal) so that a cycle looks up
         # every robot's field with one flat index; grown only when a new goal appears.
         self.goal_rows: Dict[Tuple[float, float], int] = {}
+        self._last_rows = (None, None)      # (goals' bytes, their rows): goals rarely change
         # float32 / int32: 8 bytes per block and goal.
         self.distance = np.empty((0, self.graph.free.size), dtype=np.float32)
         self.next_hop = np.empty((0, self.graph.free.size), dtype=np.int32)
@@ -81,6 +82,10 @@ class _RadiusClass:
 
     def rows_of(self, goals) -> np.ndarray:
         """Row of each goal in the stacked fields; fields of new goals are computed here."""
+        goals = np.asarray(goals, dtype=float)
+        key = goals.tobytes()
+        if self._last_rows[0] == key:
+            return self._last_rows[1]
         keys = [(float(x), float(y)) for x, y in goals]
         new = [k for k in dict.fromkeys(keys) if k not in self.goal_rows]
         if new:   # once per goal and map: one Dijkstra each
@@ -93,7 +98,10 @@ class _RadiusClass:
             self.distance = np.concatenate([self.distance, distance.astype(np.float32)])
             self.next_hop = np.concatenate([self.next_hop, hops.astype(np.int32)])
             self.goal_rows.update((k, first + i) for i, k in enumerate(new))
-        return np.array([self.goal_rows[k] for k in keys], dtype=np.int64)
+        rows = np.array([self.goal_rows[k] for k in keys], dtype=np.int64)
+        rows.flags.writeable = False
+        self._last_rows = (key, rows)
+        return rows
 
     def _next_hops(self, distance: np.ndarray) -> np.ndarray:
         """Every block's neighbour with the lowest distance (itself at the goal or if cut off)."""
@@ -204,12 +212,15 @@ class GeodesicGuidance:
         whether the goal is reachable (otherwise: the goal and the straight distance)."""
         m = len(positions)
         nblocks = cls.distance.shape[1]
-        chain = np.empty((m, self.lookahead + 1), dtype=np.int64)
-        # Flat indices into the stacked fields: goal row * blocks + block.
-        chain[:, 0] = cls.rows_of(goals) * nblocks + cls.block_of(positions)
+        first = cls.rows_of(goals) * nblocks + cls.block_of(positions)   # (fields of new goals)
         next_hop = cls.next_hop.reshape(-1)   # a view: the stack is not copied per cycle
+        # (hop, robot): flat indices into the stacked fields, goal row * blocks + block (in
+        # next_hop's own type, which holds them).
+        chain = np.empty((self.lookahead + 1, m), dtype=next_hop.dtype)
+        chain[0] = first
         for k in range(self.lookahead):             # lookahead hops, all robots per hop
-            chain[:, k + 1] = next_hop[chain[:, k]]
+            next_hop.take(chain[k], out=chain[k + 1])
+        chain = chain.T
         # Visibility is tested at a few hops only (near ones densely): cheap and smooth enough.
         hops = self._probe_hops
         waypoints = cls.centres(chain[:, hops] % nblocks)            # (m, H, 2)

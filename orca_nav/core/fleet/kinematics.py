@@ -34,7 +34,11 @@ HOLONOMIC, DIFF_DRIVE, CAR, QUADROTOR = range(4)
 
 
 def _per_robot(name: str, value, n: int, positive: bool = True) -> np.ndarray:
-    arr = np.broadcast_to(np.asarray(value, dtype=float), (n,)).astype(float)
+    arr = np.asarray(value, dtype=float)
+    arr = arr.copy() if arr.shape == (n,) else np.broadcast_to(arr, (n,)).astype(float)
+    # The usual case in one comparison each (NaN fails both); the rest finds the culprit.
+    if n == 0 or (arr.min() > 0.0 if positive else arr.min() > -np.inf) and arr.max() < np.inf:
+        return arr
     bad = np.flatnonzero(~np.isfinite(arr) | ((arr <= 0.0) if positive else False))
     if bad.size:
         i = int(bad[0])

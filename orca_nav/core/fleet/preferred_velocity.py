@@ -18,7 +18,10 @@ __all__ = ['goal_velocities']
 
 def per_robot_values(name, value, n, allow_zero=False):
     arr = np.asarray(value, dtype=float)
-    arr = (arr if arr.shape == (n,) else np.broadcast_to(arr, (n,))).astype(float)
+    arr = arr.copy() if arr.shape == (n,) else np.broadcast_to(arr, (n,)).astype(float)
+    # The usual case in one comparison each (NaN fails both); the rest finds the culprit.
+    if n == 0 or (arr.min() >= 0.0 if allow_zero else arr.min() > 0.0) and arr.max() < np.inf:
+        return arr
     bad = np.flatnonzero(~np.isfinite(arr) | ((arr < 0.0) if allow_zero else (arr <= 0.0)))
     if bad.size:
         i = int(bad[0])

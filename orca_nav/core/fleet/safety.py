@@ -159,38 +159,33 @@ class SafetyLayer:
             return SafetyResult(commands * scale[:, None], climb * scale, scale, reason)
         factors = np.where(state.adjustable[rolled, None], cap[rolled, None] * SCALES[None, :],
                            1.0)
-        k = len(SCALES)
-        rows = np.repeat(rolled, k)
-        path, moving = self.braking_paths(
-            state, rows, held[rows] * factors.reshape(-1, 1),
-            held_climb[rows] * factors.reshape(-1), hold[rows], samples, h)
-        path = path.reshape(samples, len(rolled), k, 3)
-        moving = moving.reshape(samples, len(rolled), k)
-        ok = np.ones((len(rolled), k), dtype=bool)
-        why = np.zeros((len(rolled), k), dtype=int)
-        local = {int(r): j for j, r in enumerate(rolled)}
-        static_rows = np.flatnonzero(static_check[rolled])
-        if static_rows.size:
-            bad = ~self._static_ok(path[:, static_rows], rolled[static_rows],
-                                   static_need[rolled[static_rows]], sensed)
-            ok[static_rows] &= ~bad
-            why[static_rows] = np.where(bad & (why[static_rows] == FREE), STATIC,
-                                        why[static_rows])
-        person_rows = np.flatnonzero(person_check[rolled])
-        if person_rows.size:
-            bad = ~self._passive_ok(path[:, person_rows], moving[:, person_rows],
-                                    rolled[person_rows], slack[rolled[person_rows]], h, people)
-            ok[person_rows] &= ~bad
-            why[person_rows] = np.where(bad & (why[person_rows] == FREE), PERSON,
-                                        why[person_rows])
-        ok[:, -1] = True      # braking now: the last resort, safe if the last command was
-        choice = np.argmax(ok, axis=1)
-        choice = np.where(state.adjustable[rolled], choice, 0)
-        reason_of = why[np.arange(len(rolled)), np.maximum(choice - 1, 0)]
-        reason_of = np.where(choice > 0, reason_of, FREE)
+        paths = _Rollouts(self, state, rolled, held[rolled], held_climb[rolled], hold[rolled],
+                          factors, samples, h)
+        # Each robot's largest factor first; the others only where that one is unsafe, or
+        # where a pair lowers it (`_resolve_pairs`): a factor's path and its checks do not
+        # depend on which others are rolled out with it.
+        everyone, largest = np.arange(len(rolled)), np.zeros(len(rolled), dtype=int)
+        paths.get(everyone, largest)        # one batch: every check and pair needs these
+        ok, why = self._checks(paths, everyone, largest, static_check,
+                               static_need, person_check, slack, h, people, sensed)
+        unsafe = np.flatnonzero(~ok & state.adjustable[rolled])
+        choice = np.zeros(len(rolled), dtype=int)
+        reason_of = np.full(len(rolled), FREE)
+        if unsafe.size:
+            k = len(SCALES)
+            lower = np.repeat(unsafe, k - 1)
+            scale_index = np.tile(np.arange(1, k), unsafe.size)
+            ok_lower, why_lower = self._checks(paths, lower, scale_index, static_check,
+                                               static_need, person_check, slack, h, people,
+                                               sensed)
+            ok_all = np.column_stack([np.zeros(unsafe.size, dtype=bool),
+                                      ok_lower.reshape(unsafe.size, k - 1)])
+            why_all = np.column_stack([why[unsafe], why_lower.reshape(unsafe.size, k - 1)])
+            ok_all[:, -1] = True      # braking now: the last resort, safe if the last command was
+            choice[unsafe] = np.argmax(ok_all, axis=1)
+            reason_of[unsafe] = why_all[np.arange(unsafe.size), choice[unsafe] - 1]
         if len(pairs):
-            choice, robot_bound = self._resolve_pairs(path, pairs, local, choice, state,
-                                                      rolled, slack)
+            choice, robot_bound = self._resolve_pairs(paths, pairs, choice, state, rolled, slack)
             reason_of = np.where(robot_bound, ROBOT, reason_of)
         chosen = factors[np.arange(len(rolled)), choice]
         adjustable = state.adjustable[rolled]
@@ -201,15 +196,38 @@ class SafetyLayer:
         climb = climb * scale
         return SafetyResult(commands, climb, scale, reason)
 
+    def _checks(self, paths: '_Rollouts', robots, scale_index, static_check, static_need,
+                person_check, slack, h, people, sensed):
+        """(ok, why) of the braking paths of rolled robots `robots` (local indices, M,) at
+        factors `scale_index` (M,): the static and the passive checks of the robots that need
+        them; why is STATIC or PERSON where a check failed (STATIC first), else FREE."""
+        ok = np.ones(len(robots), dtype=bool)
+        why = np.full(len(robots), FREE)
+        rolled = paths.rolled
+        for check, reason in ((static_check, STATIC), (person_check, PERSON)):
+            rows = np.flatnonzero(check[rolled[robots]])
+            if not rows.size:
+                continue
+            robot, index = robots[rows], scale_index[rows]
+            path, moving = paths.get(robot, index)
+            owner = rolled[robot]
+            if reason == STATIC:
+                good = self._static_ok(path, owner, static_need[owner], sensed)
+            else:
+                good = self._passive_ok(path, moving, owner, slack[owner], h, people)
+            why[rows] = np.where(~good & (why[rows] == FREE), reason, why[rows])
+            ok[rows] &= good
+        return ok, why
+
     # ------------------------------------------------------------------ who is near what
     def _static_needs(self, state: SafetyInput, check, travel, slack, sensed):
         """(distance each robot must keep from static obstacles, robots near enough to check)."""
         wanted = self.radius + self.params.static_margin + slack
         reach = wanted + travel
-        rows = np.flatnonzero(check)
+        rows = check.nonzero()[0]
         now = np.full(len(self.radius), np.inf)
         now[rows] = self._clearance(self._points(state.poses[rows], state.altitudes[rows]), rows,
-                                    float(reach[rows].max(initial=0.0)), sensed)
+                                    reach[rows], sensed)
         # Already closer than wanted: it may not get closer than it is.
         need = np.where(now >= wanted, wanted, now)
         return need, check & (now < reach)
@@ -218,16 +236,22 @@ class SafetyLayer:
     def _points(poses, altitudes) -> np.ndarray:
         return np.column_stack([poses[:, :2], altitudes])
 
-    def _clearance(self, points, robots, reach: float, sensed) -> np.ndarray:
+    def _clearance(self, points, robots, reach, sensed) -> np.ndarray:
         """(K,) lower bound of the distance from points (K, 3) of `robots` (K,) to the static
         obstacles they can meet: the 2-D map and the sensed edges for ground robots; the voxels,
-        and the sensed edges while low, for drones. inf beyond `reach`."""
+        and the sensed edges while low, for drones. Only compared with `reach` ((K,)): values
+        at or beyond it (inf beyond the map's `certainly_beyond`) all mean "far"; below it,
+        exact as the lower bounds are."""
         out = np.full(len(points), np.inf)
         flying = self.flying[robots]
         if self.static is not None and (~flying).any():
-            out[~flying] = self.static.lower_bound(points[~flying, :2], reach)
+            ground = (~flying).nonzero()[0]
+            near = ground[~self.static.certainly_beyond(points[ground, :2], reach[ground])]
+            if near.size:
+                # lower_bound's reach: below every point's own, its values are the same.
+                out[near] = self.static.lower_bound(points[near, :2], float(reach[near].max()))
         if self.static_3d is not None and flying.any():
-            out[flying] = self.static_3d.lower_bound(points[flying], reach)
+            out[flying] = self.static_3d.lower_bound(points[flying], float(reach[flying].max()))
         if sensed is not None:
             low = ~flying | (points[:, 2] - self.radius[robots] < self.ground_clearance)
             if low.any():
@@ -330,48 +354,50 @@ class SafetyLayer:
 
     # ------------------------------------------------------------------ the checks
     def _static_ok(self, path, robots, need, sensed):
-        """(R, K) bool: the braking paths (S, R, K, 3) of `robots` (R,) keep `need` (R,) from
-        static obstacles."""
-        samples, count, k, _ = path.shape
-        owner = np.broadcast_to(robots[None, :, None], (samples, count, k)).ravel()
-        clearance = self._clearance(path.reshape(-1, 3), owner, float(need.max()), sensed)
-        return (clearance.reshape(samples, count, k) >= need[None, :, None] - 1e-9).all(axis=0)
+        """(M,) bool: the braking paths (S, M, 3) of `robots` (M,) keep `need` (M,) from static
+        obstacles."""
+        samples, count, _ = path.shape
+        owner = np.broadcast_to(robots[None, :], (samples, count)).ravel()
+        clearance = self._clearance(path.reshape(-1, 3), owner,
+                                    np.broadcast_to(need[None, :], (samples, count)).ravel(),
+                                    sensed)
+        return (clearance.reshape(samples, count) >= need[None, :] - 1e-9).all(axis=0)
 
     def _passive_ok(self, path, moving, robots, slack, h, people):
-        """(R, K) bool: wherever the robot moves along its braking path, no non-cooperative
-        agent walking at person_max_speed from where it is now can have reached it."""
+        """(M,) bool: wherever the robot moves along its braking path (S, M, 3), no
+        non-cooperative agent walking at person_max_speed from where it is now can have
+        reached it."""
         p = self.params
         samples = path.shape[0]
-        t = (np.arange(samples) * h)[:, None, None, None]
-        reach = people.radii[None, None, None, :] + p.person_max_speed * t
-        gap = np.linalg.norm(path[..., None, :2] - people.positions[None, None, None], axis=-1)
-        need = self.radius[robots][None, :, None, None] + reach + p.person_margin \
-            + slack[None, :, None, None]
-        touched = gap < need                                          # (S, R, K, P)
+        t = (np.arange(samples) * h)[:, None, None]
+        reach = people.radii[None, None, :] + p.person_max_speed * t
+        gap = np.linalg.norm(path[..., None, :2] - people.positions[None, None], axis=-1)
+        need = self.radius[robots][None, :, None] + reach + p.person_margin \
+            + slack[None, :, None]
+        touched = gap < need                                          # (S, M, P)
         flying = self.flying[robots]
         if flying.any():
-            above = path[..., 2] - self.radius[robots][None, :, None] >= p.person_height
+            above = path[..., 2] - self.radius[robots][None, :] >= p.person_height
             touched &= ~above[..., None]
         # The robot at rest may be reached: that is the passive guarantee.
         return ~(touched.any(axis=-1) & moving).any(axis=0)
 
-    def _resolve_pairs(self, path, pairs, local, choice, state, rolled, slack):
+    def _resolve_pairs(self, paths: '_Rollouts', pairs, choice, state, rolled, slack):
         """Lowers the factors of robots whose chosen braking paths come too close to another's
         until no pair does or both brake; returns (choice, robots bound by a pair)."""
         p = self.params
-        a = np.array([local[int(x)] for x in pairs[:, 0]])
-        b = np.array([local[int(x)] for x in pairs[:, 1]])
+        a, b = np.searchsorted(rolled, pairs.T)     # local indices (rolled is sorted)
         need = self.radius[pairs[:, 0]] + self.radius[pairs[:, 1]] + p.robot_margin \
             + slack[pairs[:, 0]] + slack[pairs[:, 1]]
-        first = np.linalg.norm(path[0, a, 0] - path[0, b, 0], axis=1)      # factor-independent
+        first = np.linalg.norm(paths.start[a] - paths.start[b], axis=1)   # factor-independent
         need = np.where(first >= need, need, first)          # already closer: not closer
         flying_a, flying_b = self.flying[pairs[:, 0]], self.flying[pairs[:, 1]]
         adjustable = state.adjustable[rolled]
         bound = np.zeros(len(rolled), dtype=bool)
         last = len(SCALES) - 1
         for _ in range(len(SCALES)):
-            pa = path[:, a, choice[a]]                                     # (S, P, 3)
-            pb = path[:, b, choice[b]]
+            pa = paths.get(a, choice[a])[0]                                # (S, P, 3)
+            pb = paths.get(b, choice[b])[0]
             gap = _pair_gap(pa, pb, flying_a, flying_b, self.radius[pairs[:, 0]],
                             self.radius[pairs[:, 1]], self.ground_clearance)
             conflict = (gap < need[None] - 1e-9).any(axis=0)
@@ -386,6 +412,40 @@ class SafetyLayer:
             choice = np.where(lower, choice + 1, choice)
             bound |= lower
         return choice, bound
+
+
+class _Rollouts:
+    """The braking paths of the rolled robots (local indices into `rolled`) at each of their
+    factors (`factors` (R, len(SCALES))), computed on first use: most robots are safe at their
+    largest factor, and the others' paths do not change what it computes."""
+
+    def __init__(self, layer: SafetyLayer, state: SafetyInput, rolled, held, held_climb, hold,
+                 factors, samples: int, h: float):
+        self.layer, self.state, self.rolled = layer, state, rolled
+        self.held, self.held_climb, self.hold, self.factors = held, held_climb, hold, factors
+        self.samples, self.h = samples, h
+        self.start = np.column_stack([state.poses[rolled, :2], state.altitudes[rolled]])
+        count, k = factors.shape
+        self._path = np.empty((samples, count, k, 3))
+        self._moving = np.empty((samples, count, k), dtype=bool)
+        self._done = np.zeros((count, k), dtype=bool)
+
+    def get(self, robots, index):
+        """(S, M, 3) braking paths and (S, M) moving of rolled robots `robots` (M,) at factors
+        `index` (M,) (see `SafetyLayer.braking_paths`)."""
+        missing = ~self._done[robots, index]
+        if missing.any():
+            k = self.factors.shape[1]
+            key = np.unique(robots[missing] * k + index[missing])
+            r, c = key // k, key % k
+            factor = self.factors[r, c]
+            path, moving = self.layer.braking_paths(
+                self.state, self.rolled[r], self.held[r] * factor[:, None],
+                self.held_climb[r] * factor, self.hold[r], self.samples, self.h)
+            self._path[:, r, c] = path
+            self._moving[:, r, c] = moving
+            self._done[r, c] = True
+        return self._path[:, robots, index], self._moving[:, robots, index]
 
 
 def _pair_gap(pa, pb, flying_a, flying_b, ra, rb, ground_clearance):

@@ -30,6 +30,10 @@ Measured:
   agent's position, velocity and preferred velocity, do_step, read each velocity back;
   and orca_nav's core compute_velocities alone on the same arrays.
 
+Two players, each in the table (`--players`): `bytes` (below) and `objects`, which builds an
+ordinary Odometry message object for every robot and burst and publishes it, as a Gazebo
+bridge or a robot driver on the same computer does (about 2.5x the player's CPU per message).
+
 Player and probe are separate processes: in one, the player's 500-message bursts held Python's
 lock from the thread receiving commands and delayed the player's own record of its bursts, both
 by tens of ms, which the latency then counted against orca_node. The player serializes each
@@ -47,7 +51,7 @@ Fleets of more than 400 robots run with the DDS profile the launch gives them
 and the lines under it min / median / max of the judged ones.
 
 Usage: python -m bench.bench_fleet [--quick] [--sizes 10 50 100 200 500] [--seconds 10]
-       [--spacing 2] [--odom-rate 20] [--repeats 1]
+       [--spacing 2] [--odom-rate 20] [--repeats 1] [--players bytes objects]
 """
 import argparse
 import json
@@ -70,6 +74,7 @@ RATE = 20.0
 RADIUS, MAX_SPEED, SPEED = 0.3, 1.0, 0.5
 _STAMP = struct.Struct('<iI')     # builtin_interfaces/Time in little-endian CDR
 ORCA = dict(neighbor_dist=5.0, max_neighbors=10, time_horizon=3.0, time_horizon_obst=2.0)
+PLAYERS = ('bytes', 'objects')      # how the player publishes odometry (`play_odometry`)
 
 
 def scene(count, spacing, seed=0):
@@ -97,10 +102,12 @@ def percentile(values, q):
     return float(np.percentile(values, q)) if len(values) else float('nan')
 
 
-def play_odometry(count, spacing, odom_rate, env, stop, bursts_out):
+def play_odometry(count, spacing, odom_rate, env, stop, bursts_out, player='bytes'):
     """The fleet's odometry at `odom_rate` in a process of its own (`env` on top of this
-    one's): prebuilt messages, restamped. At `stop`, sends the system time (ns) each burst's
-    last message was published."""
+    one's). `player` 'bytes': prebuilt serialized messages, restamped; 'objects': a new
+    Odometry message object per robot and burst, filled and published as a simulator bridge
+    or a robot driver does. At `stop`, sends the system time (ns) each burst's last message
+    was published."""
     os.environ.update(env)
     import rclpy
     from nav_msgs.msg import Odometry
@@ -127,11 +134,18 @@ def play_odometry(count, spacing, odom_rate, env, stop, bursts_out):
     bursts = []
     period = 1.0 / odom_rate
     next_t = time.perf_counter()
+    frames = [(robot, f'{robot}/base_link') for robot in robots]
     while not stop.is_set():
-        sec, nanosec = divmod(node.get_clock().now().nanoseconds, 1_000_000_000)
-        for pub, raw in zip(pubs, serialized):
-            _STAMP.pack_into(raw, 4, sec, nanosec)
-            pub.publish(bytes(raw))
+        if player == 'objects':
+            stamp = node.get_clock().now().to_msg()
+            for i, (pub, (_, child)) in enumerate(zip(pubs, frames)):
+                pub.publish(state_to_odom(start[i], yaw[i], (body_speed[i], 0.0), 0.0, stamp,
+                                          'map', child))
+        else:
+            sec, nanosec = divmod(node.get_clock().now().nanoseconds, 1_000_000_000)
+            for pub, raw in zip(pubs, serialized):
+                _STAMP.pack_into(raw, 4, sec, nanosec)
+                pub.publish(bytes(raw))
         bursts.append(time.time_ns())
         next_t += period
         stop.wait(max(0.0, next_t - time.perf_counter()))
@@ -140,9 +154,9 @@ def play_odometry(count, spacing, odom_rate, env, stop, bursts_out):
     bursts_out.send(bursts)
 
 
-def run_node_size(count, seconds, spacing, odom_rate):
-    """orca_node in a subprocess, odometry played by another (`play_odometry`), commands timed
-    here; returns the measured numbers."""
+def run_node_size(count, seconds, spacing, odom_rate, player='bytes'):
+    """orca_node in a subprocess, odometry played by another (`play_odometry` with `player`),
+    commands timed here; returns the measured numbers."""
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import Twist
@@ -205,7 +219,8 @@ def run_node_size(count, seconds, spacing, odom_rate):
     stop = spawn.Event()
     bursts_in, bursts_out = spawn.Pipe(duplex=False)
     playing = spawn.Process(target=play_odometry,
-                            args=(count, spacing, odom_rate, env, stop, bursts_out), daemon=True)
+                            args=(count, spacing, odom_rate, env, stop, bursts_out, player),
+                            daemon=True)
     try:
         playing.start()
         if not first_cmd.wait(timeout=60.0):
@@ -315,12 +330,13 @@ def time_pyrvo_loop(count, repeats, spacing):
     return 1e3 * np.array(times)
 
 
-def run_size(count, seconds, spacing, odom_rate, quick):
-    """One run of one fleet size: the node over DDS, then the core and the peer on its scene."""
-    measured = run_node_size(count, seconds, spacing, odom_rate)
+def run_size(count, seconds, spacing, odom_rate, quick, player='bytes'):
+    """One run of one fleet size with one player: the node over DDS, then the core and the
+    peer on its scene."""
+    measured = run_node_size(count, seconds, spacing, odom_rate, player)
     core = time_core(count, 10 if quick else 40, spacing)
     peer = time_pyrvo_loop(count, 10 if quick else 40, spacing)
-    row = dict(robots=count, **measured, core_p50_ms=float(np.median(core)),
+    row = dict(robots=count, player=player, **measured, core_p50_ms=float(np.median(core)),
                pyrvo_loop_p50_ms=float(np.median(peer)) if peer is not None else None)
     row['cycle_vs_pyrvo_loop'] = (row['cycle_p50_ms'] / row['pyrvo_loop_p50_ms']
                                   if peer is not None else None)
@@ -332,7 +348,7 @@ def median_row(runs):
     row = {}
     for key, value in runs[0].items():
         values = [r[key] for r in runs if r[key] is not None]
-        row[key] = (value if key == 'robots' else
+        row[key] = (value if key in ('robots', 'player') else
                     float(np.median(values)) if len(values) == len(runs) else None)
     return row
 
@@ -355,6 +371,8 @@ def main(argv=None):
                         help=f'odometry rate of every robot (Hz; the node runs at {RATE:g} Hz)')
     parser.add_argument('--repeats', type=int, default=None,
                         help='runs of every size, interleaved (default 1; the table is the median)')
+    parser.add_argument('--players', nargs='+', choices=PLAYERS, default=list(PLAYERS),
+                        help='odometry players, each in the same table (default both)')
     args = parser.parse_args(argv)
     sizes = args.sizes or ([10, 50] if args.quick else [10, 50, 100, 200, 500])
     seconds = args.seconds or (3.0 if args.quick else 10.0)
@@ -363,14 +381,17 @@ def main(argv=None):
         parser.error('--odom-rate must be > 0 and --repeats at least 1')
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 
-    runs = {count: [] for count in sizes}
+    cases = [(count, player) for count in sizes for player in args.players]
+    runs = {case: [] for case in cases}
     for repeat in range(repeats):       # sizes interleaved: a busy minute spreads over all
-        for count in sizes:
-            runs[count].append(run_size(count, seconds, args.spacing, args.odom_rate, args.quick))
-            print(f'run {repeat + 1}/{repeats}: {count} robots done', file=sys.stderr, flush=True)
-    rows = [median_row(runs[count]) for count in sizes]
+        for count, player in cases:
+            runs[count, player].append(run_size(count, seconds, args.spacing, args.odom_rate,
+                                                args.quick, player))
+            print(f'run {repeat + 1}/{repeats}: {count} robots, {player} player done',
+                  file=sys.stderr, flush=True)
+    rows = [median_row(runs[case]) for case in cases]
 
-    header = (f"{'robots':>6} | {'cycle p50':>9} | {'cycle p99':>9} | {'cpu p50':>7} | "
+    header = (f"{'robots':>6} | {'player':>7} | {'cycle p50':>9} | {'cycle p99':>9} | {'cpu p50':>7} | "
               f"{'cpu p99':>7} | {'odom->cmd p50':>13} | "
               f"{'odom->cmd p99':>13} | {'cmd Hz min':>10} | {'param set':>9} | "
               f"{'core ORCA p50':>13} | {'pyrvo loop p50':>14} | {'cycle/pyrvo':>11} | {'load':>4}")
@@ -386,7 +407,7 @@ def main(argv=None):
         ratio = f"{r['cycle_vs_pyrvo_loop']:10.1f}x" if r['cycle_vs_pyrvo_loop'] is not None \
             else f"{'n/a':>11}"
         param = 'no answer' if r['param_set_ms'] is None else f"{r['param_set_ms']:.0f} ms"
-        print(f"{r['robots']:6d} | {r['cycle_p50_ms']:9.2f} | {r['cycle_p99_ms']:9.2f} | "
+        print(f"{r['robots']:6d} | {r['player']:>7} | {r['cycle_p50_ms']:9.2f} | {r['cycle_p99_ms']:9.2f} | "
               f"{r['cycle_cpu_p50_ms']:7.2f} | {r['cycle_cpu_p99_ms']:7.2f} | "
               f"{r['latency_p50_ms']:13.2f} | {r['latency_p99_ms']:13.2f} | "
               f"{r['cmd_rate_min_hz']:10.1f} | {param:>9} | "
@@ -395,18 +416,21 @@ def main(argv=None):
           'in it (what the cycle costs without other processes competing for the cores); cmd Hz '
           'min = the slowest sampled robot; param set = a set_parameters answer while running '
           '("no answer" if any run had none); load = 1-min load average at the end of the '
-          f'window, {os.cpu_count()} cores')
+          f'window, {os.cpu_count()} cores; player = the odometry player: prebuilt serialized '
+          'messages (bytes) or a message object per robot and burst (objects, as a simulator '
+          'bridge publishes)')
     print('odom->cmd = to the probe\'s DDS receipt; at its Python callback (p50 / p99 ms): ' +
-          ', '.join(f"{r['robots']} robots {r['latency_callback_p50_ms']:.1f} / "
+          ', '.join(f"{r['robots']} robots {r['player']} {r['latency_callback_p50_ms']:.1f} / "
                     f"{r['latency_callback_p99_ms']:.1f}" for r in rows))
     print(f'over {repeats} run(s), min / median / max:')
-    for count in sizes:
-        print(f"  {count} robots: odom->cmd p50 {spread(runs[count], 'latency_p50_ms')} ms, "
-              f"p99 {spread(runs[count], 'latency_p99_ms')} ms; cmd_vel "
-              f"{spread(runs[count], 'cmd_rate_min_hz', '{:.2f}')} Hz (slowest robot), "
-              f"{spread(runs[count], 'cmd_rate_max_hz', '{:.2f}')} Hz (fastest); param set "
-              f"{spread(runs[count], 'param_set_ms', '{:.0f}')} ms; load "
-              f"{spread(runs[count], 'load_average')}")
+    for count, player in cases:
+        case = runs[count, player]
+        print(f"  {count} robots, {player}: odom->cmd p50 {spread(case, 'latency_p50_ms')} ms, "
+              f"p99 {spread(case, 'latency_p99_ms')} ms; cmd_vel "
+              f"{spread(case, 'cmd_rate_min_hz', '{:.2f}')} Hz (slowest robot), "
+              f"{spread(case, 'cmd_rate_max_hz', '{:.2f}')} Hz (fastest); param set "
+              f"{spread(case, 'param_set_ms', '{:.0f}')} ms; load "
+              f"{spread(case, 'load_average')}")
     print('targets: 100 robots odom->cmd_vel p50 <= 10 ms, p99 <= 30 ms; 500 robots every cmd_vel '
           f'>= 18 Hz, p50 <= 20 ms, p99 <= 50 ms, parameters answered; cmd_vel at {RATE:g} Hz '
           '+-5 % whatever the odometry rate')
@@ -415,7 +439,8 @@ def main(argv=None):
                                    'quick': bool(args.quick), 'seconds': seconds,
                                    'repeats': repeats, 'spacing_m': args.spacing,
                                    'load_average': os.getloadavg()[0], 'cores': os.cpu_count(),
-                                   'rows': rows, 'runs': {str(c): runs[c] for c in sizes}},
+                                   'players': args.players, 'rows': rows,
+                                   'runs': {f'{c} {p}': runs[c, p] for c, p in cases}},
                                   indent=1))
     return rows
 

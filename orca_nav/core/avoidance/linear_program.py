@@ -137,45 +137,38 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
     if width * width * count > _DENSE_MAX_ENTRIES:
         return _incremental_per_line(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x,
                                      start_y, direction)
+    if width == 0:
+        return np.zeros(count, dtype=np.intp), start_x.copy(), start_y.copy()
     # linearProgram1 on line i against lines 0..i-1 does not depend on the current result:
     # solve it for every line at once, then replay the incremental walk.
     lines = np.arange(width)
     prefix = (lines[None, :] < lines[:, None])[:, :, None]
     t_left, t_right, usable = _interval_on_lines(px, py, dx, dy, px, py, dx, dy, prefix, radius)
     t = _best_t(px, py, dx, dy, t_left, t_right, opt_x, opt_y, direction)
-    cand_x = px + t * dx
-    cand_y = py + t * dy
-    moves = valid & usable
-    fails = valid & ~usable
-    vx, vy = start_x.copy(), start_y.copy()
-    line_fail = np.full(count, width, dtype=np.intp)
-    open_ = np.ones(count, dtype=bool)
-    i = _next_hit(px, py, dx, dy, valid & open_, vx, vy, 0)
-    while i < width:
-        hit = dx[i] * (py[i] - vy) - dy[i] * (px[i] - vx) > 0.0
-        hit &= open_
-        move = hit & moves[i]
-        np.copyto(vx, cand_x[i], where=move)
-        np.copyto(vy, cand_y[i], where=move)
-        failed = hit & fails[i]
-        if failed.any():
-            line_fail[failed] = i
-            open_ &= ~failed
-            if not open_.any():
-                break
-        i = _next_hit(px, py, dx, dy, valid & open_, vx, vy, i + 1)
-    return line_fail, vx, vy
-
-
-def _next_hit(px, py, dx, dy, open_lines, vx, vy, first):
-    """The first line from `first` on that the current result violates where `open_lines`
-    (valid lines of agents still open) holds; the line count if none. Lines nobody violates
-    change nothing in the walk: skipping them at once, rather than one loop step each, leaves
-    the result as it was."""
-    hits = dx[first:] * (py[first:] - vy) - dy[first:] * (px[first:] - vx) > 0.0
-    hits &= open_lines[first:]
-    rows = hits.any(axis=1)
-    return first + int(rows.argmax()) if rows.any() else px.shape[0]
+    # The walk's states: the start (0) and the result after a move at line i (i + 1). From
+    # each, the next line the walk stops at is the first later valid line its result
+    # violates (the walk's own test, on the same values); there it moves to that line's
+    # result, or fails and stays. Following these steps from the start, L + 1 of them at the
+    # most, by repeated squaring of the step map: the walk's end, without a loop over lines.
+    state_x = np.empty((width + 1, count))
+    state_y = np.empty((width + 1, count))
+    state_x[0], state_y[0] = start_x, start_y
+    state_x[1:] = px + t * dx
+    state_y[1:] = py + t * dy
+    hit = dx[None] * (py[None] - state_y[:, None]) - dy[None] * (px[None] - state_x[:, None]) > 0.0
+    hit &= valid[None]
+    hit &= (lines[None, :] >= np.arange(width + 1)[:, None])[:, :, None]    # later lines only
+    stops = hit.any(axis=1)
+    stop = np.where(stops, hit.argmax(axis=1), width)                       # (L + 1, K)
+    columns = np.arange(count)
+    moves = (valid & usable).reshape(-1).take(np.minimum(stop, width - 1) * count + columns)
+    step = np.where(stops & moves, stop + 1, np.arange(width + 1)[:, None])
+    for _ in range(int(width).bit_length()):        # 2^rounds >= L + 1 steps
+        step = step.reshape(-1).take(step * count + columns)
+    end = step[0]
+    flat = end * count + columns
+    line_fail = stop.reshape(-1).take(flat)
+    return line_fail, state_x.reshape(-1).take(flat), state_y.reshape(-1).take(flat)
 
 
 def _incremental_per_line(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y,

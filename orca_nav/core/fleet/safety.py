@@ -31,6 +31,7 @@ at most that much again, so each check keeps `speed * h` more. Time is passed in
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Optional
 
@@ -105,6 +106,7 @@ class SafetyLayer:
         self.params = params
         self.ground_clearance = ground_clearance
         self.flying = limits.model == QUADROTOR
+        self._planar_holonomic = limits.planar_holonomic
         self.static: Optional[ObstacleDistance] = None       # the 2-D map's cells
         self.static_3d: Optional[ObstacleDistance] = None    # the 3-D map's voxels
 
@@ -277,18 +279,18 @@ class SafetyLayer:
         reach = travel[rows] + self.radius[rows] + slack[rows]
         margin = self.params.robot_margin
         if len(rows) <= _DENSE_PAIRS:
-            gap = np.linalg.norm(xy[:, None] - xy[None], axis=2)
-            i, j = np.nonzero(np.triu(gap < reach[:, None] + reach[None, :] + margin, 1))
+            i, j = _upper_pairs(len(rows))
         else:
-            # The pairs within the largest reach (a kd-tree: the dense matrix grows as N^2),
-            # then each pair's own test, computed as above; in the same (row-major) order.
+            # The pairs within the largest reach (a kd-tree: all pairs grow as N^2), in the
+            # same (row-major) order.
             bound = 2.0 * float(reach.max()) + margin
             i, j = cKDTree(xy).query_pairs(bound * (1.0 + 1e-9) + 1e-9, output_type='ndarray').T
             order = np.argsort(i * len(rows) + j)
             i, j = i[order], j[order]
-            gap = np.sqrt((xy[i, 0] - xy[j, 0]) ** 2 + (xy[i, 1] - xy[j, 1]) ** 2)
-            near = gap < reach[i] + reach[j] + margin
-            i, j = i[near], j[near]
+        # Each pair's own test, as np.linalg.norm measures the gap.
+        gap = np.sqrt((xy[i, 0] - xy[j, 0]) ** 2 + (xy[i, 1] - xy[j, 1]) ** 2)
+        near = gap < reach[i] + reach[j] + margin
+        i, j = i[near], j[near]
         pairs = np.column_stack([rows[i], rows[j]])
         return pairs[state.adjustable[pairs].any(axis=1)]
 
@@ -303,24 +305,27 @@ class SafetyLayer:
         velocity moves in a straight line toward the command by accel * h a step, then toward
         zero by decel * h, so step k's velocity is known without walking there."""
         m = len(rows)
-        limits = self.limits.subset(rows)
+        model = self.limits.model[rows]
         flying = self.flying[rows]
+        drones = flying.any()
         yaw0 = state.poses[rows, 2]
         velocity = state.velocities[rows]                 # world (vx, vy, vz)
-        start = np.column_stack([world_to_body(velocity[:, :2], yaw0), velocity[:, 2]])
-        start[~limits.planar_holonomic & ~flying, 1] = 0.0
-        start[~flying, 2] = 0.0
+        start = np.zeros((m, 3))
+        start[:, :2] = world_to_body(velocity[:, :2], yaw0)
+        start[~self._planar_holonomic[rows], 1] = 0.0
         # Drones ramp their world velocity, ground robots their body twist: one 3-vector each.
-        target = np.column_stack([commands[:, :2], np.zeros(m)])
-        target[flying] = np.column_stack([body_to_world(commands[flying, :2], yaw0[flying]),
-                                          climb[flying]])
-        start[flying] = velocity[flying]
+        target = np.zeros((m, 3))
+        target[:, :2] = commands[:, :2]
+        if drones:
+            target[flying] = np.column_stack([body_to_world(commands[flying, :2], yaw0[flying]),
+                                              climb[flying]])
+            start[flying] = velocity[flying]
         steps = np.arange(1, samples)[:, None]                               # (S-1, 1)
         held_steps = np.ceil(hold / h - 1e-9)                                # (M,)
         holding = steps <= held_steps[None, :]                               # (S-1, M)
         change = target - start
         gap = np.linalg.norm(change, axis=1)
-        reach = np.minimum(steps * (limits.max_accel * h)[None, :], gap[None, :])
+        reach = np.minimum(steps * (self.limits.max_accel[rows] * h)[None, :], gap[None, :])
         ramp = start[None] + change[None] * (reach / np.maximum(gap, 1e-300)[None, :])[..., None]
         last_held = np.minimum(held_steps, samples - 1).astype(int)
         end = np.where((last_held > 0)[:, None], ramp[np.maximum(last_held - 1, 0), np.arange(m)],
@@ -331,9 +336,9 @@ class SafetyLayer:
         linear = np.where(holding[..., None], ramp, end[None] * braked[..., None])  # (S-1, M, 3)
         curvature = np.divide(commands[:, 2], commands[:, 0], out=np.zeros(m),
                               where=commands[:, 0] != 0.0)
-        yaw_rate = np.where(limits.model == CAR, curvature[None, :] * linear[..., 0],
+        yaw_rate = np.where(model == CAR, curvature[None, :] * linear[..., 0],
                             commands[None, :, 2])
-        yaw_rate = np.where(holding & ~flying[None, :], yaw_rate, 0.0)
+        yaw_rate = np.where(holding & ~flying[None, :] if drones else holding, yaw_rate, 0.0)
         # Each step's arc, exactly (the SE(2) exponential of `integrate_pose`).
         theta = yaw_rate * h
         a = h * np.sinc(theta / np.pi)
@@ -342,12 +347,15 @@ class SafetyLayer:
         body_y = linear[..., 0] * b + linear[..., 1] * a
         heading = yaw0[None, :] + np.vstack([np.zeros((1, m)), np.cumsum(theta, axis=0)[:-1]])
         c, s = np.cos(heading), np.sin(heading)
-        step_x = np.where(flying[None, :], linear[..., 0] * h, c * body_x - s * body_y)
-        step_y = np.where(flying[None, :], linear[..., 1] * h, s * body_x + c * body_y)
-        step_z = np.where(flying[None, :], linear[..., 2] * h, 0.0)
+        moves = np.zeros((samples - 1, m, 3))          # world displacement of each step
+        moves[..., 0] = c * body_x - s * body_y
+        moves[..., 1] = s * body_x + c * body_y
+        if drones:
+            moves[:, flying] = linear[:, flying] * h
         path = np.empty((samples, m, 3))
-        path[0] = np.column_stack([state.poses[rows, :2], state.altitudes[rows]])
-        path[1:] = path[0][None] + np.cumsum(np.stack([step_x, step_y, step_z], axis=-1), axis=0)
+        path[0, :, :2] = state.poses[rows, :2]
+        path[0, :, 2] = state.altitudes[rows]
+        path[1:] = path[0][None] + np.cumsum(moves, axis=0)
         moving = np.zeros((samples, m), dtype=bool)
         moving[1:] = np.linalg.norm(linear, axis=-1) > self.params.rest_speed
         return path, moving
@@ -446,6 +454,14 @@ class _Rollouts:
             self._moving[:, r, c] = moving
             self._done[r, c] = True
         return self._path[:, robots, index], self._moving[:, robots, index]
+
+
+@functools.lru_cache(maxsize=8)
+def _upper_pairs(count: int):
+    """(i, j) of every pair i < j of `count` robots, row-major (read-only, kept)."""
+    i, j = np.triu_indices(count, 1)
+    i.flags.writeable = j.flags.writeable = False
+    return i, j
 
 
 def _pair_gap(pa, pb, flying_a, flying_b, ra, rb, ground_clearance):

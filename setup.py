@@ -34,7 +34,8 @@ setup(
         # rosbag2's Python API is not on PyPI (docs/recording.md).
         'record': ['rosbags'],
         'test': ['pytest', 'hypothesis', 'matplotlib', 'pyrvo', 'jt-pyrvo23d', 'ompl',
-                 'colcon-common-extensions', 'rosbags', 'mcap', 'mcap-ros2-support'],
+                 'navground==0.7.0', 'colcon-common-extensions', 'rosbags', 'mcap',
+                 'mcap-ros2-support'],
     },
     zip_safe=True,
     maintainer='orca_nav maintainers',

@@ -257,7 +257,7 @@ class NodeLoop(OrcaNavLoop):
                      Parameter('control_rate', value=RATE),
                      Parameter('cycle_trigger', value='odometry'),
                      Parameter('use_sim_time', value=True),
-                     Parameter('marker_rate', value=0.0), Parameter('diagnostics_rate', value=0.0),
+                     Parameter('marker_rate', value=0.0), Parameter('diagnostics_rate', value=0.1),
                      Parameter('require_map', value=scene.grid is not None)]
         for robot, goal in zip(scene.robots, scene.goals):
             for field, value in robot.field_values().items():

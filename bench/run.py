@@ -8,7 +8,7 @@ import importlib
 import sys
 import time
 
-AREAS = ('orca', 'orca3d', 'kinodynamic', 'planner3d', 'hybrid', 'fleet', 'pipeline',
+AREAS = ('orca', 'orca3d', 'kinodynamic', 'planner3d', 'hybrid', 'cycle', 'fleet', 'pipeline',
          'transforms', 'noisy_map', 'sensors', 'people', 'shards', 'tf_load', 'generalize')
 
 

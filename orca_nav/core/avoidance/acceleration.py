@@ -31,6 +31,11 @@ _FAN_LINES = 7          # tangent lines of the max_speed circle where the reacha
 _RING_ANGLES = 16       # candidate directions of the fallback, on each ring of the reachable disc
 _RINGS = (0.5, 1.0)     # candidate rings, as fractions of the reach
 _FAR = 1e12             # time to contact of a neighbour never touched
+_FAN_STEPS = np.linspace(-1.0, 1.0, _FAN_LINES)[:, None]     # the fan's angles, per half arc
+_RING_UNIT = np.column_stack([np.cos(2.0 * np.pi * np.arange(_RING_ANGLES) / _RING_ANGLES),
+                              np.sin(2.0 * np.pi * np.arange(_RING_ANGLES) / _RING_ANGLES)])
+# The fallback's candidate offsets (C, 2), in units of the reach: the centre, then the rings.
+_OFFSETS = np.concatenate([np.zeros((1, 2))] + [ring * _RING_UNIT for ring in _RINGS])
 
 
 def reachable_velocities(px, py, dx, dy, valid, num_hard, velocities, reach, max_speed,
@@ -88,11 +93,10 @@ def _speed_fan(v0x, v0y, speed0, reach, max_speed, covers):
     count = len(v0x)
     crosses = ~covers & (speed0 + reach > max_speed)
     heading = np.arctan2(v0y, v0x)
-    cos_half = np.clip((speed0 ** 2 + max_speed ** 2 - reach ** 2)
-                       / np.maximum(2.0 * speed0 * max_speed, 1e-300), -1.0, 1.0)
+    cos_half = np.minimum(np.maximum((speed0 ** 2 + max_speed ** 2 - reach ** 2)
+                                     / np.maximum(2.0 * speed0 * max_speed, 1e-300), -1.0), 1.0)
     half_arc = np.where(speed0 > 0.0, np.arccos(cos_half), np.pi)
-    steps = np.linspace(-1.0, 1.0, _FAN_LINES)[:, None]
-    angle = heading[None, :] + steps * half_arc[None, :]
+    angle = heading[None, :] + _FAN_STEPS * half_arc[None, :]
     point_x = max_speed * np.cos(angle) - v0x
     point_y = max_speed * np.sin(angle) - v0y
     dir_x, dir_y = -np.sin(angle), np.cos(angle)
@@ -110,11 +114,8 @@ def _least_penalty(rows, velocities, reach, max_speed, anchor, lines, num_hard,
     """For the agents `rows`: the candidate reachable velocity with the least RVO penalty
     (time to contact against the distance from `anchor`, RVO2's least-violation choice), among
     those breaking the obstacle lines least."""
-    angles = 2.0 * np.pi * np.arange(_RING_ANGLES) / _RING_ANGLES
-    unit = np.column_stack([np.cos(angles), np.sin(angles)])
-    offsets = np.concatenate([np.zeros((1, 2))] + [ring * unit for ring in _RINGS])   # (C, 2)
     v0 = velocities[rows]
-    candidates = v0[:, None, :] + reach[rows, None, None] * offsets[None]            # (F, C, 2)
+    candidates = v0[:, None, :] + reach[rows, None, None] * _OFFSETS[None]           # (F, C, 2)
     toward = v0 + _clip(anchor[rows] - v0, reach[rows])
     candidates = np.concatenate([candidates, toward[:, None, :], np.zeros((len(rows), 1, 2))],
                                 axis=1)

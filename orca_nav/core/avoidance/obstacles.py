@@ -44,6 +44,7 @@ RVO_EPSILON = 1e-5  # RVO2's RVO_EPSILON, used by the tree split classification
 # ~0.3 s at 800 vertices, minutes at 80,000); beyond it, a kd-tree over the edges.
 RVO2_TREE_MAX_VERTICES = 1024
 _BRUTE_FORCE_PAIRS = 20_000  # above this many agent-edge pairs, prefilter with a kd-tree
+_PACKED_DIGITS = 39          # traversal digits that fit one int64 as a base-3 number
 _ROW_CHUNK = 512
 # The kd-tree prefilter looks this much further (relative to the reach) than asked and keeps its
 # answer while no agent has moved out of that margin: agents move little per control cycle.
@@ -370,7 +371,14 @@ class ObstacleSet:
             return agent, edge
         if self._ancestor_edge.shape[1]:
             order_keys = self._traversal_keys(pos32[agent], edge)
-            order = np.lexsort(tuple(order_keys[:, ::-1].T) + (dist_sq, agent))
+            digits = order_keys.shape[1]
+            if digits <= _PACKED_DIGITS:
+                # The digits (0-2, most significant first) as one base-3 number: the same order.
+                packed = order_keys.astype(np.int64) @ 3 ** np.arange(digits - 1, -1, -1,
+                                                                      dtype=np.int64)
+                order = np.lexsort((packed, dist_sq, agent))
+            else:
+                order = np.lexsort(tuple(order_keys[:, ::-1].T) + (dist_sq, agent))
         else:    # no tree: ties stay in edge order (the pairs come sorted by agent, edge)
             order = np.lexsort((dist_sq, agent))
         return agent[order], edge[order]

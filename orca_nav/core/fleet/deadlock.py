@@ -128,8 +128,10 @@ class DeadlockBreaker:
             distances = np.hypot(*(goals - positions).T)
         elif np.shape(distances) != (n,):
             raise ValueError(f'distances must have shape ({n},), got {np.shape(distances)}')
-        distance = np.where(arrived, 0.0, np.nan_to_num(np.asarray(distances, dtype=float),
-                                                        nan=0.0, posinf=0.0))
+        distances = np.asarray(distances, dtype=float)
+        if not np.isfinite(distances).all():
+            distances = np.nan_to_num(distances, nan=0.0, posinf=0.0)
+        distance = np.where(arrived, 0.0, distances)
         # A new reference whenever the robot made enough progress (or has none yet / arrived).
         required = p.min_progress * np.minimum(max_speed * p.stall_time, self._reference_distance)
         progressed = (self._reference_distance - distance >= required) | arrived

@@ -47,6 +47,12 @@ def _per_robot(name: str, value, n: int, positive: bool = True) -> np.ndarray:
     return arr
 
 
+def _along(value, n: int) -> np.ndarray:
+    """`value` as a float array of shape (n,), broadcast only when it is not one already."""
+    arr = np.asarray(value, dtype=float)
+    return arr if arr.shape == (n,) else np.broadcast_to(arr, (n,))
+
+
 def finite_array(name: str, value, shape) -> np.ndarray:
     """`value` as a float array of `shape`; ValueError naming `name` and the index otherwise."""
     arr = np.asarray(value, dtype=float)
@@ -123,7 +129,7 @@ def admissible_twist(twist, limits: RobotLimits) -> np.ndarray:
         vx = twist[car, 0]
         max_rate = np.abs(vx) / limits.min_turning_radius[car]
         twist[car, 2] = np.clip(twist[car, 2], -max_rate, max_rate)
-    twist[:, 2] = np.clip(twist[:, 2], -limits.max_yaw_rate, limits.max_yaw_rate)
+    twist[:, 2] = np.minimum(np.maximum(twist[:, 2], -limits.max_yaw_rate), limits.max_yaw_rate)
     return twist
 
 
@@ -202,7 +208,7 @@ def _desired_heading(v_des, yaw, max_speed, allow_reverse: bool):
     v_des = np.atleast_2d(np.asarray(v_des, dtype=float))
     n = v_des.shape[0]
     v_des = finite_array('v_des', v_des, (n, 2))
-    yaw = finite_array('yaw', np.broadcast_to(np.asarray(yaw, float), (n,)), (n,))
+    yaw = finite_array('yaw', _along(yaw, n), (n,))
     speed = np.minimum(np.linalg.norm(v_des, axis=1), _per_robot('max_speed', max_speed, n))
     alpha = np.where(speed > 0.0, wrap_angle(np.arctan2(v_des[:, 1], v_des[:, 0]) - yaw), 0.0)
     backwards = np.zeros(n, dtype=bool)
@@ -233,7 +239,7 @@ def planar_velocity_to_unicycle(v_des, yaw, max_speed, max_yaw_rate, heading_tim
     _check_heading_time(heading_time)
     v = speed * np.maximum(np.cos(alpha), 0.0)
     v = np.where(backwards, -v, v)
-    omega = np.clip(alpha / heading_time, -max_yaw_rate, max_yaw_rate)
+    omega = np.minimum(np.maximum(alpha / heading_time, -max_yaw_rate), max_yaw_rate)
     return v, omega
 
 
@@ -302,7 +308,7 @@ def planar_velocity_to_twist(v_des, yaw, limits: RobotLimits, heading_time: floa
     """
     n = len(limits)
     v_des = finite_array('v_des', np.atleast_2d(np.asarray(v_des, dtype=float)), (n, 2))
-    yaw = finite_array('yaw', np.broadcast_to(np.asarray(yaw, float), (n,)), (n,))
+    yaw = finite_array('yaw', _along(yaw, n), (n,))
     twist = np.zeros((n, 3))
     sideways = limits.planar_holonomic
     twist[sideways, :2] = world_to_body(v_des[sideways], yaw[sideways])

@@ -44,8 +44,6 @@ from scipy.spatial import cKDTree
 from orca_nav.core.avoidance import NonCooperative, OrcaLines, OrcaParams, prepare_obstacles, solve
 from orca_nav.core.avoidance.map_polygons import grid_to_polygons
 from orca_nav.core.avoidance.neighbors import AgentNeighborList
-from orca_nav.core.avoidance.responsibility import check_responsibility
-from orca_nav.core.avoidance.solver import new_velocities
 from orca_nav.core.avoidance.obstacles import ObstacleSet
 from orca_nav.core.fleet.deadlock import DeadlockBreaker, DeadlockParams
 from orca_nav.core.fleet.drones import (Map3dModel, goal_problem_3d, ground_robot_spheres,
@@ -242,7 +240,6 @@ class FleetController:
         self._safety_scale = np.ones(n)             # the safety layer's last factors ...
         self._safety_reason = np.zeros(n, dtype=int)    # ... and why (safety.REASONS)
         self._neighbor_list = AgentNeighborList()    # kept over cycles: robots move little
-        self._constants_key, self._constants = None, {}     # `_orca_constants`
         self._configure_robots()
         self._breaker = self._new_breaker()
         self._tracker, self._tracked = self._new_tracker()
@@ -649,15 +646,21 @@ class FleetController:
         else:
             pref, tracking = self._preferred(rows, everyone, live, positions, limits, now)
         pref = np.where(run[:, None], pref, velocities)
-        radius = self._orca_radius[rows] + self.state.margins(rows, now, p.uncertainty_gain,
-                                                              p.max_uncertainty_margin)
-        change = (self._velocity_change(limits, dt)
-                  if p.acceleration_aware and not p.filter_mode else None)
+        orca = OrcaParams(time_step=p.period, neighbor_dist=p.neighbor_dist,
+                          max_neighbors=p.max_neighbors, time_horizon=p.time_horizon,
+                          time_horizon_obst=p.time_horizon_obst,
+                          radius=self._orca_radius[rows] + self.state.margins(
+                              rows, now, p.uncertainty_gain, p.max_uncertainty_margin),
+                          max_speed=limits.max_speed,
+                          max_velocity_change=self._velocity_change(limits, dt)
+                          if p.acceleration_aware and not p.filter_mode else None)
         # A drive follows its commands within max_accel: reachable from the last command.
         commanded = np.where(run[:, None], body_to_world(self._twist[rows, :2],
                                                          self.state.yaw[rows]), velocities)
-        solution = self._solve(rows, positions, velocities, pref, radius, limits.max_speed,
-                               change, commanded, now)
+        solution = solve(positions, velocities, pref, orca, self._obstacles,
+                         responsibility=self._responsibility[rows], others=self._others,
+                         extra_obstacles=self._sensed_obstacles(now),
+                         neighbor_list=self._neighbor_list, reach_from=commanded)
         self._orca_velocity[rows] = solution.velocities
         self._orca_cycles[rows] += run
         self._infeasible_cycles[rows] += run & solution.infeasible
@@ -676,49 +679,6 @@ class FleetController:
         velocity is a reference their heading controller tracks within NH-ORCA's error bound
         (`kinematics.tracking_error_bound`): limiting it too made a car lag its trajectory."""
         return np.where(limits.planar_holonomic, limits.max_accel * dt, np.inf)
-
-    def _solve(self, rows, positions, velocities, pref, radius, max_speed, change, reach_from,
-               now: float):
-        """`avoidance.solve` for the agents `rows` with the controller's ORCA parameters, the
-        map's and the sensed obstacles and the non-cooperative agents. Its inputs are the
-        controller's own (finite, validated when they were set), so the per-agent arrays go
-        to `new_velocities` as `OrcaParams.per_agent` would make them, without its checks on
-        every cycle; a non-finite input takes `solve`'s checks, which name it."""
-        p = self.params
-        count = len(rows)
-        if not (np.isfinite(pref).all() and np.isfinite(radius).all()
-                and np.isfinite(reach_from).all()):
-            return solve(positions, velocities, pref, OrcaParams(
-                time_step=p.period, neighbor_dist=p.neighbor_dist, max_neighbors=p.max_neighbors,
-                time_horizon=p.time_horizon, time_horizon_obst=p.time_horizon_obst, radius=radius,
-                max_speed=max_speed, max_velocity_change=change), self._obstacles,
-                responsibility=self._responsibility[rows], others=self._others,
-                extra_obstacles=self._sensed_obstacles(now), neighbor_list=self._neighbor_list,
-                reach_from=reach_from)
-        agent_params = dict(self._orca_constants(count), radius=radius, max_speed=max_speed,
-                            max_velocity_change=(np.full(count, np.inf) if change is None
-                                                 else change))
-        weights = check_responsibility(self._responsibility[rows], count)
-        return new_velocities(positions, velocities, pref, agent_params, p.period,
-                              self._obstacles, weights, self._others,
-                              self._sensed_obstacles(now), self._neighbor_list,
-                              OrcaParams.ttc_weight, reach_from)
-
-    def _orca_constants(self, count: int) -> Dict[str, np.ndarray]:
-        """The per-agent arrays of the ORCA parameters that do not change between cycles
-        (read-only, kept per agent count)."""
-        p = self.params
-        if self._constants_key is None or self._constants_key[0] != count \
-                or self._constants_key[1] is not p:
-            key = (count, p)
-            arrays = {'neighbor_dist': np.full(count, float(p.neighbor_dist)),
-                      'max_neighbors': np.full(count, int(p.max_neighbors), dtype=np.int64),
-                      'time_horizon': np.full(count, float(p.time_horizon)),
-                      'time_horizon_obst': np.full(count, float(p.time_horizon_obst))}
-            for array in arrays.values():
-                array.flags.writeable = False
-            self._constants_key, self._constants = key, arrays
-        return self._constants
 
     def _room(self, points, now: float) -> np.ndarray:
         """Clearance at points (K, 2) from the recent sensor edges and the map's obstacles

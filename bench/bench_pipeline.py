@@ -131,7 +131,7 @@ def with_orca_off(cfg):
 
 def pipeline_run(cfg):
     """`orca-nav demo` on cfg (planner + ORCA over DDS); returns the fleet part of report.json."""
-    from orca_nav.bringup.cli import run_demo
+    from orca_nav.bringup.demo import run_demo
 
     class Quiet:
         def update(self, *args):

@@ -42,7 +42,7 @@ def run(scenario: str, busy: int, duration: float) -> dict:
     from rosgraph_msgs.msg import Clock
     from tf2_msgs.msg import TFMessage
 
-    from orca_nav.bringup.cli import load_scenario, with_overrides
+    from orca_nav.bringup.demo import load_scenario, with_overrides
     from orca_nav.bringup.graph import MISSION, describe_graph
     from orca_nav.core.fleet.names import robot_names
     from orca_nav.ros.tf_listener import TF_QOS

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from orca_nav.bringup.cli import Progress, build_parser, load_scenario, main, with_overrides
+from orca_nav.bringup.cli import build_parser, main
+from orca_nav.bringup.demo import Progress, load_scenario, with_overrides
 
 
 def test_demo_arguments_and_defaults():
@@ -130,7 +131,7 @@ def test_the_demo_on_simulated_time_in_lockstep_gives_the_same_report_twice(tmp_
 
 
 def test_exit_status_is_1_on_a_contact_but_a_person_at_a_robot_at_rest():
-    from orca_nav.bringup.cli import demo_exit_status
+    from orca_nav.bringup.demo import demo_exit_status
 
     from orca_nav.bringup.report import empty_contact_tally
 
@@ -159,7 +160,7 @@ def test_contact_at_start_is_counted_and_fails_the_demo(tmp_path):
     have connected, and must still be counted, and the run must not pass."""
     import dataclasses
 
-    from orca_nav.bringup.cli import demo_exit_status, run_demo
+    from orca_nav.bringup.demo import demo_exit_status, run_demo
     from orca_nav.bringup.fleet_file import load_fleet_config
     cfg = load_fleet_config({'robots': [{'name': 'a', 'start': [0.0, 0.0], 'goal': [3.0, 0.0]},
                                         {'name': 'b', 'start': [2.0, 0.0], 'goal': [-3.0, 0.0]}],

@@ -6,7 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from orca_nav.bringup.cli import load_scenario, main
+from orca_nav.bringup.cli import main
+from orca_nav.bringup.demo import load_scenario
 
 
 @pytest.mark.ros
@@ -40,7 +41,7 @@ def test_drones_the_planner_cannot_plan_for_end_the_run_early_and_the_report_say
     """A budget of one expansion (four on the second try) plans for no drone: both hold still;
     the run ends as soon as the planner said so, not at the 120 s limit, and the report, the
     summary table and the exit status say what happened."""
-    from orca_nav.bringup.cli import demo_exit_status, run_demo
+    from orca_nav.bringup.demo import demo_exit_status, run_demo
     from orca_nav.bringup.fleet_file import load_fleet_config
     from orca_nav.bringup.report import format_table
     raw = load_scenario('drones', 2).to_dict()

@@ -140,7 +140,7 @@ def test_goal_in_obstacle_gives_diagnostic_and_no_motion():
 
 @pytest.mark.slow
 def test_warehouse_demo_reaches_every_goal_without_collision(tmp_path):
-    from orca_nav.bringup.cli import run_demo
+    from orca_nav.bringup.demo import run_demo
     cfg = scenario_config('warehouse')
     report = run_demo(cfg, tmp_path)
     fleet = report['fleet']

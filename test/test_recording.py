@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import yaml
 
-from orca_nav.bringup.cli import fresh_recording_folder, load_scenario, main
+from orca_nav.bringup.cli import main
+from orca_nav.bringup.demo import fresh_recording_folder, load_scenario
 from orca_nav.bringup.graph import RECORDER, describe_graph, recorded_topics
 from orca_nav.bringup.replay import (RunRecord, animate, frame_times, load_run, read_tracks,
                                      write_tracks)

@@ -182,7 +182,7 @@ def test_drones_are_separated_in_3d_and_cleared_in_the_3d_map(tmp_path):
 def test_a_robot_pushed_off_its_goal_after_reaching_it_has_not_reached_it():
     """It reached its goal at t = 4 and stood 0.33 m off it when the run ended (tolerance 0.25):
     `reached then displaced`, not counted, and the demo's exit status says the run failed."""
-    from orca_nav.bringup.cli import demo_exit_status
+    from orca_nav.bringup.demo import demo_exit_status
     t = np.linspace(0.0, 8.0, 81)
     x = np.minimum(t, 4.0)
     y = np.where(t > 6.0, 0.33, 0.0)

@@ -135,7 +135,7 @@ def outage_times(tracks, report: dict, outage: NodeOutage):
 def run_case(cfg: FleetConfig, case: FaultCase, real_time_factor: float = 1.0,
              executor: str = 'multi_threaded') -> dict:
     """One run of `cfg` under `case`: the row's figures for this run."""
-    from orca_nav.bringup.cli import Progress, run_demo
+    from orca_nav.bringup.demo import Progress, run_demo
     if case.planner and not cfg.planner_enabled:
         # The planner plans on a map: an open one where the fleet has none.
         from orca_nav.bringup.scenarios import maps_dir
@@ -246,7 +246,7 @@ def suite_passed(rows: Sequence[dict]) -> bool:
 
 
 def faults_command(args) -> int:
-    from orca_nav.bringup.cli import load_scenario
+    from orca_nav.bringup.demo import load_scenario
     try:
         cfg = load_scenario(args.scenario, args.robots)
         if args.duration is not None:

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from orca_nav.core.fleet.controller import (OK, WARN, ControllerParams, FleetController,
+from orca_nav.core.fleet.status import Level
+from orca_nav.core.fleet.controller import (ControllerParams, FleetController,
                                             prepare_map)
 from orca_nav.core.fleet.deadlock import DeadlockParams
 from orca_nav.core.fleet.fleet_state import JUMP_MARGIN_HOLD_S, LOCALIZATION_JUMP_M
@@ -111,8 +112,8 @@ def test_stale_robot_gets_zero_once_reported_and_is_a_static_agent():
     one = fleet.status(10.65, rows=[1])     # a part of the fleet: its counts restart alone
     assert [s.robot for s in one] == ['robot1'] and one[0].values['orca_cycles'] == '1'
     status = {s.robot: s for s in fleet.status(10.65)}
-    assert status['robot1'].level == WARN and 'stale odometry' in status['robot1'].message
-    assert status['robot0'].level == OK
+    assert status['robot1'].level is Level.WARN and 'stale odometry' in status['robot1'].message
+    assert status['robot0'].level is Level.OK
     assert (status['robot0'].values['orca_cycles'], status['robot1'].values['orca_cycles']) == \
         ('3', '0')
 
@@ -250,8 +251,8 @@ def test_jammed_robots_are_reported_infeasible():
             fleet.set_state(i, k * PERIOD, (x, 0.0), (0.0, 0.0), 0.0)
         fleet.step(k * PERIOD)
     status = {s.robot: s for s in fleet.status(0.5)}
-    assert status['robot0'].level == WARN and 'infeasible' in status['robot0'].message
-    assert status['robot2'].level == OK
+    assert status['robot0'].level is Level.WARN and 'infeasible' in status['robot0'].message
+    assert status['robot2'].level is Level.OK
     assert status['robot0'].values['orca_infeasible_cycles'] == '10'
     assert fleet.status(0.5)[0].values['orca_cycles'] == '0'   # counts restart per report
 

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.fleet.status import Level
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.fleet.fleet_planner import (FleetPlanner, Level, PlanOutcome, PlanSettings,
+from orca_nav.core.fleet.fleet_planner import (FleetPlanner, PlanOutcome, PlanSettings,
                                                   ReplanPolicy, StartState, build_planner,
                                                   plan_reference, planner_key, run_request)
 from orca_nav.core.planning.path_timing import time_path

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.fleet.status import Level
 from orca_nav.core.fleet.tracking import FleetTracker
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.fleet.fleet_planner import (FleetPlanner, Level, PlanSettings,
+from orca_nav.core.fleet.fleet_planner import (FleetPlanner, PlanSettings,
                                                   ReplanPolicy, StartState, run_request)
 from scenes import room
 

@@ -4,25 +4,32 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Dict, List, Tuple
+from typing import List, Mapping, Tuple
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
+from orca_nav.core.fleet.status import Level, RobotStatus
 from orca_nav.ros.convert import node_now
 
-# The core's levels are plain ints in diagnostic_msgs' order (OK 0, WARN 1, ERROR 2).
-_LEVELS = (DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR)
+_LEVELS = {Level.OK: DiagnosticStatus.OK, Level.WARN: DiagnosticStatus.WARN,
+           Level.ERROR: DiagnosticStatus.ERROR}
 # Robot statuses per /diagnostics message. A bigger fleet is reported in parts spread over the
 # period, each robot still once a period: 500 statuses in one go hold up a control cycle ~15 ms.
 _STATUSES_PER_MESSAGE = 50
 
 
-def status_msg(name: str, hardware_id: str, level: int, message: str,
-               values: Dict[str, str]) -> DiagnosticStatus:
+def status_msg(name: str, hardware_id: str, level: Level, message: str,
+               values: Mapping[str, str]) -> DiagnosticStatus:
     return DiagnosticStatus(level=_LEVELS[level], name=name, hardware_id=hardware_id,
                             message=message,
                             values=[KeyValue(key=k, value=v) for k, v in values.items()])
+
+
+def robot_status_msg(node_name: str, status: RobotStatus) -> DiagnosticStatus:
+    """A robot's core status as `<node_name>: <robot>`, its hardware id the robot."""
+    return status_msg(f'{node_name}: {status.robot}', status.robot, status.level,
+                      status.message, status.values)
 
 
 class CycleTimes:
@@ -56,7 +63,7 @@ class CycleTimes:
                   for q in (50, 99)}
         if self._wall_ms:
             values['cycles'] = str(len(self._wall_ms))
-        return status_msg(self._name, '', 0, f'last {len(self._wall_ms)} cycles', values)
+        return status_msg(self._name, '', Level.OK, f'last {len(self._wall_ms)} cycles', values)
 
 
 class FleetDiagnostics:
@@ -82,7 +89,7 @@ class FleetDiagnostics:
         """The statuses of the commanded robots among `rows` (fleet indices), now."""
         msg = DiagnosticArray()
         msg.header.stamp = self._node.get_clock().now().to_msg()
-        msg.status = [status_msg(f'orca_node: {s.robot}', s.robot, s.level, s.message, s.values)
+        msg.status = [robot_status_msg('orca_node', s)
                       for s in self._fleet.status(node_now(self._node), rows)]
         if with_cycle_times:
             msg.status.append(self._cycle_times.status())

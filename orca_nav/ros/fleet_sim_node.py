@@ -47,7 +47,7 @@ import math
 from typing import Dict, List, Optional
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry
@@ -60,6 +60,7 @@ from std_msgs.msg import String
 
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.names import robot_names
+from orca_nav.core.fleet.status import Level, RobotStatus
 from orca_nav.core.sim.faults import NO_ROBOT, Faults, OdometryLink
 from orca_nav.core.sim.fleet_sim import (ROBOT_OBSTACLE, ROBOT_PERSON, ROBOT_ROBOT, CollisionEvent,
                                          FleetSim)
@@ -67,6 +68,7 @@ from orca_nav.core.sim.lockstep import Lockstep, PeriodicSchedule
 from orca_nav.parameters.fleet_sim_node import (BOXES_SPEC, FAULT_SPECS, NODE_SPECS,
                                                 PEDESTRIAN_SPECS, SCAN_SPECS, TF_SPECS)
 from orca_nav.ros.construction import released_on_failure
+from orca_nav.ros.diagnostics import robot_status_msg
 from orca_nav.ros.convert import (OdometryCdr, cloud_to_grid, latched_qos, msg_to_grid,
                                   node_now, seconds_to_nanoseconds, seconds_to_time)
 from orca_nav.ros.node_main import run_node
@@ -505,25 +507,15 @@ class FleetSimNode(NamesUndeclaredParameters, Node):
         out = DiagnosticArray()
         out.header.stamp = seconds_to_time(now)
         for i, robot in enumerate(self.robots):
-            status = DiagnosticStatus(name=f'fleet_sim: {robot}', hardware_id=robot)
             touching = partners[i] + (['map'] if on_map[i] else [])
-            if touching:
-                status.level = DiagnosticStatus.ERROR
-                status.message = 'in collision with ' + ', '.join(touching)
-            else:
-                status.level = DiagnosticStatus.OK
-                status.message = 'ok'
-            status.values = [
-                KeyValue(key='x', value=f'{poses[i, 0]:.3f}'),
-                KeyValue(key='y', value=f'{poses[i, 1]:.3f}'),
-                KeyValue(key='z', value=f'{altitudes[i]:.3f}'),
-                KeyValue(key='yaw', value=f'{poses[i, 2]:.3f}'),
-                KeyValue(key='speed', value=f'{float(np.hypot(*twists[i, :2])):.3f}'),
-                KeyValue(key='collisions', value=str(int(self._collision_counts[i]))),
-                KeyValue(key='cmd_vel_age', value='never' if math.isinf(cmd_age[i])
-                         else f'{cmd_age[i]:.3f}'),
-            ]
-            out.status.append(status)
+            level, message = ((Level.ERROR, 'in collision with ' + ', '.join(touching))
+                              if touching else (Level.OK, 'ok'))
+            out.status.append(robot_status_msg('fleet_sim', RobotStatus(robot, level, message, {
+                'x': f'{poses[i, 0]:.3f}', 'y': f'{poses[i, 1]:.3f}',
+                'z': f'{altitudes[i]:.3f}', 'yaw': f'{poses[i, 2]:.3f}',
+                'speed': f'{float(np.hypot(*twists[i, :2])):.3f}',
+                'collisions': str(int(self._collision_counts[i])),
+                'cmd_vel_age': 'never' if math.isinf(cmd_age[i]) else f'{cmd_age[i]:.3f}'})))
         self._diag_pub.publish(out)
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Dict, Iterable, Optional
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
 from nav_msgs.msg import Odometry, Path
@@ -42,12 +42,14 @@ from sensor_msgs.msg import PointCloud2
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
 from orca_nav.core.fleet.robots import ROBOT_FIELDS, RobotSpec
-from orca_nav.core.fleet.fleet_planner import (Actions, FleetPlanner, GoalEnd, Level,
-                                               PlanOutcome, PlanSettings, ReplanPolicy,
-                                               RobotStatus, StartState, run_request)
+from orca_nav.core.fleet.fleet_planner import (Actions, FleetPlanner, GoalEnd, PlanOutcome,
+                                               PlanSettings, ReplanPolicy, StartState,
+                                               run_request)
+from orca_nav.core.fleet.status import Level, RobotStatus
 from orca_nav.parameters.planner_node import NODE_SPECS
 from orca_nav.parameters.shared import ROBOT_SPECS
 from orca_nav.ros.construction import released_on_failure
+from orca_nav.ros.diagnostics import robot_status_msg
 from orca_nav.ros.convert import (cloud_to_grid, latched_qos, msg_to_grid, node_now,
                                   odom_state_from_cdr, pose_from_msg, seconds_to_time)
 from orca_nav.ros.lifecycle import ManagedNode
@@ -60,9 +62,6 @@ from orca_nav.ros.qos_events import publisher_events, subscription_events
 from orca_nav.ros.tf_poses import FleetPoses
 from orca_nav.ros.trajectory_msgs import (empty_path, empty_trajectory, reference_to_path,
                                           reference_to_trajectory)
-
-_DIAGNOSTIC_LEVEL = {Level.OK: DiagnosticStatus.OK, Level.WARN: DiagnosticStatus.WARN,
-                     Level.ERROR: DiagnosticStatus.ERROR}
 
 
 def robot_spec(name: str, config: Dict[str, object]) -> RobotSpec:
@@ -279,11 +278,7 @@ class PlannerNode(ManagedNode):
     def _publish_statuses(self, statuses: Iterable[RobotStatus]) -> None:
         msg = DiagnosticArray()
         msg.header.stamp = seconds_to_time(node_now(self))
-        msg.status = [DiagnosticStatus(level=_DIAGNOSTIC_LEVEL[s.level],
-                                       name=f'planner_node: {s.robot}', hardware_id=s.robot,
-                                       message=s.message,
-                                       values=[KeyValue(key=k, value=v) for k, v in s.values])
-                      for s in statuses]
+        msg.status = [robot_status_msg('planner_node', s) for s in statuses]
         self._diag_pub.publish(msg)
 
     def destroy_node(self):

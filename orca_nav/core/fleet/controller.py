@@ -57,6 +57,7 @@ from orca_nav.core.fleet.safety import SafetyInput, SafetyLayer, SafetyParams
 from orca_nav.core.fleet.sensed_obstacles import SensedObstacles
 from orca_nav.core.fleet.fleet_state import FleetState
 from orca_nav.core.fleet.state_estimate import project_positions
+from orca_nav.core.fleet.status import Level, RobotStatus
 from orca_nav.core.fleet.tracking import FleetTracker, TrackingCommand, TrackingParams, tracking_twist
 from orca_nav.core.fleet.velocity_filter import filtered_twists, preferred_from_twists
 from orca_nav.core.geometry import body_to_world, world_to_body
@@ -68,7 +69,6 @@ _EARLY = 0.1        # control periods: how early before its grid slot a cycle ma
 _MIN_GAP = 0.5      # control periods: the least time between two cycles
 _INTERVAL_MEMORY = 0.9   # per cycle: how slowly a late cycle's interval is forgotten
 _SAFETY_STEP = 0.025     # s: the safety layer samples braking paths at least this often
-OK, WARN, ERROR = 0, 1, 2     # status levels, as diagnostic_msgs/DiagnosticStatus orders them
 
 
 @dataclass(frozen=True)
@@ -162,16 +162,6 @@ class ControlOutput(NamedTuple):
     publish: np.ndarray         # (N,) bool: robots to send their twist (engaged, commanded)
     newly_stale: List[int]      # robots whose state went stale in this cycle
     climb_rates: Optional[np.ndarray] = None    # (N,) vz of drones (cmd_vel linear.z); else 0
-
-
-@dataclass
-class RobotStatus:
-    """One commanded robot's health for diagnostics: level (OK/WARN/ERROR), message, values."""
-
-    robot: str
-    level: int
-    message: str
-    values: Dict[str, str]
 
 
 class FleetView(NamedTuple):
@@ -844,37 +834,38 @@ class FleetController:
             age = now - self.state.stamp[i]
             cycles, infeasible = int(self._orca_cycles[i]), int(self._infeasible_cycles[i])
             if not np.isfinite(age):
-                level, message = WARN, 'no odometry yet'
+                level, message = Level.WARN, 'no odometry yet'
                 if i in self.state.input_problem:
                     message += f'; odometry refused: {self.state.input_problem[i]}'
             elif age > self.params.odom_timeout:
-                level, message = WARN, f'stale odometry ({age:.2f} s old): stopped'
+                level, message = Level.WARN, f'stale odometry ({age:.2f} s old): stopped'
                 if i in self.state.input_problem:
                     message += f'; newer odometry refused: {self.state.input_problem[i]}'
             elif waiting_for_map:
-                level, message = WARN, 'waiting for the map: holding still'
+                level, message = Level.WARN, 'waiting for the map: holding still'
             elif self._flying[i] and self.params.require_map_3d and self._map_3d is None:
-                level, message = WARN, 'waiting for the 3-D map: holding still'
+                level, message = Level.WARN, 'waiting for the 3-D map: holding still'
             elif self.params.filter_mode:
                 input_age = now - self._input_stamp[i]
-                level, message = OK, ('ok: filtering its input twist'
-                                      if input_age <= self.params.source_timeout else
-                                      'no input twist within source_timeout: stopped')
+                level, message = Level.OK, ('ok: filtering its input twist'
+                                            if input_age <= self.params.source_timeout else
+                                            'no input twist within source_timeout: stopped')
             elif self._tracked[i] and self._reference(i) is None:
-                level, message = OK, 'holding still: no trajectory'
+                level, message = Level.OK, 'holding still: no trajectory'
             elif not self._tracked[i] and not np.isfinite(self._goal[i, 0]):
-                level, message = OK, 'ok: no goal'
+                level, message = Level.OK, 'ok: no goal'
             elif self._arrived[i]:
-                level, message = OK, 'goal reached'
+                level, message = Level.OK, 'goal reached'
             elif 2 * infeasible > cycles:
-                level, message = WARN, (f'ORCA infeasible in {infeasible} of {cycles} cycles: '
-                                        'jammed, moving at the least-penetrating velocity')
+                level, message = Level.WARN, (f'ORCA infeasible in {infeasible} of {cycles} '
+                                              'cycles: jammed, moving at the least-penetrating '
+                                              'velocity')
             elif yielding is not None and yielding[i]:
-                level, message = OK, 'ok: yielding (deadlock breaker)'
+                level, message = Level.OK, 'ok: yielding (deadlock breaker)'
             elif detouring is not None and detouring[i]:
-                level, message = OK, 'ok: detouring (deadlock breaker)'
+                level, message = Level.OK, 'ok: detouring (deadlock breaker)'
             else:
-                level, message = OK, 'ok'
+                level, message = Level.OK, 'ok'
             out.append(RobotStatus(self.names[i], level, message, {
                 'odom_age_s': f'{age:.3f}',
                 'speed': f'{float(np.hypot(*self._orca_velocity[i])):.3f}',

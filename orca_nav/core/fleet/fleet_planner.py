@@ -47,7 +47,6 @@ Time is passed in (seconds, the caller's one clock); numpy only.
 """
 from __future__ import annotations
 
-import enum
 import threading
 from dataclasses import dataclass, field, fields, replace
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
@@ -55,6 +54,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.fleet.status import Level, RobotStatus
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.path_timing import reference_from_samples, time_path
 from orca_nav.core.planning.reference import Reference
@@ -65,14 +65,6 @@ _AERIAL = ('quadrotor',)
 _START_SPEED_FRACTION = 0.95     # odometry may overshoot the speed limit a little
 JAM_PROGRESS = 0.1      # m the distance to go must shrink by within a goal's jam_timeout
 RETRY_BUDGET_FACTOR = 4     # a query that spent its expansion budget is retried with this many
-
-
-class Level(enum.IntEnum):
-    """Severity of a robot's status (the numbers of diagnostic_msgs/DiagnosticStatus)."""
-
-    OK = 0
-    WARN = 1
-    ERROR = 2
 
 
 def _from_values(cls, values: Mapping[str, object]):
@@ -225,14 +217,6 @@ class TrajectoryUpdate:
     robot: str
     reference: Optional[Reference]
     start_s: float
-
-
-@dataclass(frozen=True)
-class RobotStatus:
-    robot: str
-    level: Level
-    message: str
-    values: Tuple[Tuple[str, str], ...] = ()    # (key, value) pairs
 
 
 @dataclass(frozen=True)
@@ -723,9 +707,9 @@ class FleetPlanner:
         grid = self._maps[reference.dim].grid
         return bool(np.all(grid.segment_free(ahead[:-1], ahead[1:], robot.spec.radius)))
 
-    def _values(self, robot: _Robot, extra=()) -> Tuple[Tuple[str, str], ...]:
+    def _values(self, robot: _Robot, extra=()) -> Dict[str, str]:
         goal = 'none' if robot.goal is None else ', '.join(f'{v:.3f}' for v in robot.goal)
-        return (('goal', goal),) + tuple(extra)
+        return {'goal': goal, **dict(extra)}
 
     def _set_status(self, actions: Actions, name: str, level: Level, message: str,
                     values=()) -> None:

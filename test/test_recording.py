@@ -48,6 +48,7 @@ def test_the_recorder_records_what_the_fleet_publishes():
             '/map'} <= set(topics)
     assert '/clock' not in topics and '/fleet_sim/collisions' not in topics
     assert '/tracked_agents' in recorded_topics(load_scenario('people'), True, True)
+    assert '/map_3d' in recorded_topics(load_scenario('drones', 2), True, True)
 
 
 def test_the_recorder_is_off_by_default_and_counts_as_an_odometry_reader_in_lockstep():

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from orca_nav.bringup.fleet_file import FleetConfig
 from orca_nav.bringup.rviz import rviz_remappings, write_rviz_config
 from orca_nav.core.voxel_map import load_voxel_map
+from orca_nav.parameters.map_3d_publisher import MAP_3D_TOPIC
 from orca_nav.parameters.orca_node import MODES
 
 PACKAGE = 'orca_nav'

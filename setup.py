@@ -35,12 +35,13 @@ setup(
         'record': ['rosbags'],
         'test': ['pytest', 'hypothesis', 'matplotlib', 'pyrvo', 'jt-pyrvo23d', 'ompl',
                  'navground==0.7.0', 'colcon-common-extensions', 'rosbags', 'mcap',
-                 'mcap-ros2-support'],
+                 'mcap-ros2-support', 'ruff'],
     },
     zip_safe=True,
     maintainer='orca_nav maintainers',
     maintainer_email='orca-nav@example.com',
-    description='Multi-robot navigation: kinodynamic/hybrid A* planning and ORCA local avoidance for ROS 2.',
+    description='Multi-robot navigation: kinodynamic/hybrid A* planning and ORCA local avoidance '
+                'for ROS 2.',
     license='Apache-2.0',
     tests_require=['pytest'],
     entry_points={

@@ -160,7 +160,6 @@ def run_node_size(count, seconds, spacing, odom_rate, player='bytes'):
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import Twist
-    from nav_msgs.msg import Odometry
     from rcl_interfaces.msg import Parameter as ParameterMsg
     from rcl_interfaces.msg import ParameterType, ParameterValue
     from rcl_interfaces.srv import SetParameters
@@ -202,7 +201,8 @@ def run_node_size(count, seconds, spacing, odom_rate, player='bytes'):
                 diag.update({kv.key: float(kv.value) for kv in status.values})
 
     for i in sampled:
-        node.create_subscription(Twist, f'/{robots[i]}/cmd_vel', lambda _m, info, i=i: on_cmd(i, info), 50)
+        node.create_subscription(Twist, f'/{robots[i]}/cmd_vel',
+                                 lambda _m, info, i=i: on_cmd(i, info), 50)
     node.create_subscription(DiagnosticArray, '/diagnostics', on_diag, 10)
     parameters = node.create_client(SetParameters, '/orca_node/set_parameters')
     executor = SingleThreadedExecutor(context=context)
@@ -229,8 +229,9 @@ def run_node_size(count, seconds, spacing, odom_rate, player='bytes'):
         measuring.set()
         window_start = time.perf_counter()
         time.sleep(0.5 * seconds)
-        param_ms = set_parameter_ms(parameters, ParameterMsg(name='marker_rate', value=ParameterValue(
-            type=ParameterType.PARAMETER_DOUBLE, double_value=0.0)))
+        param_ms = set_parameter_ms(parameters, ParameterMsg(
+            name='marker_rate',
+            value=ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=0.0)))
         time.sleep(max(0.0, window_start + seconds - time.perf_counter()))
         measuring.clear()
         window = time.perf_counter() - window_start

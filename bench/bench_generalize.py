@@ -377,7 +377,8 @@ def table(runs: List[dict]) -> List[str]:
             f'{total("robot_robot_moving"):>6}/{total("robot_robot_rest"):<5} '
             f'{total("robot_obstacle_moving"):>7}/{total("robot_obstacle_rest"):<7} '
             f'{total("robot_person_moving"):>7}/{total("robot_person_rest"):<7} '
-            f'{total("reached"):>4}/{total("goals"):<4} {total("finished"):>4}/{total("robots"):<4} '
+            f'{total("reached"):>4}/{total("goals"):<4} '
+            f'{total("finished"):>4}/{total("robots"):<4} '
             f'{total("stuck"):>5} {total("plan_failures"):>9} {median:>8}')
     return lines
 

@@ -32,15 +32,16 @@ from pathlib import Path
 
 import numpy as np
 
-from orca_nav.core.planning.footprint import Footprint, FootprintChecker
-from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.planning.hybrid_astar import HybridAStar, HybridParams
 from orca_nav.core.geometry import wrap_angle
+from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.planning.footprint import Footprint, FootprintChecker
+from orca_nav.core.planning.hybrid_astar import HybridAStar, HybridParams
 
 ROOT = Path(__file__).resolve().parents[1]
 MAP = ROOT.parent / 'shared' / 'refdata' / 'planners' / 'parking_2d.npz'
 RESULTS = ROOT / 'bench' / 'results' / 'hybrid.json'
-CAR = dict(wheelbase=2.7, min_turning_radius=5.0, footprint_length=4.5, footprint_width=2.0, rear_overhang=0.9)
+CAR = dict(wheelbase=2.7, min_turning_radius=5.0, footprint_length=4.5, footprint_width=2.0,
+           rear_overhang=0.9)
 
 
 def load_map():
@@ -52,7 +53,8 @@ def load_map():
 def posthoc_free(grid, poses):
     """Footprint check of poses (K, 3) by samples alone, no shortcut (edges every resolution / 2,
     interior every resolution: 0.05 m and 0.1 m here, the refdata README's post-hoc check)."""
-    checker = FootprintChecker(grid, Footprint(CAR['footprint_length'], CAR['footprint_width'], CAR['rear_overhang']))
+    checker = FootprintChecker(grid, Footprint(CAR['footprint_length'], CAR['footprint_width'],
+                                               CAR['rear_overhang']))
     return all(checker.free_by_samples(poses[i:i + 500]).all() for i in range(0, len(poses), 500))
 
 
@@ -77,8 +79,9 @@ def run_orca_nav(grid, names, queries, repeats):
             result = planner.plan(q[:3], q[3:])
             cpu.append(time.process_time() - c0)
             times.append(result.stats.plan_time)
-        row = dict(success=result.success, status=result.status.name, time_s=statistics.median(times),
-                   cpu_s=statistics.median(cpu), expansions=result.stats.expanded_nodes)
+        row = dict(success=result.success, status=result.status.name,
+                   time_s=statistics.median(times), cpu_s=statistics.median(cpu),
+                   expansions=result.stats.expanded_nodes)
         if result.success:
             poses, _ = result.path.sample(0.05)
             row.update(length=result.path.length, switches=result.path.direction_switches,
@@ -143,7 +146,8 @@ class OmplPeer:
         length = path.length()
         path.interpolate(max(2, int(math.ceil(length / 0.05)) + 1))
         poses = np.array([[s.getX(), s.getY(), s.getYaw()] for s in path.getStates()])
-        return dict(success=True, time_s=elapsed, cpu_s=cpu, length=length, switches=switches_of(poses),
+        return dict(success=True, time_s=elapsed, cpu_s=cpu, length=length,
+                    switches=switches_of(poses),
                     posthoc_collision_free=posthoc_free(self.grid, poses))
 
     def rrt_connect(self, q, cap):
@@ -176,9 +180,12 @@ class OmplPeer:
 
 def summarize(runs):
     ok = [r for r in runs if r['success']]
-    med = (lambda key: statistics.median(r[key] for r in ok) if ok else None)
-    return dict(success=len(ok), runs=len(runs), time_s=med('time_s'), cpu_s=med('cpu_s'), length=med('length'),
-                switches=med('switches'), posthoc_clean=sum(r['posthoc_collision_free'] for r in ok))
+
+    def med(key):
+        return statistics.median(r[key] for r in ok) if ok else None
+    return dict(success=len(ok), runs=len(runs), time_s=med('time_s'), cpu_s=med('cpu_s'),
+                length=med('length'), switches=med('switches'),
+                posthoc_clean=sum(r['posthoc_collision_free'] for r in ok))
 
 
 def run_peers(grid, names, queries, seeds, rrt_cap, bitstar_budget):
@@ -214,16 +221,18 @@ def main(argv=None):
     peers = run_peers(grid, names, queries, args.seeds, args.rrt_cap, args.bitstar_budget)
 
     print(f'parking_2d, {len(names)} queries; orca_nav precompute per map: clearance '
-          f'{precompute["clearance_s"] * 1000:.0f} ms, planner init {precompute["planner_init_s"] * 1000:.0f} ms '
+          f'{precompute["clearance_s"] * 1000:.0f} ms, planner init '
+          f'{precompute["planner_init_s"] * 1000:.0f} ms '
           f'(not in plan times)')
-    header = (f'{"query":18s} {"planner":11s} {"ok":>5s} {"time ms":>8s} {"cpu ms":>7s} {"length m":>9s} '
-              f'{"switch":>6s} {"clean":>5s}')
+    header = (f'{"query":18s} {"planner":11s} {"ok":>5s} {"time ms":>8s} {"cpu ms":>7s} '
+              f'{"length m":>9s} {"switch":>6s} {"clean":>5s}')
     print(header)
     print('-' * len(header))
     ratios = {}
     for name in names:
         r = ours[name]
-        print(f'{name:18s} {"orca_nav":11s} {("1/1" if r["success"] else "0/1"):>5s} {r["time_s"] * 1000:8.1f} '
+        print(f'{name:18s} {"orca_nav":11s} {("1/1" if r["success"] else "0/1"):>5s} '
+              f'{r["time_s"] * 1000:8.1f} '
               f'{r["cpu_s"] * 1000:7.1f} '
               f'{fmt(r.get("length"), "9.1f")} {fmt(r.get("switches"), "6d")} '
               f'{str(r.get("posthoc_collision_free", "-")):>5s}')
@@ -233,8 +242,9 @@ def main(argv=None):
                 continue
             p = peers[planner][name]
             ms = [None if v is None else v * 1000 for v in (p['time_s'], p['cpu_s'])]
-            print(f'{"":18s} {planner:11s} {p["success"]}/{p["runs"]:<3d} {fmt(ms[0], "8.1f")} {fmt(ms[1], "7.1f")} '
-                  f'{fmt(p["length"], "9.1f")} {fmt(p["switches"], "6.1f")} {p["posthoc_clean"]:>5d}')
+            print(f'{"":18s} {planner:11s} {p["success"]}/{p["runs"]:<3d} '
+                  f'{fmt(ms[0], "8.1f")} {fmt(ms[1], "7.1f")} {fmt(p["length"], "9.1f")} '
+                  f'{fmt(p["switches"], "6.1f")} {p["posthoc_clean"]:>5d}')
             if p['length'] is not None:
                 best = p['length'] if best is None else min(best, p['length'])
         if best is not None and r.get('length') is not None:
@@ -252,9 +262,10 @@ def main(argv=None):
     if peers is None:
         print('OMPL not installed: peers skipped')
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(dict(map='parking_2d', args=vars(args), precompute=precompute, orca_nav=ours,
-                                       peers=peers, length_ratio_to_best_peer=ratios, solved=solved,
-                                       median_plan_time_s=median_time, median_plan_cpu_s=median_cpu), indent=2))
+    RESULTS.write_text(json.dumps(dict(
+        map='parking_2d', args=vars(args), precompute=precompute, orca_nav=ours, peers=peers,
+        length_ratio_to_best_peer=ratios, solved=solved, median_plan_time_s=median_time,
+        median_plan_cpu_s=median_cpu), indent=2))
     return ours, peers
 
 

@@ -63,7 +63,8 @@ def random_queries(grid, count, min_dist, margin, seed):
     out = []
     while len(out) < count:
         a, b = rng.uniform(lo, hi), rng.uniform(lo, hi)
-        if np.linalg.norm(a - b) >= min_dist and (grid.clearance_at(np.stack([a, b])) > margin).all():
+        if np.linalg.norm(a - b) >= min_dist and \
+                (grid.clearance_at(np.stack([a, b])) > margin).all():
             out.append(np.concatenate([a, b]))
     return np.array(out)
 
@@ -75,14 +76,16 @@ def scenarios(extra, seed=7):
     load_s = time.perf_counter() - t0
     quad = KinodynamicParams(max_vel=3.0, max_acc=3.0, robot_radius=RADIUS, max_speed=3.0,
                              max_acc_norm=3.0)
-    out = [('forest_3d', forest, quad, np.vstack([forest_q, random_queries(forest, extra, 20.0, 0.6, seed)])
-            if extra else forest_q, cylinders, len(forest_q), load_s)]
+    queries = (np.vstack([forest_q, random_queries(forest, extra, 20.0, 0.6, seed)])
+               if extra else forest_q)
+    out = [('forest_3d', forest, quad, queries, cylinders, len(forest_q), load_s)]
 
     iz = int(1.0 / forest.resolution)
     slice_grid = OccupancyGrid(forest.occupied[iz], forest.resolution, forest.origin[:2])
     ground = KinodynamicParams(max_vel=3.0, max_acc=3.0, robot_radius=RADIUS, max_speed=3.0,
                                max_acc_norm=3.0)
-    out.append(('forest_2d', slice_grid, ground, forest_q[:, [0, 1, 3, 4]], None, len(forest_q), 0.0))
+    out.append(('forest_2d', slice_grid, ground, forest_q[:, [0, 1, 3, 4]], None, len(forest_q),
+                0.0))
 
     t0 = time.perf_counter()
     park = np.load(PLANNERS / 'parking_2d.npz')
@@ -102,7 +105,8 @@ def check(planner, inflated, traj, start, goal, cylinders):
     speed = np.linalg.norm(vel, axis=1)
     out = dict(
         collision_free=bool(not inflated.occupied_at(pos).any()),
-        within_limits=bool(np.abs(vel).max() <= p.max_vel + 1e-6 and np.abs(acc).max() <= p.max_acc + 1e-6
+        within_limits=bool(np.abs(vel).max() <= p.max_vel + 1e-6
+                           and np.abs(acc).max() <= p.max_acc + 1e-6
                            and (p.max_speed is None or speed.max() <= p.max_speed + 1e-6)
                            and (p.max_acc_norm is None
                                 or np.linalg.norm(acc, axis=1).max() <= p.max_acc_norm + 1e-6)),
@@ -110,7 +114,8 @@ def check(planner, inflated, traj, start, goal, cylinders):
         start_error=float(np.linalg.norm(pos[0] - start)),
     )
     if cylinders is not None:
-        dxy = np.linalg.norm(pos[:, None, :2] - cylinders[None, :, :2], axis=2) - cylinders[None, :, 2]
+        dxy = (np.linalg.norm(pos[:, None, :2] - cylinders[None, :, :2], axis=2)
+               - cylinders[None, :, 2])
         out['min_cylinder_clearance'] = float(dxy.min())
     return out
 
@@ -135,7 +140,8 @@ def run_ours(name, grid, params, queries, cylinders):
         if result.status is PlanStatus.SUCCESS:
             traj = result.trajectory
             run.update(duration_s=traj.duration, duration_ratio=traj.duration / bound,
-                       length=traj.length(), **check(planner, inflated, traj, start, goal, cylinders))
+                       length=traj.length(),
+                       **check(planner, inflated, traj, start, goal, cylinders))
         runs.append(run)
     return setup_s, runs
 
@@ -252,15 +258,17 @@ def run_ompl(grid, params, queries, cap):
 # ---------------------------------------------------------------------- report
 def summary(runs):
     ok = [r for r in runs if r['status'] == 'success']
-    med = (lambda key: statistics.median(r[key] for r in ok) if ok else None)
+
+    def med(key):
+        return statistics.median(r[key] for r in ok) if ok else None
     out = dict(success=len(ok), queries=len(runs), median_time_s=med('time_s'),
                median_duration_ratio=med('duration_ratio'), median_length=med('length'),
                median_duration_s=med('duration_s'))
     if ok and 'cpu_s' in ok[0]:
         out['median_cpu_s'] = med('cpu_s')
         out['max_duration_ratio'] = max(r['duration_ratio'] for r in ok)
-        out['all_checks_pass'] = all(r['collision_free'] and r['within_limits'] and r['end_error'] <= 0.1
-                                     for r in ok)
+        out['all_checks_pass'] = all(r['collision_free'] and r['within_limits']
+                                     and r['end_error'] <= 0.1 for r in ok)
         if 'min_cylinder_clearance' in ok[0]:
             out['min_cylinder_clearance'] = min(r['min_cylinder_clearance'] for r in ok)
     return out
@@ -272,8 +280,10 @@ def fmt(value, spec):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--quick', action='store_true', help='< 30 s: no extra queries, short OMPL runs')
-    parser.add_argument('--extra', type=int, default=10, help='random forest_3d queries beyond the 5')
+    parser.add_argument('--quick', action='store_true',
+                        help='< 30 s: no extra queries, short OMPL runs')
+    parser.add_argument('--extra', type=int, default=10,
+                        help='random forest_3d queries beyond the 5')
     parser.add_argument('--ompl-cap', type=float, default=5.0, help='OMPL seconds per query')
     args = parser.parse_args(argv)
     extra = 0 if args.quick else args.extra
@@ -301,30 +311,37 @@ def main(argv=None):
                 entry['ompl_runs'] = peer
         report['maps'][name] = entry
         o = entry['ours']
-        lines.append(f'{name}: map load {load_s:.2f} s, planner precompute {setup_s:.2f} s (not plan time)')
+        lines.append(f'{name}: map load {load_s:.2f} s, planner precompute {setup_s:.2f} s '
+                     '(not plan time)')
         lines.append(f'  {"planner":<28} {"ok":>6} {"med time ms":>11} {"med cpu ms":>10} '
                      f'{"dur/bound med":>13} {"max":>5} {"len m":>6}')
         lines.append(f'  {"kinodynamic A* (given)":<28} {o["success"]:>3}/{o["queries"]:<2} '
                      f'{fmt(o["median_time_s"] and o["median_time_s"] * 1e3, ".0f"):>11} '
                      f'{fmt(o.get("median_cpu_s") and o["median_cpu_s"] * 1e3, ".0f"):>10} '
-                     f'{fmt(o["median_duration_ratio"], ".2f"):>13} {fmt(o.get("max_duration_ratio"), ".2f"):>5} '
+                     f'{fmt(o["median_duration_ratio"], ".2f"):>13} '
+                     f'{fmt(o.get("max_duration_ratio"), ".2f"):>5} '
                      f'{fmt(o["median_length"], ".1f"):>6}')
         if further:
             f = entry['ours_further']
             lines.append(f'  {"kinodynamic A* (random)":<28} {f["success"]:>3}/{f["queries"]:<2} '
                          f'{fmt(f["median_time_s"] and f["median_time_s"] * 1e3, ".0f"):>11} '
                          f'{fmt(f.get("median_cpu_s") and f["median_cpu_s"] * 1e3, ".0f"):>10} '
-                         f'{fmt(f["median_duration_ratio"], ".2f"):>13} {fmt(f.get("max_duration_ratio"), ".2f"):>5} '
+                         f'{fmt(f["median_duration_ratio"], ".2f"):>13} '
+                         f'{fmt(f.get("max_duration_ratio"), ".2f"):>5} '
                          f'{fmt(f["median_length"], ".1f"):>6}')
         if 'ompl_control_rrt' in entry:
             pr = entry['ompl_control_rrt']
-            lines.append(f'  {f"OMPL control RRT (cap {cap:g} s)":<28} {pr["success"]:>3}/{pr["queries"]:<2} '
-                         f'{fmt(pr["median_time_s"] and pr["median_time_s"] * 1e3, ".0f"):>11} {"":>10} '
-                         f'{fmt(pr["median_duration_ratio"], ".2f"):>13} {"":>5} {fmt(pr["median_length"], ".1f"):>6}')
+            rrt = f'OMPL control RRT (cap {cap:g} s)'
+            rrt_ms = pr['median_time_s'] and pr['median_time_s'] * 1e3
+            lines.append(f'  {rrt:<28} {pr["success"]:>3}/{pr["queries"]:<2} '
+                         f'{fmt(rrt_ms, ".0f"):>11} {"":>10} '
+                         f'{fmt(pr["median_duration_ratio"], ".2f"):>13} {"":>5} '
+                         f'{fmt(pr["median_length"], ".1f"):>6}')
             if pr['median_time_s'] and o['median_time_s']:
                 ours_sub = summary(given[:pr['queries']])
                 if ours_sub['median_time_s']:
-                    lines.append(f'  median plan time, OMPL / ours on the same {pr["queries"]} queries: '
+                    lines.append(f'  median plan time, OMPL / ours on the same {pr["queries"]} '
+                                 'queries: '
                                  f'{pr["median_time_s"] / ours_sub["median_time_s"]:.1f}x')
         checks = [f'all trajectories pass re-check (0.02 s, limits, inflated map, end <= 0.1 m): '
                   f'{o.get("all_checks_pass")}']

@@ -126,7 +126,8 @@ def main(argv=None):
         'robots': ROBOTS, 'cycles': len(cycle),
         'prepare_target_s': PREPARE_TARGET_S, 'cycle_target_ms': CYCLE_TARGET_MS,
     }
-    result['cycle_vs_empty_map'] = result['cycle_median_ms'] / result['peer_empty_map_cycle_median_ms']
+    result['cycle_vs_empty_map'] = (result['cycle_median_ms']
+                                    / result['peer_empty_map_cycle_median_ms'])
     print(f"noisy map: {result['map']}: {result['polygons']} polygons, {result['vertices']} "
           f"vertices, {result['obstacle_structure']}")
     print(f"prepare_map      min {result['prepare_min_s']:.3f} s  median "

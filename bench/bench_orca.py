@@ -144,7 +144,8 @@ def run_workload(pyrvo, start, goals, steps, runs):
                orca_nav_ms=float(np.median(ours_ms)), orca_nav_min_ms=float(ours_ms.min()))
     if peer is not None:
         ratio = ours_ms / do_step_ms
-        peer_positions = np.array([peer.get_agent_position(i).to_tuple() for i in range(len(start))])
+        peer_positions = np.array([peer.get_agent_position(i).to_tuple()
+                                   for i in range(len(start))])
         row.update(pyrvo_do_step_ms=float(np.median(do_step_ms)),
                    pyrvo_do_step_min_ms=float(do_step_ms.min()),
                    pyrvo_full_ms=float(np.median(full_ms)),
@@ -161,9 +162,12 @@ def run_workload(pyrvo, start, goals, steps, runs):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog='python -m bench.bench_orca', description=__doc__.splitlines()[0])
-    parser.add_argument('--quick', action='store_true', help='N = 100, 1000 and fewer steps (< 30 s)')
-    parser.add_argument('--sizes', type=int, nargs='+', help='agent counts (default 100 1000 10000)')
+    parser = argparse.ArgumentParser(prog='python -m bench.bench_orca',
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument('--quick', action='store_true',
+                        help='N = 100, 1000 and fewer steps (< 30 s)')
+    parser.add_argument('--sizes', type=int, nargs='+',
+                        help='agent counts (default 100 1000 10000)')
     parser.add_argument('--steps', type=int, help='steps per run (default 60, quick 20)')
     parser.add_argument('--runs', type=int, help='runs per workload (default 5, quick 2)')
     args = parser.parse_args(argv)
@@ -206,7 +210,8 @@ def main(argv=None):
           'including its Python loop; x cpu: the same ratio of thread CPU times (what a loaded '
           'machine does not distort), median over runs (< max). Lower is better.')
     print(f'load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores')
-    print('max |dpos|: largest position difference to pyrvo after the last run (float64 vs float32).')
+    print('max |dpos|: largest position difference to pyrvo after the last run (float64 vs '
+          'float32).')
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({'params': PARAMS, 'rows': rows}, indent=1))
     print(f'wrote {RESULTS}')

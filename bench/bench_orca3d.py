@@ -11,10 +11,10 @@ Both simulations start from the same state and run interleaved, step by step, so
 machine's load. orca_nav's step is: preferred velocities from arrays (RVO2-3D reference rule,
 float32), compute_velocities, position update (float32, as RVO2-3D). rvo23d's doStep is timed
 alone, and its full step also includes the Python loops reading positions and setting the same
-float32 preferred velocities. Each configuration is run `--repeats` times (fresh start each time); per
-run the median step time is taken, and the table shows the min and the median of those over
-the runs. Since orca_nav matches RVO2-3D bit for bit, the positions of both simulations after
-each run are compared too (max |dpos|).
+float32 preferred velocities. Each configuration is run `--repeats` times (fresh start each time);
+per run the median step time is taken, and the table shows the min and the median of those over the
+runs. Since orca_nav matches RVO2-3D bit for bit, the positions of both simulations after each run
+are compared too (max |dpos|).
 
 Usage: python -m bench.bench_orca3d [--quick] [--sizes 1000 10000] [--steps 40] [--repeats 5]
 """
@@ -128,12 +128,14 @@ def run_workload(rvo23d, start, goals, steps, repeats):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog='python -m bench.bench_orca3d', description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog='python -m bench.bench_orca3d',
+                                     description=__doc__.splitlines()[0])
     parser.add_argument('--quick', action='store_true', help='N = 1000 only, fewer steps and runs')
     parser.add_argument('--sizes', type=int, nargs='+', help='agent counts (default 1000 10000)')
     parser.add_argument('--steps', type=int, help='steps per run (default 40, quick 10)')
     parser.add_argument('--repeats', type=int, help='runs per configuration (default 5, quick 2)')
-    parser.add_argument('--workloads', nargs='+', choices=sorted(WORKLOADS), default=list(WORKLOADS))
+    parser.add_argument('--workloads', nargs='+', choices=sorted(WORKLOADS),
+                        default=list(WORKLOADS))
     args = parser.parse_args(argv)
     sizes = args.sizes or ([1000] if args.quick else [1000, 10000])
     steps = args.steps or (10 if args.quick else 40)
@@ -144,7 +146,8 @@ def main(argv=None):
         rvo23d = None
         print('rvo23d not installed: peer columns left empty (pip install jt-pyrvo23d)')
     header = (f"{'workload':<8} {'N':>6} {'orca_nav ms min/med':>20} {'doStep ms min/med':>18} "
-              f"{'full ms med':>12} {'x doStep med':>13} {'x min':>6} {'x full':>7} {'max |dpos|':>11}")
+              f"{'full ms med':>12} {'x doStep med':>13} {'x min':>6} {'x full':>7} "
+              f"{'max |dpos|':>11}")
     print(f'{steps} steps per run, {repeats} runs; per run the median step')
     print(header)
     print('-' * len(header))
@@ -157,7 +160,8 @@ def main(argv=None):
             ours = f"{row['ours_min_ms']:.1f} / {row['ours_median_ms']:.1f}"
             if rvo23d is not None:
                 peer = (f"{row['do_step_min_ms']:.1f} / {row['do_step_median_ms']:.1f}"
-                        f"{'':>1}{row['full_median_ms']:>12.1f} {row['ratio_do_step_median']:>13.2f} "
+                        f"{'':>1}{row['full_median_ms']:>12.1f} "
+                        f"{row['ratio_do_step_median']:>13.2f} "
                         f"{row['ratio_do_step_min']:>6.2f} {row['ratio_full_median']:>7.2f} "
                         f"{row['max_position_difference']:>11.2e}")
             else:

@@ -47,13 +47,17 @@ def baseline_run(cfg, dt: float = 0.05):
     Returns a dict: makespan (None unless every goal was reached), per-robot finish times,
     robot-robot and robot-map collision events.
     """
-    from orca_nav.core.sim.fleet_sim import FleetSim
-    from orca_nav.core.grid import OccupancyGrid
+    from orca_nav.core.fleet.fleet_planner import (
+        PlanSettings,
+        StartState,
+        build_planner,
+        plan_reference,
+    )
     from orca_nav.core.fleet.kinematics import RobotLimits
     from orca_nav.core.fleet.robots import RobotSpec
     from orca_nav.core.fleet.tracking import FleetTracker, tracking_twist
-    from orca_nav.core.fleet.fleet_planner import (PlanSettings, StartState, build_planner,
-                                                      plan_reference)
+    from orca_nav.core.grid import OccupancyGrid
+    from orca_nav.core.sim.fleet_sim import FleetSim
     from orca_nav.parameters.shared import SHARED_SPECS
 
     grid = OccupancyGrid.from_map_yaml(cfg.map_path)
@@ -153,11 +157,12 @@ def latency_run(kinematics: str, planner: bool, repeats: int):
     import rclpy
     from geometry_msgs.msg import PoseStamped, Twist
     from nav_msgs.msg import Odometry
-    from orca_nav.bringup.graph import describe_graph
+
     from orca_nav.bringup.fleet_file import load_fleet_config
-    from orca_nav.ros.convert import yaw_to_quaternion
+    from orca_nav.bringup.graph import describe_graph
     from orca_nav.bringup.runner import run_graph
     from orca_nav.bringup.scenarios import scenario_config
+    from orca_nav.ros.convert import yaw_to_quaternion
 
     scenario, start, goals = LATENCY_CASES[kinematics]
     base = scenario_config(scenario)
@@ -265,8 +270,8 @@ def latency_table(results, quick: bool, repeats: int) -> None:
         results['latency'][kind] = row
         p = statistics.median(with_plan) if with_plan else float('nan')
         d = statistics.median(direct) if direct else float('nan')
-        print(f'{kind:<12} {p * 1e3:>9.0f} {d * 1e3:>9.0f} {p / d if d > 0 else float("nan"):>7.1f}',
-              flush=True)
+        ratio = p / d if d > 0 else float('nan')
+        print(f'{kind:<12} {p * 1e3:>9.0f} {d * 1e3:>9.0f} {ratio:>7.1f}', flush=True)
 
 
 def makespan_table(results, quick: bool) -> None:
@@ -276,7 +281,9 @@ def makespan_table(results, quick: bool) -> None:
           'simulation without ROS)')
     print(f'{"scenario":<10} {"robots":>6} {"ORCA":>7} {"coll.":>5} {"ORCA off":>9} '
           f'{"coll.":>5} {"ratio":>6} {"core off":>9} {"coll.":>5}')
-    fmt = (lambda v: f'{v:.1f}' if v is not None else 'n/a')
+
+    def fmt(v):
+        return f'{v:.1f}' if v is not None else 'n/a'
     for name in ('warehouse',) if quick else ('warehouse', 'parking'):
         cfg = scenario_config(name)
         core = baseline_run(cfg)

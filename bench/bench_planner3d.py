@@ -1,12 +1,12 @@
 """The 3-D planner as planner_node runs it: FleetPlanner plan jobs for a drone on the forest.
 
 planner_node hands every drone goal to `FleetPlanner`, which turns it into a plan request that
-`run_request` executes on a worker thread: the 3-D kinodynamic A* search, the trajectory
-sampling (`sample_period`) and the time-parametrised reference that is published. This bench
-times exactly that call (wall and CPU), with the node's default settings (safety margin
-0.05 m, a budget of 5,000 expansions, 0.1 s samples), on the forest queries of ../shared/refdata/planners (the
-5 given ones, plus ``--extra`` random ones, seeded, as bench_kinodynamic draws them), for a
-quadrotor of the refdata's size and limits (radius 0.3 m, 3 m/s, 3 m/s^2), on two maps:
+`run_request` executes on a worker thread: the 3-D kinodynamic A* search, the trajectory sampling
+(`sample_period`) and the time-parametrised reference that is published. This bench times exactly
+that call (wall and CPU), with the node's default settings (safety margin 0.05 m, a budget of 5,000
+expansions, 0.1 s samples), on the forest queries of ../shared/refdata/planners (the 5 given ones,
+plus ``--extra`` random ones, seeded, as bench_kinodynamic draws them), for a quadrotor of the
+refdata's size and limits (radius 0.3 m, 3 m/s, 3 m/s^2), on two maps:
 
 * ``node map``: config/maps/forest_3d (0.2 m voxels on a floor) after the trip the node's map
   takes: occupied voxel centres (the PointCloud2 of map_3d_publisher) back to a grid
@@ -26,16 +26,21 @@ import argparse
 import json
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 
 from bench.bench_kinodynamic import PLANNERS, REPO, random_queries
+from orca_nav.core.fleet.fleet_planner import (
+    FleetPlanner,
+    PlanSettings,
+    ReplanPolicy,
+    StartState,
+    build_planner,
+    planner_key,
+    run_request,
+)
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.fleet.fleet_planner import (FleetPlanner, PlanSettings, ReplanPolicy,
-                                                  StartState, build_planner, planner_key,
-                                                  run_request)
 from orca_nav.core.voxel_map import grid_from_centres, load_voxel_map, occupied_centres
 
 RESULTS = REPO / 'bench' / 'results' / 'planner3d.json'

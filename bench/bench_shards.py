@@ -327,7 +327,6 @@ def main(argv=None):
     repeats = args.repeats or (1 if args.quick else 3)
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     from orca_nav.bringup.graph import FLEET_SIM, describe_graph, shard_name
-
     from orca_nav.ros.orca_params import commanded_robots
     cfg, goals, pairs = fleet_config(count, shards, args.rate)
     specs = describe_graph(cfg, use_sim=True)
@@ -412,7 +411,8 @@ def report(r, names):
           f"{_mm(f['startup_s'], '{:.1f}')} s; {_mm(f['simulated_seconds'])} simulated s in the "
           f"{r['seconds']:g} s window; cmd_vel per sampled robot per simulated s "
           f"{_mm(f['cmd_vel_hz_p50'])} Hz (median robot), {_mm(f['cmd_vel_hz_min'])} Hz "
-          f"(slowest robot); at their goal after the window {f['arrived']} of {f['movers']} with one; "
+          f"(slowest robot); at their goal after the window {f['arrived']} of {f['movers']} "
+          f"with one; "
           f"contacts {f['contacts']}, at shard boundaries {f['boundary_contacts']}")
     header = f"{'shard':>18} | {'cycle p50':>15} | {'cycle p99':>15} | {'cpu p50':>15} | " \
              f"{'cpu p99':>15} | {'CPU per sim s':>15} | {'CPU per wall s':>15}"
@@ -430,7 +430,8 @@ def report(r, names):
           f"CPU s per simulated s; one shard ({r['robots'] // r['shards']}+ of {r['robots']} "
           f"robots) {_mm(a['cpu_per_s'])} CPU s/s (both on the wall clock), cycle p50 "
           f"{_mm(a['cycle_p50_ms'])} ms, p99 {_mm(a['cycle_p99_ms'])} ms (CPU p99 "
-          f"{_mm(a['cycle_cpu_p99_ms'])} ms); contacts {a['contacts']} (the other robots stand uncommanded here: not a boundary test)")
+          f"{_mm(a['cycle_cpu_p99_ms'])} ms); contacts {a['contacts']} (the other robots stand "
+          "uncommanded here: not a boundary test)")
     p = r['projection']
     print(f"projection to {r['shards'] + 1} machines (simulator on its own, one shard each; "
           "each part's heavier median, alone or in the full run): "

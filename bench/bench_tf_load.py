@@ -2,10 +2,11 @@
 
 Every node of the fleet's graph (`describe_graph`, as the launch file starts it: the simulator
 publishes /clock at real time, no lockstep) runs in its own process (`bench/processes.py`), as
-launch_ros starts them; `--busy N` processes spin meanwhile. It counts the goals mission_node reports reached in its log (what a `ros2 launch` user
-reads), follows /clock, and times the map -> odom transforms it receives on every robot's TF
-topic (the largest gap in wall time, as a Python subscriber on the same loaded machine sees
-them); it prints these and how often a node logged that it rejected odometry.
+launch_ros starts them; `--busy N` processes spin meanwhile. It counts the goals mission_node
+reports reached in its log (what a `ros2 launch` user reads), follows /clock, and times the map ->
+odom transforms it receives on every robot's TF topic (the largest gap in wall time, as a Python
+subscriber on the same loaded machine sees them); it prints these and how often a node logged that
+it rejected odometry.
 
 The issue this measures: under load, map -> odom stamped when it was computed arrived with gaps
 of 1-2.5 s, odometry newer than orca_node's transform_tolerance was dropped and robots stopped

@@ -13,7 +13,8 @@ AREAS = ('orca', 'orca3d', 'kinodynamic', 'planner3d', 'hybrid', 'cycle', 'fleet
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog='python -m bench.run', description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog='python -m bench.run',
+                                     description=__doc__.splitlines()[0])
     parser.add_argument('areas', nargs='*', metavar='area',
                         help=f"one or more of {', '.join(AREAS)} (default: all)")
     parser.add_argument('--quick', action='store_true', help='smaller sizes, fewer repeats')

@@ -11,13 +11,13 @@ The node graph comes from `orca_nav.bringup.describe_graph`, the same descriptio
 in-process runner of `orca-nav demo` starts; this file only turns each NodeSpec into a
 launch_ros Node (test/test_launch_file.py checks that the two agree).
 """
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from orca_nav.bringup.graph import MODES, describe_graph, share_dir
+from launch import LaunchDescription
 from orca_nav.bringup.fleet_file import load_fleet_config_or_exit
+from orca_nav.bringup.graph import MODES, describe_graph, share_dir
 
 TRUE_WORDS = ('true', '1', 'yes', 'on')
 

@@ -23,7 +23,8 @@ WAIT_S = 30.0       # bound of every wait: fails a test whose condition never co
 
 
 class RosHarness:
-    """A private rclpy context, a spinning executor and a probe node for the test's own pubs/subs."""
+    """A private rclpy context, a spinning executor and a probe node for the test's own
+    pubs/subs."""
 
     def __init__(self, domain_id=None):
         self.context = rclpy.Context()
@@ -135,7 +136,9 @@ def contact_reports(graph):
     """The simulator's contact reports (decoded JSON objects) in a list that fills while the
     running graph (`bringup.runner.run_graph`) runs; transient local, so none is missed."""
     import json
+
     from std_msgs.msg import String
+
     from orca_nav.ros.convert import latched_qos
     from orca_nav.ros.fleet_sim_node import COLLISION_HISTORY
     reports = []

@@ -12,11 +12,11 @@ rclpy = pytest.importorskip('rclpy')
 from geometry_msgs.msg import Transform, Twist  # noqa: E402
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from trajectory_msgs.msg import (MultiDOFJointTrajectory,  # noqa: E402
-                                 MultiDOFJointTrajectoryPoint)
+from test_orca_node import PERIOD, Ros  # noqa: E402
+from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint  # noqa: E402
 
 from orca_nav.ros.convert import latched_qos  # noqa: E402
-from test_orca_node import PERIOD, Ros  # noqa: E402
+
 from ros_harness import harness_fixture  # noqa: E402
 
 pytestmark = pytest.mark.ros

@@ -27,16 +27,18 @@ from rclpy.action import ActionClient  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from trajectory_msgs.msg import MultiDOFJointTrajectory  # noqa: E402
 
-from conftest import REPO  # noqa: E402
 from orca_nav.bringup.fleet_file import load_fleet_config  # noqa: E402
 from orca_nav.bringup.graph import describe_graph  # noqa: E402
 from orca_nav.bringup.runner import run_graph  # noqa: E402
 from orca_nav.ros.convert import latched_qos, yaw_to_quaternion  # noqa: E402
+
+from conftest import REPO  # noqa: E402
 from ros_harness import WAIT_S  # noqa: E402
 
 pytestmark = pytest.mark.ros
 NavigateToPose, FollowWaypoints = nav2_msgs.NavigateToPose, nav2_msgs.FollowWaypoints
-NavigateThroughPoses, ComputePathToPose = nav2_msgs.NavigateThroughPoses, nav2_msgs.ComputePathToPose
+NavigateThroughPoses = nav2_msgs.NavigateThroughPoses
+ComputePathToPose = nav2_msgs.ComputePathToPose
 TaskResult = enum.Enum('TaskResult', 'UNKNOWN SUCCEEDED CANCELED FAILED')
 TOLERANCE = 0.25        # the fleet's goal_tolerance
 # What orca_nav answers waitUntilNav2Active with (docs/nav2.md): planner_node's state in the

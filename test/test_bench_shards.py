@@ -10,6 +10,7 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 def test_bench_shards_runs_and_reports_every_part(tmp_path, monkeypatch):
     from bench import bench_shards
+
     from ros_harness import private_domain
     # Its processes on a domain of their own: later tests must not meet their leftovers.
     monkeypatch.setenv('ROS_DOMAIN_ID', str(private_domain()))

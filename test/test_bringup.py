@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from orca_nav.bringup.graph import NodeSpec, describe_graph, fleet_parameters, share_dir
 from orca_nav.bringup.fleet_file import load_fleet_config
+from orca_nav.bringup.graph import NodeSpec, describe_graph, fleet_parameters, share_dir
 from orca_nav.bringup.scenarios import circle
 
 REPO = Path(__file__).resolve().parents[1]
@@ -96,7 +96,8 @@ def test_lockstep_ties_odometry_to_the_control_cycle_and_counts_its_listeners(fl
     assert sim['lockstep_subscribers'] == 3        # orca_node, planner_node, the observer
     per_robot = by_executable(describe_graph(fleet_with_map, mode='per_robot',
                                              sim_overrides={'lockstep': True}))
-    assert per_robot['fleet_sim_node'][0].parameters[0]['lockstep_subscribers'] == 3  # a, b, planner
+    # a, b and the planner
+    assert per_robot['fleet_sim_node'][0].parameters[0]['lockstep_subscribers'] == 3
     with pytest.raises(ValueError, match='lockstep: needs simulated time'):
         describe_graph(fleet_with_map, use_sim_time=False, sim_overrides={'lockstep': True})
 

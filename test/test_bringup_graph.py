@@ -18,9 +18,9 @@ from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
 from orca_nav.bringup.graph import NodeSpec, describe_graph  # noqa: E402
-from orca_nav.ros.convert import latched_qos  # noqa: E402
 from orca_nav.bringup.runner import EXECUTORS, default_executor, node_class, run_graph  # noqa: E402
 from orca_nav.bringup.scenarios import corridor  # noqa: E402
+from orca_nav.ros.convert import latched_qos  # noqa: E402
 
 pytestmark = pytest.mark.ros
 

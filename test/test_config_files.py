@@ -1,4 +1,5 @@
-"""Every node parameter YAML in config/ names only parameters its node declares, with valid values."""
+"""Every node parameter YAML in config/ names only parameters its node declares, with valid
+values."""
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
 NODE_CLASSES = {'orca_node': OrcaNode, 'fleet_sim': FleetSimNode, 'planner_node': PlannerNode,
                 'map_publisher': MapPublisher, 'mission_node': MissionNode,
                 'map_3d_publisher': Map3dPublisher}
-PARAM_FILES = sorted(p for p in (REPO / 'config').glob('*.yaml') if 'ros__parameters' in p.read_text())
+PARAM_FILES = sorted(p for p in (REPO / 'config').glob('*.yaml')
+                     if 'ros__parameters' in p.read_text())
 
 
 def flatten(tree, prefix=''):

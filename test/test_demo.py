@@ -102,6 +102,7 @@ def test_mission_refuses_to_share_odometry_topics_with_another_fleet():
     """A second publisher on /robot0/odom (another fleet on this ROS domain) stops the run."""
     from nav_msgs.msg import Odometry
     from rclpy.node import Node
+
     from orca_nav.bringup.graph import describe_graph
     from orca_nav.bringup.mission import DemoMission
     from orca_nav.bringup.runner import run_graph
@@ -132,7 +133,6 @@ def test_the_demo_on_simulated_time_in_lockstep_gives_the_same_report_twice(tmp_
 
 def test_exit_status_is_1_on_a_contact_but_a_person_at_a_robot_at_rest():
     from orca_nav.bringup.demo import demo_exit_status
-
     from orca_nav.bringup.report import empty_contact_tally
 
     def report(separation=0.1, all_reached=True, **contacts):

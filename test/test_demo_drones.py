@@ -31,7 +31,8 @@ def test_drone_demos_reach_every_3d_goal_without_collisions(tmp_path, capsys, sc
         assert np.linalg.norm(np.array(entry['final_position']) - goal) <= \
             2 * cfg.demo.goal_tolerance
         low, high = entry['altitude_range']
-        assert low <= min(robot.start_z, goal[2]) + 0.3 and high >= max(robot.start_z, goal[2]) - 0.3
+        assert low <= min(robot.start_z, goal[2]) + 0.3
+        assert high >= max(robot.start_z, goal[2]) - 0.3
         assert entry['min_obstacle_clearance'] > 0.0
     assert (out / 'trajectories.png').read_bytes()[:4] == b'\x89PNG'
 

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 import yaml
 
-from orca_nav.bringup.fleet_file import (FleetFileError, load_fleet_config,
-                                         load_fleet_config_or_exit)
+from orca_nav.bringup.fleet_file import FleetFileError, load_fleet_config, load_fleet_config_or_exit
 from orca_nav.bringup.graph import describe_graph
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,7 +54,8 @@ def test_launch_and_demo_refuse_a_drone_inside_the_forest_with_exit_status_2(tmp
 
 def test_stacked_drones_and_a_drone_above_a_ground_robot_do_not_overlap():
     cfg = load_fleet_config({'robots': [
-        drone('d0', [0.0, 0.0], 1.5, [5.0, 0.0], 1.0), drone('d1', [0.0, 0.0], 2.5, [5.0, 1.0], 0.0),
+        drone('d0', [0.0, 0.0], 1.5, [5.0, 0.0], 1.0),
+        drone('d1', [0.0, 0.0], 2.5, [5.0, 1.0], 0.0),
         {'name': 'g0', 'start': [0.0, 0.0]}]})
     assert [r.start_z for r in cfg.robots] == [1.5, 2.5, 0.0]
     assert cfg.robots[1].ros_parameters()['goal_z'] == 0.0
@@ -103,6 +103,7 @@ def mixed_fleet():
 def test_mixed_fleet_of_drones_and_ground_robots_arrives_without_contact():
     pytest.importorskip('rclpy')
     from orca_nav.bringup.runner import run_graph
+
     from ros_harness import contact_reports
 
     cfg = mixed_fleet()

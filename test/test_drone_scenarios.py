@@ -55,6 +55,7 @@ def test_markers_draw_drones_as_spheres_at_their_altitude():
     pytest.importorskip('rclpy')
     from builtin_interfaces.msg import Time
     from visualization_msgs.msg import Marker
+
     from orca_nav.core.fleet.controller import FleetController
     from orca_nav.core.fleet.robots import RobotSpec
     from orca_nav.ros.markers import DISC, GOAL, fleet_markers

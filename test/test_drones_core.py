@@ -8,8 +8,8 @@ from orca_nav.core.fleet.controller import ControllerParams, FleetController
 from orca_nav.core.fleet.drones import prepare_map_3d
 from orca_nav.core.fleet.kinematics import RobotLimits, limit_velocity_3d
 from orca_nav.core.fleet.robots import RobotSpec
-from orca_nav.core.sim.fleet_sim import ROBOT_MAP, ROBOT_ROBOT, FleetSim
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.sim.fleet_sim import ROBOT_MAP, ROBOT_ROBOT, FleetSim
 from orca_nav.core.voxel_map import load_voxel_map
 
 MAPS = Path(__file__).resolve().parents[1] / 'config' / 'maps'

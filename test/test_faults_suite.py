@@ -5,9 +5,17 @@ import json
 import numpy as np
 import pytest
 
-from orca_nav.bringup.faults import (FAULT_TIME_S, OUTAGE_S, NodeOutage, fault_cases,
-                                     format_fault_table, outage_times, run_case, suite_passed,
-                                     summarize)
+from orca_nav.bringup.faults import (
+    FAULT_TIME_S,
+    OUTAGE_S,
+    NodeOutage,
+    fault_cases,
+    format_fault_table,
+    outage_times,
+    run_case,
+    suite_passed,
+    summarize,
+)
 from orca_nav.bringup.fleet_file import load_fleet_config
 from orca_nav.bringup.report import RobotTrack
 

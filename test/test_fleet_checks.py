@@ -8,8 +8,7 @@ import pytest
 import yaml
 
 from orca_nav.bringup.cli import main as cli_main
-from orca_nav.bringup.fleet_file import (FleetFileError, load_fleet_config,
-                                         load_fleet_config_or_exit)
+from orca_nav.bringup.fleet_file import FleetFileError, load_fleet_config, load_fleet_config_or_exit
 from orca_nav.core.grid import OccupancyGrid
 
 
@@ -159,7 +158,8 @@ def test_launch_path_refuses_with_exit_status_2(tmp_path):
     path = write_fleet(tmp_path / 'dup.yaml', {'robots': [robot('a', [0.0, 0.0]),
                                                           robot('a', [3.0, 0.0])]})
     assert launch_refusal(path) == (2, f'multi_robot.launch.py: fleet config {path}: '
-                                       "robots[1].name: duplicate robot name 'a' (also robots[0])\n")
+                                       "robots[1].name: duplicate robot name 'a' "
+                                       "(also robots[0])\n")
 
 
 def test_too_many_shards_refused_with_one_line_and_exit_status_2(tmp_path):

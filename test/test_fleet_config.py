@@ -6,8 +6,14 @@ import pytest
 import yaml
 
 from orca_nav.bringup.fleet_file import DemoSettings, load_fleet_config
-from orca_nav.bringup.scenarios import (GENERATORS, circle, fleets_dir, scenario_config,
-                                        scenario_names, write_fleet_config)
+from orca_nav.bringup.scenarios import (
+    GENERATORS,
+    circle,
+    fleets_dir,
+    scenario_config,
+    scenario_names,
+    write_fleet_config,
+)
 from orca_nav.core.fleet.robots import ROBOT_FIELDS
 
 
@@ -199,6 +205,7 @@ def test_generated_scenarios_are_well_posed(name, count):
     starts and goals are in free space with room to spare."""
     import numpy as np
     from scipy.spatial.distance import pdist
+
     from orca_nav.core.grid import OccupancyGrid
     cfg = GENERATORS[name](count)
     assert len(cfg.robots) == count and len(set(cfg.robot_names)) == count

@@ -5,17 +5,17 @@ import math
 import numpy as np
 import pytest
 
-from orca_nav.core.fleet.status import Level
-from orca_nav.core.fleet.controller import (ControllerParams, FleetController,
-                                            prepare_map)
+from orca_nav.core.fleet.controller import ControllerParams, FleetController, prepare_map
 from orca_nav.core.fleet.deadlock import DeadlockParams
 from orca_nav.core.fleet.fleet_state import JUMP_MARGIN_HOLD_S, LOCALIZATION_JUMP_M
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.robots import RobotSpec
-from orca_nav.core.sim.fleet_sim import FleetSim
+from orca_nav.core.fleet.status import Level
 from orca_nav.core.geometry import body_to_world
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.reference import Reference
+from orca_nav.core.sim.fleet_sim import FleetSim
+
 from scenes import parallel_park
 
 PERIOD = 0.05

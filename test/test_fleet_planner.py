@@ -4,14 +4,23 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from orca_nav.core.fleet.fleet_planner import (
+    FleetPlanner,
+    PlanOutcome,
+    PlanSettings,
+    ReplanPolicy,
+    StartState,
+    build_planner,
+    plan_reference,
+    planner_key,
+    run_request,
+)
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.status import Level
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.fleet.fleet_planner import (FleetPlanner, PlanOutcome, PlanSettings,
-                                                  ReplanPolicy, StartState, build_planner,
-                                                  plan_reference, planner_key, run_request)
 from orca_nav.core.planning.path_timing import time_path
 from orca_nav.core.planning.result import PlanResult, PlanStats, PlanStatus
+
 from scenes import RES, room
 
 HOLONOMIC = RobotSpec('robot0', kinematics='holonomic', radius=0.25, max_speed=1.0, max_accel=1.0)

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import SHARED
 from orca_nav.core.grid import OccupancyGrid
+
+from conftest import SHARED
 
 REPO = Path(__file__).resolve().parents[1]
 MAPS = REPO / 'config' / 'maps'

@@ -1,12 +1,12 @@
-"""core/sim/fleet_sim.py: exact integration, limits, latency, watchdog, seeded noise, collision events
-once; the odometry schedule and the lockstep bookkeeping, on times passed in."""
+"""core/sim/fleet_sim.py: exact integration, limits, latency, watchdog, seeded noise, collision
+events once; the odometry schedule and the lockstep bookkeeping, on times passed in."""
 import numpy as np
 import pytest
 
+from orca_nav.core.fleet.kinematics import RobotLimits
+from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.sim.fleet_sim import ROBOT_MAP, ROBOT_ROBOT, FleetSim, map_overlap
 from orca_nav.core.sim.lockstep import Lockstep, PeriodicSchedule
-from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.fleet.kinematics import RobotLimits
 
 
 def _sim(kinds, starts, radius=0.3, **kwargs):

@@ -25,12 +25,13 @@ from rosgraph_msgs.msg import Clock as ClockMsg  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
 from orca_nav.core.fleet.kinematics import RobotLimits  # noqa: E402
-from orca_nav.core.sim.faults import Faults
-from orca_nav.core.sim.fleet_sim import FleetSim  # noqa: E402
 from orca_nav.core.grid import OccupancyGrid  # noqa: E402
+from orca_nav.core.sim.faults import Faults  # noqa: E402
+from orca_nav.core.sim.fleet_sim import FleetSim  # noqa: E402
 from orca_nav.ros.convert import latched_qos, odom_to_state, stamp_to_seconds  # noqa: E402
 from orca_nav.ros.fleet_sim_node import FleetSimNode  # noqa: E402
 from orca_nav.ros.map_publisher import MapPublisher  # noqa: E402
+
 from ros_harness import RosHarness, SimClock, harness_fixture, private_domain, sim_time  # noqa: E402
 
 pytestmark = pytest.mark.ros

@@ -4,13 +4,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orca_nav.core.fleet.guidance import GeodesicGuidance
-from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.avoidance.map_polygons import grid_to_polygons
-from orca_nav.core.avoidance import OrcaParams, OrcaSimulator, prepare_obstacles
-from orca_nav.core.fleet.deadlock import DeadlockBreaker
-from orca_nav.core.fleet.preferred_velocity import goal_velocities
 from orca_nav.bringup.scenarios import blocks
+from orca_nav.core.avoidance import OrcaParams, OrcaSimulator, prepare_obstacles
+from orca_nav.core.avoidance.map_polygons import grid_to_polygons
+from orca_nav.core.fleet.deadlock import DeadlockBreaker
+from orca_nav.core.fleet.guidance import GeodesicGuidance
+from orca_nav.core.fleet.preferred_velocity import goal_velocities
+from orca_nav.core.grid import OccupancyGrid
 
 RESOLUTION = 0.2
 RADIUS = 0.4

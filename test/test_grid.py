@@ -20,8 +20,8 @@ def test_properties_and_indexing_order():
     # cell (ix=4, iy=1) covers x in [3, 3.5), y in [-1.5, -1)
     np.testing.assert_array_equal(g.world_to_cell([[3.2, -1.2], [0.9, -2.0]]), [[4, 1], [-1, 0]])
     np.testing.assert_allclose(g.cell_centers([[4, 1]]), [[3.25, -1.25]])
-    np.testing.assert_array_equal(g.occupied_at([[3.2, -1.2], [3.6, -1.2], [0.9, -1.0], [3.9, -0.5], [4.0, -0.5]]),
-                                  [True, False, True, False, True])
+    points = [[3.2, -1.2], [3.6, -1.2], [0.9, -1.0], [3.9, -0.5], [4.0, -0.5]]
+    np.testing.assert_array_equal(g.occupied_at(points), [True, False, True, False, True])
     np.testing.assert_array_equal(g.in_bounds([[1.0, -2.0], [3.99, -0.01], [4.0, 0.0]]),
                                   [True, True, False])
     lo, hi = g.extent
@@ -66,9 +66,12 @@ def test_from_int8_policies():
     data = np.array([0, 100, -1, 50,
                      65, 64, 0, 0], dtype=np.int8)
     g = OccupancyGrid.from_int8(data, 4, 2, 0.1, (0.0, 0.0))
-    np.testing.assert_array_equal(g.occupied, [[False, True, True, False], [True, False, False, False]])
-    g2 = OccupancyGrid.from_int8(data, 4, 2, 0.1, (0.0, 0.0), unknown_occupied=False, occupied_threshold=50)
-    np.testing.assert_array_equal(g2.occupied, [[False, True, False, True], [True, True, False, False]])
+    np.testing.assert_array_equal(g.occupied,
+                                  [[False, True, True, False], [True, False, False, False]])
+    g2 = OccupancyGrid.from_int8(data, 4, 2, 0.1, (0.0, 0.0), unknown_occupied=False,
+                                 occupied_threshold=50)
+    np.testing.assert_array_equal(g2.occupied,
+                                  [[False, True, False, True], [True, True, False, False]])
     with pytest.raises(ValueError, match='data'):
         OccupancyGrid.from_int8(data, 3, 2, 0.1, (0.0, 0.0))
     with pytest.raises(ValueError, match=r'data\[1\]'):
@@ -106,7 +109,8 @@ def test_map_yaml_trinary_thresholds_negate_and_p2(tmp_path):
     # 0 -> occ 1 (occupied), 254 -> free, 128 -> occ 0.498 (unknown), 89 -> occ 0.651 (occupied),
     # 90 -> occ 0.647 (unknown), 205 -> occ 0.196 (unknown: free needs occ < free_thresh).
     values = [0, 254, 128, 89, 90, 206]
-    (tmp_path / 'a.pgm').write_text('P2\n# comment line\n6 1\n255\n' + ' '.join(map(str, values)) + '\n')
+    (tmp_path / 'a.pgm').write_text('P2\n# comment line\n6 1\n255\n'
+                                    + ' '.join(map(str, values)) + '\n')
     y = write_yaml(tmp_path / 'a.yaml', 'a.pgm')
     g = OccupancyGrid.from_map_yaml(y, unknown_occupied=False)
     np.testing.assert_array_equal(g.occupied[0], [True, False, False, True, False, False])
@@ -154,7 +158,8 @@ def test_clearance_and_inflation_match_brute_force():
     # Occupied cells plus the ring just outside the map.
     ring = [(x, y) for x in range(-1, 31) for y in range(-1, 21) if x in (-1, 30) or y in (-1, 20)]
     obstacles = np.concatenate([np.argwhere(occ)[:, ::-1], np.array(ring)])
-    brute = np.min(np.linalg.norm(centres[:, None, :] - obstacles[None, :, :], axis=2), axis=1) * 0.2
+    brute = 0.2 * np.min(np.linalg.norm(centres[:, None, :] - obstacles[None, :, :], axis=2),
+                         axis=1)
     np.testing.assert_allclose(clear.ravel(), brute, rtol=1e-6)
     assert g.clearance() is clear  # cached
     inf = g.inflated(0.45)

@@ -1,17 +1,19 @@
-"""Hybrid A*: parking_2d queries, path validity, reverse / diff-drive behaviour, failure statuses."""
+"""Hybrid A*: parking_2d queries, path validity, reverse / diff-drive behaviour, failure
+statuses."""
 import math
 
 import numpy as np
 import pytest
 
+from orca_nav.core.geometry import wrap_angle
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.hybrid_astar import HybridAStar, HybridParams
 from orca_nav.core.planning.result import PlanStatus
-from orca_nav.core.geometry import wrap_angle
 
 from conftest import SHARED
 
-CAR = dict(wheelbase=2.7, min_turning_radius=5.0, footprint_length=4.5, footprint_width=2.0, rear_overhang=0.9)
+CAR = dict(wheelbase=2.7, min_turning_radius=5.0, footprint_length=4.5, footprint_width=2.0,
+           rear_overhang=0.9)
 # Wall-clock budget for plans that must succeed: generous, the CI machine may be busy.
 SLOW_OK = 120.0
 
@@ -53,7 +55,8 @@ def _check_path(grid, result, start, goal, radius, footprint=(4.5, 2.0, 0.9)):
     assert np.all((path.yaw >= -math.pi) & (path.yaw < math.pi))
     poses, direction = path.sample(0.05)
     # Starts at the start, ends at the goal.
-    assert np.hypot(*(poses[0, :2] - start[:2])) < 1e-6 and abs(wrap_angle(poses[0, 2] - start[2])) < 1e-6
+    assert np.hypot(*(poses[0, :2] - start[:2])) < 1e-6
+    assert abs(wrap_angle(poses[0, 2] - start[2])) < 1e-6
     assert np.hypot(*(poses[-1, :2] - goal[:2])) < 0.1
     assert abs(wrap_angle(poses[-1, 2] - goal[2])) < 0.05
     # Footprint collision-free along the whole path densified to 0.05 m.
@@ -69,7 +72,8 @@ def _check_path(grid, result, start, goal, radius, footprint=(4.5, 2.0, 0.9)):
     return path
 
 
-@pytest.mark.parametrize('name', ['Q1_cross', 'Q2_uturn', 'Q3_perp_slot', 'Q4_parallel_park', 'Q5_garage_exit'])
+@pytest.mark.parametrize('name', ['Q1_cross', 'Q2_uturn', 'Q3_perp_slot', 'Q4_parallel_park',
+                                  'Q5_garage_exit'])
 def test_parking_queries(parking, car_planner, name):
     grid, queries = parking
     q = queries[name]
@@ -118,16 +122,18 @@ def test_diff_drive_turns_in_place_where_a_car_cannot():
     poses, _ = result.path.sample(0.05)
     assert not grid.occupied_at(_footprint_points(poses, 1.0, 0.6, 0.5)).any()
     spins = result.path.curve.spins
-    assert np.abs(spins).sum() > 0.9 * math.pi             # the heading change comes from turning on the spot
-    assert result.path.length < 1.0                        # ... not from driving around
+    # The heading change comes from turning on the spot, not from driving around.
+    assert np.abs(spins).sum() > 0.9 * math.pi
+    assert result.path.length < 1.0
     assert abs(wrap_angle(poses[-1, 2] - math.pi)) < 0.05
 
 
 def test_disc_footprint_keeps_its_radius_clear(parking):
     grid, queries = parking
     q = queries['Q2_uturn']
-    planner = HybridAStar(grid, HybridParams(wheelbase=0.4, min_turning_radius=1.0, robot_radius=0.8,
-                                             model='diff_drive', timeout=SLOW_OK))
+    planner = HybridAStar(grid, HybridParams(wheelbase=0.4, min_turning_radius=1.0,
+                                             robot_radius=0.8, model='diff_drive',
+                                             timeout=SLOW_OK))
     result = planner.plan(q[:3], q[3:])
     assert result.status is PlanStatus.SUCCESS, result.message
     poses, _ = result.path.sample(0.05)
@@ -143,7 +149,8 @@ def test_yaw_is_wrapped_and_pi_equals_minus_pi(parking, car_planner):
     c = car_planner.plan(q[:3], (q[3], q[4], 5 * math.pi))
     for r in (a, b, c):
         _check_path(grid, r, q[:3], (q[3], q[4], math.pi), 5.0)
-    assert a.path.length == pytest.approx(b.path.length, abs=1e-6) == pytest.approx(c.path.length, abs=1e-6)
+    assert a.path.length == pytest.approx(b.path.length, abs=1e-6)
+    assert a.path.length == pytest.approx(c.path.length, abs=1e-6)
 
 
 def test_start_at_goal_and_turn_on_the_spot_request(parking, car_planner):
@@ -160,16 +167,19 @@ def test_start_at_goal_and_turn_on_the_spot_request(parking, car_planner):
 def test_every_failure_status(parking, car_planner):
     grid, queries = parking
     q = queries['Q1_cross']
-    assert car_planner.plan((30.0, 19.0, 0.0), q[3:]).status is PlanStatus.START_IN_COLLISION   # on the island
-    assert car_planner.plan(q[:3], (7.0, 10.0, 0.0)).status is PlanStatus.GOAL_IN_COLLISION    # on a pillar
-    assert car_planner.plan((1.0, 20.0, math.pi), q[3:]).status is PlanStatus.OUT_OF_MAP     # nose outside
+    on_the_island, on_a_pillar = (30.0, 19.0, 0.0), (7.0, 10.0, 0.0)
+    nose_outside = (1.0, 20.0, math.pi)
+    assert car_planner.plan(on_the_island, q[3:]).status is PlanStatus.START_IN_COLLISION
+    assert car_planner.plan(q[:3], on_a_pillar).status is PlanStatus.GOAL_IN_COLLISION
+    assert car_planner.plan(nose_outside, q[3:]).status is PlanStatus.OUT_OF_MAP
     assert car_planner.plan(q[:3], (59.5, 20.0, 0.0)).status is PlanStatus.OUT_OF_MAP
     timeout = HybridAStar(grid, HybridParams(**CAR, max_expansions=2)).plan(q[:3], q[3:])
     assert timeout.status is PlanStatus.TIMEOUT and timeout.path is None
     # A wall across the map: the goal side is unreachable.
     occ = grid.occupied.copy()
     occ[:, 295:305] = True
-    walled = HybridAStar(OccupancyGrid(occ, grid.resolution, grid.origin), HybridParams(**CAR, timeout=SLOW_OK))
+    walled = HybridAStar(OccupancyGrid(occ, grid.resolution, grid.origin),
+                         HybridParams(**CAR, timeout=SLOW_OK))
     result = walled.plan(q[:3], q[3:])
     assert result.status is PlanStatus.NO_PATH and 'reachable' in result.message
     for r in (timeout, result):
@@ -190,10 +200,11 @@ def test_bad_input_raises_naming_the_field(parking, car_planner):
     bad = [dict(min_turning_radius=0.0), dict(wheelbase=float('nan')), dict(model='boat'),
            dict(footprint_width=-2.0), dict(rear_overhang=None), dict(yaw_bins=0),
            dict(reverse_penalty=0.5), dict(collision_margin=0.0), dict(allow_reverse='yes')]
-    names = ['min_turning_radius', 'wheelbase', 'model', 'footprint_width', 'rear_overhang', 'yaw_bins',
-             'reverse_penalty', 'collision_margin', 'allow_reverse']
+    names = ['min_turning_radius', 'wheelbase', 'model', 'footprint_width', 'rear_overhang',
+             'yaw_bins', 'reverse_penalty', 'collision_margin', 'allow_reverse']
     for change, name in zip(bad, names):
         with pytest.raises(ValueError, match=name):
             HybridParams(**{**CAR, **change})
     with pytest.raises(ValueError, match='grid'):
-        HybridAStar(OccupancyGrid(np.zeros((2, 3, 4), dtype=bool), 0.1, (0, 0, 0)), HybridParams(**CAR))
+        HybridAStar(OccupancyGrid(np.zeros((2, 3, 4), dtype=bool), 0.1, (0, 0, 0)),
+                    HybridParams(**CAR))

@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from orca_nav.core.planning.footprint import Footprint, FootprintChecker
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.planning.footprint import Footprint, FootprintChecker
 
 from conftest import SHARED
 
@@ -24,13 +24,15 @@ def _rect_points(pose, length, width, rear, spacing):
     ys = np.linspace(-width / 2, width / 2, int(math.ceil(width / spacing)) + 1)
     gx, gy = np.meshgrid(xs, ys)
     c, s = math.cos(pose[2]), math.sin(pose[2])
-    return np.column_stack([pose[0] + c * gx.ravel() - s * gy.ravel(), pose[1] + s * gx.ravel() + c * gy.ravel()])
+    gx, gy = gx.ravel(), gy.ravel()
+    return np.column_stack([pose[0] + c * gx - s * gy, pose[1] + s * gx + c * gy])
 
 
 def test_shortcut_agrees_with_sample_test_on_random_poses(parking_grid):
     checker = FootprintChecker(parking_grid, CAR)
     rng = np.random.default_rng(0)
-    poses = np.column_stack([rng.uniform(0, 60, 5000), rng.uniform(0, 40, 5000), rng.uniform(-4, 4, 5000)])
+    poses = np.column_stack([rng.uniform(0, 60, 5000), rng.uniform(0, 40, 5000),
+                             rng.uniform(-4, 4, 5000)])
     fast = checker.free(poses)
     assert np.array_equal(fast, checker.free_by_samples(poses))
     assert checker.tier_counts.sum() == len(poses) and checker.tier_counts[2] < 0.2 * len(poses)
@@ -66,7 +68,8 @@ def test_disc_footprint_uses_clearance():
     occ[25, 25] = True                          # one cell at x, y in [2.5, 2.6)
     grid = OccupancyGrid(occ, 0.1, (0.0, 0.0))
     checker = FootprintChecker(grid, Footprint(radius=0.5))
-    # 1.0 m from the cell's square: free; 0.4 m: not; on it: not; 0.3 m from the map edge: sticks out.
+    # 1.0 m from the cell's square: free; 0.4 m: not; on it: not; 0.3 m from the map edge: sticks
+    # out.
     pts = np.array([[2.55, 1.5, 0.0], [2.55, 2.1, 0.0], [2.55, 2.55, 0.0], [0.3, 2.5, 1.0]])
     assert checker.free(pts).tolist() == [True, False, False, False]
     # The shortcut is conservative by at most one cell diagonal: 0.65 m away is free.

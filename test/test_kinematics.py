@@ -4,10 +4,16 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from orca_nav.core.fleet.kinematics import (RobotLimits, admissible_twist, integrate_pose,
-                                            limit_twist, planar_velocity_to_car,
-                                            planar_velocity_to_twist, planar_velocity_to_unicycle,
-                                            tracking_error_bound)
+from orca_nav.core.fleet.kinematics import (
+    RobotLimits,
+    admissible_twist,
+    integrate_pose,
+    limit_twist,
+    planar_velocity_to_car,
+    planar_velocity_to_twist,
+    planar_velocity_to_unicycle,
+    tracking_error_bound,
+)
 from orca_nav.core.geometry import body_to_world, world_to_body, wrap_angle
 
 

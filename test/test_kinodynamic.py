@@ -1,12 +1,14 @@
-"""Kinodynamic A*: trajectory validity in 2-D and 3-D, every failure status, heuristic bound, bad input."""
+"""Kinodynamic A*: trajectory validity in 2-D and 3-D, every failure status, heuristic bound, bad
+input."""
 import numpy as np
 import pytest
 
-from conftest import SHARED
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.kinodynamic_astar import KinodynamicAStar, KinodynamicParams
 from orca_nav.core.planning.obvp import cubic_coefficients, obvp_cost, obvp_min_cost
 from orca_nav.core.planning.result import PlanStatus
+
+from conftest import SHARED
 
 PLANNERS = SHARED / 'refdata' / 'planners'
 
@@ -244,7 +246,8 @@ def test_heuristic_finite_when_speed_bound_exceeds_every_root():
     dp = np.array([[10.0, 0.0]])
     h, t = obvp_min_cost(dp, np.zeros((1, 2)), np.zeros(2), 10.0, 100.0)
     assert np.isfinite(h[0]) and t[0] == pytest.approx(100.0)
-    assert h[0] == pytest.approx(obvp_cost(np.array([100.0]), dp, np.zeros((1, 2)), np.zeros(2), 10.0)[0])
+    assert h[0] == pytest.approx(
+        obvp_cost(np.array([100.0]), dp, np.zeros((1, 2)), np.zeros(2), 10.0)[0])
 
 
 def test_cubic_reaches_boundary_states():

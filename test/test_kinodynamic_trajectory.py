@@ -19,8 +19,10 @@ def test_evaluate_and_sample():
     assert traj.duration == 3.0 and traj.ndim == 2
     np.testing.assert_allclose(traj.segment_start_times, [0.0, 2.0])
     pos, vel, acc = traj.evaluate([1.0, 2.0, 2.5, 3.0, 9.0])
-    np.testing.assert_allclose(pos, [[0.5, -0.25], [2.0, -1.0], [3.0, -1.5], [4.0, -2.0], [4.0, -2.0]])
-    np.testing.assert_allclose(vel, [[1.0, -0.5], [2.0, -1.0], [2.0, -1.0], [2.0, -1.0], [2.0, -1.0]])
+    np.testing.assert_allclose(pos, [[0.5, -0.25], [2.0, -1.0], [3.0, -1.5], [4.0, -2.0],
+                                     [4.0, -2.0]])
+    np.testing.assert_allclose(vel, [[1.0, -0.5], [2.0, -1.0], [2.0, -1.0], [2.0, -1.0],
+                                     [2.0, -1.0]])
     np.testing.assert_allclose(acc[0], [1.0, -0.5])
     np.testing.assert_allclose(acc[2], [0.0, 0.0])
     t, pos, vel, acc = traj.sample(0.4)
@@ -28,7 +30,8 @@ def test_evaluate_and_sample():
     assert pos.shape == vel.shape == acc.shape == (t.size, 2)
     # Sampled velocity integrates to the sampled position.
     fine_t, fine_p, fine_v, _ = traj.sample(1e-3)
-    np.testing.assert_allclose(np.trapezoid(fine_v, fine_t, axis=0), fine_p[-1] - fine_p[0], atol=1e-6)
+    np.testing.assert_allclose(np.trapezoid(fine_v, fine_t, axis=0), fine_p[-1] - fine_p[0],
+                               atol=1e-6)
     assert traj.length() == pytest.approx(np.hypot(4.0, 2.0), rel=1e-6)
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from orca_nav.bringup.graph import describe_graph, share_dir
 from orca_nav.bringup.fleet_file import load_fleet_config
+from orca_nav.bringup.graph import describe_graph, share_dir
 
 LAUNCH_FILE = Path(__file__).resolve().parents[1] / 'launch' / 'multi_robot.launch.py'
 

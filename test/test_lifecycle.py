@@ -7,7 +7,7 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 from geometry_msgs.msg import PoseStamped, Twist  # noqa: E402
-from lifecycle_msgs.msg import State, Transition  # noqa: E402
+from lifecycle_msgs.msg import Transition  # noqa: E402
 from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
@@ -18,6 +18,7 @@ from orca_nav.ros.convert import latched_qos, state_to_odom  # noqa: E402
 from orca_nav.ros.map_publisher import MapPublisher  # noqa: E402
 from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
 from orca_nav.ros.planner_node import PlannerNode  # noqa: E402
+
 from ros_harness import SimClock, harness_fixture, sim_time  # noqa: E402
 
 pytestmark = pytest.mark.ros

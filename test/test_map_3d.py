@@ -6,8 +6,12 @@ import numpy as np
 import pytest
 
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.voxel_map import (grid_from_centres, load_voxel_map, occupied_centres,
-                                     save_voxel_map)
+from orca_nav.core.voxel_map import (
+    grid_from_centres,
+    load_voxel_map,
+    occupied_centres,
+    save_voxel_map,
+)
 
 rclpy = pytest.importorskip('rclpy')
 from rclpy.parameter import Parameter  # noqa: E402
@@ -15,6 +19,7 @@ from sensor_msgs.msg import PointCloud2, PointField  # noqa: E402
 
 from orca_nav.ros.convert import cloud_to_grid, cloud_xyz, grid_to_cloud, latched_qos  # noqa: E402
 from orca_nav.ros.map_3d_publisher import Map3dPublisher  # noqa: E402
+
 from ros_harness import harness_fixture  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

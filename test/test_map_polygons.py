@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
-from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.avoidance.map_polygons import grid_to_polygons, signed_area
+from orca_nav.core.grid import OccupancyGrid
 
 
 def winding_number(polygons, points):
@@ -104,7 +104,8 @@ def test_douglas_peucker_simplifies_a_disc_within_tolerance():
     # Every staircase corner lies within the tolerance of the simplified outline.
     a, b = simple, np.roll(simple, -1, axis=0)
     ab = b - a
-    t = np.clip(np.einsum('kej,ej->ke', raw[:, None, :] - a, ab) / np.einsum('ej,ej->e', ab, ab), 0, 1)
+    t = np.clip(np.einsum('kej,ej->ke', raw[:, None, :] - a, ab) / np.einsum('ej,ej->e', ab, ab),
+                0, 1)
     nearest = a + t[..., None] * ab
     distance = np.linalg.norm(raw[:, None, :] - nearest, axis=2).min(axis=1)
     assert distance.max() <= 0.75 * resolution + 1e-9
@@ -135,7 +136,8 @@ def test_large_random_map_topology_holds_after_simplification():
     iy, ix = np.nonzero(far)
     pick = rng.choice(len(iy), size=400, replace=False)
     centres = grid.cell_centers(np.stack([ix[pick], iy[pick]], axis=1))
-    np.testing.assert_array_equal(winding_number(polygons, centres), occ[iy[pick], ix[pick]].astype(int) - 1)
+    np.testing.assert_array_equal(winding_number(polygons, centres),
+                                  occ[iy[pick], ix[pick]].astype(int) - 1)
 
 
 @pytest.mark.parametrize('kwargs, name', [
@@ -168,7 +170,8 @@ def room_with_pillar_run(polygons, steps=150):
     track = []
     for _ in range(steps):
         offset = goals - sim.positions
-        sim.set_pref_velocities(offset / np.maximum(np.linalg.norm(offset, axis=1, keepdims=True), 1.0))
+        sim.set_pref_velocities(
+            offset / np.maximum(np.linalg.norm(offset, axis=1, keepdims=True), 1.0))
         sim.step()
         track.append(sim.positions)
     return np.array(track), params
@@ -181,7 +184,8 @@ def test_agents_inside_a_walled_room_stay_inside_and_pass_the_pillar():
     polygons = grid_to_polygons(grid)  # map border = wall
     track, params = room_with_pillar_run(polygons)
     # Pushed against the border by their goals, never through it (ORCA's slack: 1 cm).
-    assert track[..., 0].min() >= params.radius - 0.01 and track[..., 1].min() >= params.radius - 0.01
+    assert track[..., 0].min() >= params.radius - 0.01
+    assert track[..., 1].min() >= params.radius - 0.01
     assert track[..., 0].max() <= 8.0 - params.radius + 0.01
     assert track[..., 1].max() <= 6.0 - params.radius + 0.01
     # Agent 4 skimmed past the pillar (its path clears it by exactly the radius) to x = 6.

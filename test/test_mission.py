@@ -31,8 +31,8 @@ from orca_nav.bringup.graph import describe_graph  # noqa: E402
 from orca_nav.bringup.runner import run_graph  # noqa: E402
 from orca_nav.ros.convert import quaternion_to_yaw, seconds_to_time, state_to_odom  # noqa: E402
 from orca_nav.ros.mission_node import MissionNode  # noqa: E402
-from ros_harness import harness_fixture  # noqa: E402
 
+from ros_harness import harness_fixture  # noqa: E402
 
 ros = harness_fixture()
 

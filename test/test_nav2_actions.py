@@ -14,11 +14,12 @@ from geometry_msgs.msg import PoseStamped  # noqa: E402
 from lifecycle_msgs.srv import GetState  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from test_planner_node import HOLONOMIC, Ros, nonempty  # noqa: E402
 
 from orca_nav.ros.convert import yaw_to_quaternion  # noqa: E402
-from scenes import room  # noqa: E402
-from test_planner_node import HOLONOMIC, Ros, nonempty  # noqa: E402
+
 from ros_harness import WAIT_S, harness_fixture  # noqa: E402
+from scenes import room  # noqa: E402
 
 FollowWaypoints = nav2_msgs.FollowWaypoints
 NavigateThroughPoses = nav2_msgs.NavigateThroughPoses

@@ -9,11 +9,12 @@ nav2_msgs = pytest.importorskip('nav2_msgs.action')
 from action_msgs.msg import GoalStatus  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from test_planner_node import HOLONOMIC, Ros, nonempty  # noqa: E402
 
 from orca_nav.ros.convert import yaw_to_quaternion  # noqa: E402
-from scenes import room  # noqa: E402
-from test_planner_node import HOLONOMIC, Ros, nonempty  # noqa: E402
+
 from ros_harness import harness_fixture  # noqa: E402
+from scenes import room  # noqa: E402
 
 NavigateToPose = nav2_msgs.NavigateToPose
 pytestmark = pytest.mark.ros

@@ -2,8 +2,8 @@
 the planner's goals) and goal sequences with a start index and loops."""
 import pytest
 
-from orca_nav.core.fleet.goal_sequence import GoalSequence, Missed
 from orca_nav.core.fleet.fleet_planner import GoalEnd, Progress
+from orca_nav.core.fleet.goal_sequence import GoalSequence, Missed
 from orca_nav.core.fleet.navigation_task import NavigationTask
 
 A, B, C = (1.0, 0.0, 0.0, 0.0), (2.0, 0.0, 0.0, 0.0), (2.0, 3.0, 0.0, 1.5)

@@ -28,6 +28,7 @@ from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 
 from orca_nav.core.grid import OccupancyGrid  # noqa: E402
 from orca_nav.ros.convert import grid_to_msg, latched_qos, state_to_odom  # noqa: E402
+
 from ros_harness import RosHarness, private_domain  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -168,7 +169,8 @@ NODES = {
     'fleet_sim_node': (['-p', 'robots:=[robot0, robot1]', '-p', 'sim_rate:=50'], 'simulating'),
     'orca_node': (['-p', 'robots:=[robot0, robot1]', '-p', 'control_rate:=10'], 'commanded'),
     'planner_node': (['-p', 'robots:=[robot0]'], 'planning for'),
-    'mission_node': (['-p', 'robots:=[robot0]', '-p', 'robot0.goals:=[1.0, 0.0, 0.0]'], 'goals for'),
+    'mission_node': (['-p', 'robots:=[robot0]', '-p', 'robot0.goals:=[1.0, 0.0, 0.0]'],
+                     'goals for'),
     'tf_relay': (['-p', 'robots:=[robot0, robot1]'], 'relaying the trees'),
 }
 MANAGED = ('map_publisher', 'map_3d_publisher', 'orca_node', 'planner_node')

@@ -3,18 +3,17 @@ occupied cell, the big-map obstacle structure finds every obstacle neighbour, an
 such a map without touching a speck. (Timings: bench/bench_noisy_map.py.)"""
 import numpy as np
 import pytest
+from test_map_polygons import winding_number
 
 from orca_nav.core.avoidance.map_polygons import grid_to_polygons
 from orca_nav.core.avoidance.obstacles import RVO2_TREE_MAX_VERTICES, prepare_obstacles
-from orca_nav.core.fleet.controller import (ControllerParams, FleetController, MapModel,
-                                            prepare_map)
+from orca_nav.core.fleet.controller import ControllerParams, FleetController, MapModel, prepare_map
 from orca_nav.core.fleet.guidance import GeodesicGuidance
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.robots import RobotSpec
-from orca_nav.core.sim.fleet_sim import FleetSim
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.obstacle_distance import ObstacleDistance
-from test_map_polygons import winding_number
+from orca_nav.core.sim.fleet_sim import FleetSim
 
 
 def noisy_grid(size=400, specks=2000, seed=0, resolution=0.05):
@@ -53,7 +52,7 @@ def test_a_noisy_map_gets_the_big_map_structure_and_every_speck_stays_covered():
 def exhaustive_neighbors(obstacles, positions, range_sq):
     """Every (agent, edge) with the agent strictly on the outer side and the edge within range,
     by brute force in float32 (RVO2's predicate)."""
-    from orca_nav.core.avoidance.obstacles import dist_sq_point_segment, _left_of
+    from orca_nav.core.avoidance.obstacles import _left_of, dist_sq_point_segment
     pos = positions.astype(np.float32)[:, None, :]
     a = obstacles.points32[None]
     b = obstacles.points32[obstacles.next_vertex][None]

@@ -4,8 +4,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orca_nav.core.avoidance import (ObstacleSet, OrcaParams, OrcaSimulator, compute_velocities,
-                                prepare_obstacles, solve)
+from orca_nav.core.avoidance import (
+    ObstacleSet,
+    OrcaParams,
+    OrcaSimulator,
+    compute_velocities,
+    prepare_obstacles,
+    solve,
+)
 
 PARAMS = OrcaParams(time_step=0.25, neighbor_dist=15.0, max_neighbors=10, time_horizon=10.0,
                     time_horizon_obst=10.0, radius=1.5, max_speed=2.0)
@@ -54,7 +60,8 @@ def test_obstacle_blocks_straight_motion():
 def test_segment_obstacle_blocks_both_sides():
     segment = np.array([[5.0, -10.0], [5.0, 10.0]])
     left = compute_velocities([[3.0, 0.0]], [[0.0, 0.0]], [[2.0, 0.0]], PARAMS, obstacles=[segment])
-    right = compute_velocities([[7.0, 0.0]], [[0.0, 0.0]], [[-2.0, 0.0]], PARAMS, obstacles=[segment])
+    right = compute_velocities([[7.0, 0.0]], [[0.0, 0.0]], [[-2.0, 0.0]], PARAMS,
+                               obstacles=[segment])
     assert left[0, 0] <= 0.05 + 1e-9 and right[0, 0] >= -0.05 - 1e-9
 
 
@@ -189,7 +196,8 @@ def good_state(count=3):
     return positions, np.zeros((count, 2)), np.ones((count, 2))
 
 
-@pytest.mark.parametrize('argument, index', [(0, 'positions'), (1, 'velocities'), (2, 'pref_velocities')])
+@pytest.mark.parametrize('argument, index',
+                         [(0, 'positions'), (1, 'velocities'), (2, 'pref_velocities')])
 @pytest.mark.parametrize('bad', [np.nan, np.inf, -np.inf])
 def test_non_finite_state_names_argument_and_index(argument, index, bad):
     state = list(good_state())
@@ -231,8 +239,10 @@ def test_mismatched_shapes():
 @pytest.mark.parametrize('polygons, message', [
     ([SQUARE, np.array([[1.0, 1.0]])], r'obstacles\[1\]: needs at least 2 vertices'),
     ([SQUARE, SQUARE[::-1] + 5.0], r'obstacles\[1\]: vertices must be counter-clockwise'),
-    ([SQUARE, SQUARE + 5, np.array([[0.0, 0.0], [np.nan, 1.0], [1.0, 1.0]])], r'obstacles\[2\]: vertex 1'),
-    ([np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])], r'obstacles\[0\]: vertex 1 repeats'),
+    ([SQUARE, SQUARE + 5, np.array([[0.0, 0.0], [np.nan, 1.0], [1.0, 1.0]])],
+     r'obstacles\[2\]: vertex 1'),
+    ([np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])],
+     r'obstacles\[0\]: vertex 1 repeats'),
     ([np.zeros((3, 3))], r'obstacles\[0\]: expected shape'),
 ])
 def test_bad_obstacles_name_polygon_and_vertex(polygons, message):
@@ -321,7 +331,8 @@ def test_unconstrained_agents_keep_preferred_velocity(count, data):
     angles = np.array(data.draw(st.lists(st.floats(0, 2 * np.pi), min_size=count, max_size=count)))
     speeds = np.array(data.draw(st.lists(st.floats(0.0, 2.0), min_size=count, max_size=count)))
     pref = speeds[:, None] * np.stack([np.cos(angles), np.sin(angles)], axis=1)
-    velocities = np.array(data.draw(st.lists(st.tuples(finite, finite), min_size=count, max_size=count)))
+    velocities = np.array(data.draw(st.lists(st.tuples(finite, finite), min_size=count,
+                                             max_size=count)))
     new_v = compute_velocities(positions, velocities, pref, PARAMS)
     np.testing.assert_array_equal(new_v, pref)
 
@@ -440,7 +451,8 @@ def test_a_kept_neighbor_list_answers_as_a_fresh_kd_tree(monkeypatch, spread, mo
     from orca_nav.core.avoidance import neighbors as neighbor_module
     trees = []
     real_tree = neighbor_module.cKDTree
-    monkeypatch.setattr(neighbor_module, 'cKDTree', lambda *a, **k: trees.append(1) or real_tree(*a, **k))
+    monkeypatch.setattr(neighbor_module, 'cKDTree',
+                        lambda *a, **k: trees.append(1) or real_tree(*a, **k))
     rng = np.random.default_rng(11)
     kept = neighbor_module.AgentNeighborList()
     positions = rng.uniform(0.0, spread, (150, 2))

@@ -5,8 +5,15 @@ import numpy as np
 import pytest
 from scipy.spatial import cKDTree
 
+from orca_nav.core import (
+    OccupancyGrid,
+    OrcaParams,
+    compute_velocities,
+    prepare_voxel_obstacles,
+    solve,
+)
+
 from conftest import SHARED
-from orca_nav.core import OccupancyGrid, OrcaParams, compute_velocities, prepare_voxel_obstacles, solve
 
 RES = 0.1
 
@@ -23,7 +30,8 @@ class Clearance:
     def __call__(self, points, within):
         """Per point: the distance to the nearest voxel, or inf when none is within `within`."""
         out = np.full(len(points), np.inf)
-        for i, near in enumerate(self.tree.query_ball_point(points, within + 2.0 * self.half * np.sqrt(3.0))):
+        reach = within + 2.0 * self.half * np.sqrt(3.0)
+        for i, near in enumerate(self.tree.query_ball_point(points, reach)):
             if near:
                 gap = np.maximum(np.abs(points[i] - self.centres[near]) - self.half, 0.0)
                 out[i] = np.linalg.norm(gap, axis=1).min()
@@ -75,7 +83,8 @@ def test_drones_pushed_into_a_wall_stop_clear_of_it():
     params = OrcaParams(time_step=0.1, neighbor_dist=3.0, max_neighbors=8, time_horizon=2.0,
                         time_horizon_obst=1.0, radius=0.3, max_speed=2.0)
     pos, worst, _ = fly(grid, starts, goals, params, 100)
-    print(f'wall: min clearance {worst:.4f} (radius 0.3), final x {pos[:, 0].min():.3f}..{pos[:, 0].max():.3f}')
+    print(f'wall: min clearance {worst:.4f} (radius 0.3), '
+          f'final x {pos[:, 0].min():.3f}..{pos[:, 0].max():.3f}')
     assert worst >= 0.3
     assert (pos[:, 0] > 2.5 - 0.3 - 0.1).all()       # they did press against the wall
     assert (pos[:, 0] < 2.5 - 0.3).all()
@@ -92,7 +101,8 @@ def test_drones_swapping_through_a_window_keep_clear(time_step, time_horizon_obs
     starts, goals = np.vstack([side, other]), np.vstack([other, side])
     params = OrcaParams(time_step=time_step, neighbor_dist=3.0, max_neighbors=10, time_horizon=1.5,
                         time_horizon_obst=time_horizon_obst, radius=0.3, max_speed=max_speed)
-    pos, worst, fallbacks = fly(wall_with_window(), starts, goals, params, int(round(12 / time_step)))
+    pos, worst, fallbacks = fly(wall_with_window(), starts, goals, params,
+                                int(round(12 / time_step)))
     crossed = int(np.sum((pos[:, 0] > 3.2) == (goals[:, 0] > 3.2)))
     print(f'window dt={time_step}: min clearance {worst:.4f}, {crossed} of 32 on their goal side, '
           f'{fallbacks} fallback agent-steps')

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import rvo23d
 
-from conftest import SHARED
 from orca_nav.core import OrcaParams, compute_velocities, solve
 from orca_nav.core.avoidance.neighbors3d import agent_neighbors_3d
+
+from conftest import SHARED
 
 REFDATA = SHARED / 'refdata' / 'orca3d'
 RUNS = ('sphere_64', 'cube_crossing_125')
@@ -14,8 +15,9 @@ RUNS = ('sphere_64', 'cube_crossing_125')
 
 def params_of(run):
     return OrcaParams(time_step=float(run['time_step']), neighbor_dist=float(run['neighbor_dist']),
-                      max_neighbors=int(run['max_neighbors']), time_horizon=float(run['time_horizon']),
-                      time_horizon_obst=1.0, radius=run['radius'].astype(np.float64),
+                      max_neighbors=int(run['max_neighbors']),
+                      time_horizon=float(run['time_horizon']), time_horizon_obst=1.0,
+                      radius=run['radius'].astype(np.float64),
                       max_speed=run['max_speed'].astype(np.float64))
 
 
@@ -70,7 +72,8 @@ def test_neighbours_in_rvo2_3d_order(name):
     run = dict(np.load(REFDATA / f'{name}.npz'))
     count = run['pos'].shape[1]
     for step in range(0, run['pos'].shape[0], 10):
-        neighbors, keep = agent_neighbors_3d(run['pos'][step], np.full(count, float(run['neighbor_dist'])),
+        neighbors, keep = agent_neighbors_3d(run['pos'][step],
+                                             np.full(count, float(run['neighbor_dist'])),
                                              np.full(count, int(run['max_neighbors'])))
         ours = np.where(keep, neighbors, -1)
         recorded = run['neighbors'][step][:, :ours.shape[1]]
@@ -144,7 +147,8 @@ def test_random_swap_matches_peer():
 def test_two_layer_crossing_matches_peer():
     """Two square layers fly through each other head on (a lattice: many equal distances, so
     RVO2-3D's tie order decides the neighbours), short horizon, many neighbours."""
-    grid = np.stack(np.meshgrid(np.arange(6), np.arange(6), indexing='ij'), -1).reshape(-1, 2) * 2.0 - 5.0
+    grid = np.stack(np.meshgrid(np.arange(6), np.arange(6), indexing='ij'), -1).reshape(-1, 2)
+    grid = grid * 2.0 - 5.0
     top = np.column_stack([grid, np.full(36, 6.0)])
     bottom = np.column_stack([grid + 0.5, np.full(36, -6.0)])
     starts = np.vstack([top, bottom])
@@ -166,8 +170,10 @@ def test_small_ring_matches_peer():
 def test_degenerate_inputs():
     params = OrcaParams(time_step=0.1, neighbor_dist=5.0, max_neighbors=5, time_horizon=2.0,
                         time_horizon_obst=1.0, radius=0.5, max_speed=1.0)
-    assert compute_velocities(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 3)), params).shape == (0, 3)
-    # Coincident agents at rest: RVO2-3D's planes are NaN, ignored; the velocity is the preferred one.
+    none = np.zeros((0, 3))
+    assert compute_velocities(none, none, none, params).shape == (0, 3)
+    # Coincident agents at rest: RVO2-3D's planes are NaN, ignored; the velocity is the preferred
+    # one.
     pos = np.zeros((2, 3))
     pref = np.array([[0.5, 0.0, 0.0], [0.0, 0.0, -0.5]])
     out = compute_velocities(pos, np.zeros((2, 3)), pref, params)
@@ -196,7 +202,8 @@ def test_neighbours_of_a_coincident_cluster_match_peer():
     count = len(positions)
     neighbors, keep = agent_neighbors_3d(positions, np.full(count, 4.0), np.full(count, 10))
     for agent in range(count):
-        theirs = [sim.getAgentAgentNeighbor(agent, j) for j in range(sim.getAgentNumAgentNeighbors(agent))]
+        theirs = [sim.getAgentAgentNeighbor(agent, j)
+                  for j in range(sim.getAgentNumAgentNeighbors(agent))]
         assert neighbors[agent][keep[agent]].tolist() == theirs, f'agent {agent}'
 
 

@@ -10,10 +10,11 @@ from geometry_msgs.msg import PoseStamped, Twist  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
+from test_orca_node import Ros, _time  # noqa: E402
 
 from orca_nav.core.grid import OccupancyGrid  # noqa: E402
 from orca_nav.ros.convert import cloud_xyz, grid_to_cloud, latched_qos, state_to_odom  # noqa: E402
-from test_orca_node import Ros, _time  # noqa: E402
+
 from ros_harness import harness_fixture  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -131,8 +132,9 @@ def test_a_goal_outside_the_3d_map_is_refused_and_the_drone_holds(ros, capfd):
 
 
 def test_fleet_sim_takes_the_3d_map_drops_nan_points_and_refuses_an_empty_cloud(ros, capfd):
-    from orca_nav.ros.fleet_sim_node import FleetSimNode
     from rclpy.parameter import Parameter
+
+    from orca_nav.ros.fleet_sim_node import FleetSimNode
     sim = ros.add(FleetSimNode(context=ros.context, parameter_overrides=[
         Parameter('robots', value=['robot0']), Parameter('robot0.kinematics', value='quadrotor'),
         Parameter('robot0.start', value=[5.0, 5.0, 0.0]), Parameter('robot0.start_z', value=2.0)]))

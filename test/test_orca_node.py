@@ -32,14 +32,13 @@ from visualization_msgs.msg import MarkerArray  # noqa: E402
 
 from orca_nav.core.grid import OccupancyGrid  # noqa: E402
 from orca_nav.core.planning.reference import Reference  # noqa: E402
+from orca_nav.parameters.orca_node import DEADLOCK_SPECS, NODE_SPECS, SAFETY_SPECS  # noqa: E402
+from orca_nav.parameters.shared import ROBOT_SPECS  # noqa: E402
 from orca_nav.ros.convert import grid_to_msg, latched_qos, state_to_odom  # noqa: E402
 from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
-from orca_nav.parameters.orca_node import (DEADLOCK_SPECS, NODE_SPECS,  # noqa: E402
-                                         SAFETY_SPECS)
-from orca_nav.parameters.shared import ROBOT_SPECS  # noqa: E402
 from orca_nav.ros.trajectory_msgs import reference_to_trajectory  # noqa: E402
-from ros_harness import (RosHarness, SimClock, harness_fixture, node_time_s,  # noqa: E402
-                         private_domain, sim_time)
+
+from ros_harness import RosHarness, SimClock, harness_fixture, node_time_s, private_domain, sim_time  # noqa: E402
 
 pytestmark = pytest.mark.ros
 REPO = Path(__file__).resolve().parents[1]
@@ -134,7 +133,8 @@ class Ros(RosHarness):
 
     def set_parameters(self, *params):
         if self._parameters is None:
-            self._parameters = AsyncParameterClient(self.probe, self.node.get_fully_qualified_name())
+            self._parameters = AsyncParameterClient(self.probe,
+                                                    self.node.get_fully_qualified_name())
             assert self._parameters.wait_for_services(timeout_sec=30.0)
         future = self._parameters.set_parameters(list(params))
         assert self.wait_for(future.done)
@@ -287,7 +287,8 @@ def test_non_finite_and_wrong_frame_odometry_is_ignored(ros):
 
 
 def test_best_effort_and_reliable_odometry_publishers_are_both_heard(ros):
-    ros.orca(['robot0', 'robot1'], **{'robot0.goal': [5.0, 0.0, 0.0], 'robot1.goal': [5.0, 5.0, 0.0]})
+    ros.orca(['robot0', 'robot1'],
+             **{'robot0.goal': [5.0, 0.0, 0.0], 'robot1.goal': [5.0, 5.0, 0.0]})
     cmds = [ros.collect(Twist, f'/robot{i}/cmd_vel') for i in range(2)]
     reliable = ros.publisher(Odometry, '/robot1/odom', 10)
 

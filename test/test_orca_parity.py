@@ -4,10 +4,11 @@ import json
 import numpy as np
 import pytest
 
-from conftest import SHARED
-from orca_nav.core.avoidance.obstacles import ObstacleSet
 from orca_nav.core.avoidance import OrcaParams, compute_velocities, prepare_obstacles, solve
 from orca_nav.core.avoidance.neighbors import AgentNeighborList
+from orca_nav.core.avoidance.obstacles import ObstacleSet
+
+from conftest import SHARED
 
 REFDATA = SHARED / 'refdata' / 'orca'
 
@@ -24,9 +25,11 @@ def reference_runs():
 
 def params_of(run):
     return OrcaParams(time_step=float(run['time_step']), neighbor_dist=float(run['neighbor_dist']),
-                      max_neighbors=int(run['max_neighbors']), time_horizon=float(run['time_horizon']),
+                      max_neighbors=int(run['max_neighbors']),
+                      time_horizon=float(run['time_horizon']),
                       time_horizon_obst=float(run['time_horizon_obst']),
-                      radius=run['radius'].astype(np.float64), max_speed=run['max_speed'].astype(np.float64))
+                      radius=run['radius'].astype(np.float64),
+                      max_speed=run['max_speed'].astype(np.float64))
 
 
 def polygons_of(run):
@@ -179,7 +182,8 @@ def test_linear_program_3_starts_where_rvo2_does(monkeypatch):
         compute_velocities(run['pos'][step], run['vel'][step], run['pref'][step], params, obstacles)
         ours = begin_lines[0] if begin_lines else np.zeros(0, dtype=int)
         recorded = run['lp3_line_fail'][step]
-        np.testing.assert_array_equal(ours, np.sort(recorded[recorded >= 0]), err_msg=f'step {step}')
+        np.testing.assert_array_equal(ours, np.sort(recorded[recorded >= 0]),
+                                      err_msg=f'step {step}')
 
 
 def test_per_line_path_matches_rvo2(monkeypatch):

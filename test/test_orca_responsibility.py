@@ -1,4 +1,5 @@
-"""ORCA responsibility: per-agent weights and non-cooperative agents (core.avoidance.responsibility)."""
+"""ORCA responsibility: per-agent weights and non-cooperative agents
+(core.avoidance.responsibility)."""
 import numpy as np
 import pytest
 

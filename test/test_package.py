@@ -67,8 +67,8 @@ def test_the_public_api_is_re_exported_by_the_core():
     from orca_nav.core.planning import hybrid_astar, kinodynamic_astar
     assert set(core.__all__) == {
         'OrcaParams', 'compute_velocities', 'solve', 'OrcaSimulator', 'prepare_obstacles',
-        'prepare_voxel_obstacles', 'OccupancyGrid', 'KinodynamicAStar', 'KinodynamicParams', 'HybridAStar', 'HybridParams',
-        'PlanStatus'}
+        'prepare_voxel_obstacles', 'OccupancyGrid', 'KinodynamicAStar', 'KinodynamicParams',
+        'HybridAStar', 'HybridParams', 'PlanStatus'}
     assert core.solve is solver.solve and core.compute_velocities is solver.compute_velocities
     assert core.prepare_voxel_obstacles is voxel_obstacles.prepare_voxel_obstacles
     assert core.HybridAStar is hybrid_astar.HybridAStar

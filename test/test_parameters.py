@@ -54,6 +54,7 @@ from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
 from orca_nav.ros.planner_node import PlannerNode  # noqa: E402
 from orca_nav.ros.recorder_node import RecorderNode  # noqa: E402
 from orca_nav.ros.tf_relay import TfRelay  # noqa: E402
+
 from ros_harness import harness_fixture  # noqa: E402
 
 ros = harness_fixture()

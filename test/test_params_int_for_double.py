@@ -11,8 +11,8 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from orca_nav.parameters.spec import ParamSpec  # noqa: E402
-from orca_nav.ros.params import (declare_parameters, declare_robot_parameters,  # noqa: E402
-                                 on_parameters_changed)
+from orca_nav.ros.params import declare_parameters, declare_robot_parameters, on_parameters_changed  # noqa: E402
+
 from ros_harness import RosHarness  # noqa: E402
 
 pytestmark = pytest.mark.ros

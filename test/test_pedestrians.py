@@ -8,11 +8,11 @@ import pytest
 from orca_nav.core.avoidance import NonCooperative
 from orca_nav.core.fleet.controller import ControllerParams, FleetController
 from orca_nav.core.fleet.kinematics import RobotLimits
-from orca_nav.core.sim.pedestrians import PedestrianParams, Pedestrians
 from orca_nav.core.fleet.robots import RobotSpec
-from orca_nav.core.sim.fleet_sim import ROBOT_PERSON, FleetSim
 from orca_nav.core.geometry import body_to_world
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.sim.fleet_sim import ROBOT_PERSON, FleetSim
+from orca_nav.core.sim.pedestrians import PedestrianParams, Pedestrians
 
 
 def test_line_walkers_go_back_and_forth_at_their_speed():

@@ -13,12 +13,18 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from trajectory_msgs.msg import MultiDOFJointTrajectory  # noqa: E402
 
-from orca_nav.ros.convert import (grid_to_msg, latched_qos, seconds_to_time,  # noqa: E402
-                                  state_to_odom, stamp_to_seconds, yaw_to_quaternion)
+from orca_nav.ros.convert import (  # noqa: E402
+    grid_to_msg,
+    latched_qos,
+    seconds_to_time,
+    stamp_to_seconds,
+    state_to_odom,
+    yaw_to_quaternion,
+)
 from orca_nav.ros.planner_node import PlannerNode  # noqa: E402
 from orca_nav.ros.trajectory_msgs import msg_to_reference  # noqa: E402
-from ros_harness import (RosHarness, SimClock, harness_fixture, node_time_s,  # noqa: E402
-                         sim_time)
+
+from ros_harness import RosHarness, SimClock, harness_fixture, node_time_s, sim_time  # noqa: E402
 from scenes import room  # noqa: E402
 
 pytestmark = pytest.mark.ros

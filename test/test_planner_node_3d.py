@@ -15,16 +15,22 @@ from rclpy.action import ActionClient  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
-from trajectory_msgs.msg import MultiDOFJointTrajectory  # noqa: E402
-
-from orca_nav.ros.convert import (grid_to_cloud, latched_qos, seconds_to_time,  # noqa: E402
-                                  state_to_odom, yaw_to_quaternion)
-from orca_nav.ros.planner_node import PlannerNode  # noqa: E402
-from orca_nav.ros.trajectory_msgs import msg_to_reference  # noqa: E402
-from ros_harness import RosHarness, harness_fixture  # noqa: E402
-from scenes import room  # noqa: E402
 from test_fleet_planner_3d import RES3, wall_with_window  # noqa: E402
 from test_planner_node import nonempty  # noqa: E402
+from trajectory_msgs.msg import MultiDOFJointTrajectory  # noqa: E402
+
+from orca_nav.ros.convert import (  # noqa: E402
+    grid_to_cloud,
+    latched_qos,
+    seconds_to_time,
+    state_to_odom,
+    yaw_to_quaternion,
+)
+from orca_nav.ros.planner_node import PlannerNode  # noqa: E402
+from orca_nav.ros.trajectory_msgs import msg_to_reference  # noqa: E402
+
+from ros_harness import RosHarness, harness_fixture  # noqa: E402
+from scenes import room  # noqa: E402
 
 pytestmark = pytest.mark.ros
 DRONE = {'kinematics': 'quadrotor', 'radius': 0.25, 'max_speed': 2.0, 'max_accel': 2.0}
@@ -35,7 +41,8 @@ class Ros(RosHarness):
     def start(self, robots):
         overrides = [Parameter('robots', value=list(robots)),
                      Parameter('plan_time_budget', value=30.0),
-                     Parameter('map_3d_resolution', value=RES3), Parameter('jam_timeout', value=60.0)]
+                     Parameter('map_3d_resolution', value=RES3),
+                     Parameter('jam_timeout', value=60.0)]
         overrides += [Parameter(f'{name}.{k}', value=v)
                       for name, spec in robots.items() for k, v in spec.items()]
         self.node = self.add(PlannerNode(context=self.context, parameter_overrides=overrides))
@@ -87,6 +94,7 @@ def test_a_mixed_fleet_plans_the_drone_in_3d_and_the_ground_robot_on_map(ros):
     drone = ros.topic(MultiDOFJointTrajectory, '/drone0/trajectory')
     ground = ros.topic(MultiDOFJointTrajectory, '/robot0/trajectory')
     from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg
+
     from orca_nav.ros.convert import grid_to_msg
     ros.publisher(OccupancyGridMsg, '/map', latched_qos()).publish(
         grid_to_msg(room(), 'map', seconds_to_time(0.0)))

@@ -2,10 +2,11 @@
 import numpy as np
 import pytest
 
-from conftest import SHARED
 from orca_nav.core.avoidance import OrcaParams, OrcaSimulator
 from orca_nav.core.fleet.deadlock import DeadlockBreaker, DeadlockParams
 from orca_nav.core.fleet.preferred_velocity import goal_velocities
+
+from conftest import SHARED
 
 CIRCLE = SHARED / 'refdata' / 'orca' / 'circle_16_tight.npz'
 GOAL_TOLERANCE = 0.05
@@ -137,7 +138,8 @@ def test_bad_deadlock_params_are_named():
 
 def circle_setup():
     data = np.load(CIRCLE)
-    params = OrcaParams(time_step=float(data['time_step']), neighbor_dist=float(data['neighbor_dist']),
+    params = OrcaParams(time_step=float(data['time_step']),
+                        neighbor_dist=float(data['neighbor_dist']),
                         max_neighbors=int(data['max_neighbors']),
                         time_horizon=float(data['time_horizon']),
                         time_horizon_obst=float(data['time_horizon_obst']),
@@ -161,8 +163,8 @@ def run_fleet(starts, goals, params, breaker, max_time):
         if arrived.all():
             return sim.global_time, min_gap, sim
         if breaker is not None:
-            pref = breaker.update(sim.global_time, positions, pref, arrived, goals, params.max_speed,
-                                  params.radius)
+            pref = breaker.update(sim.global_time, positions, pref, arrived, goals,
+                                  params.max_speed, params.radius)
         sim.set_pref_velocities(pref)
         sim.step()
     return None, min_gap, sim

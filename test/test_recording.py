@@ -14,8 +14,14 @@ import yaml
 from orca_nav.bringup.cli import main
 from orca_nav.bringup.demo import fresh_recording_folder, load_scenario
 from orca_nav.bringup.graph import RECORDER, describe_graph, recorded_topics
-from orca_nav.bringup.replay import (RunRecord, animate, frame_times, load_run, read_tracks,
-                                     write_tracks)
+from orca_nav.bringup.replay import (
+    RunRecord,
+    animate,
+    frame_times,
+    load_run,
+    read_tracks,
+    write_tracks,
+)
 from orca_nav.bringup.report import PersonTrack, RobotTrack
 
 mcap_reader = pytest.importorskip('mcap.reader')
@@ -112,6 +118,7 @@ rclpy = pytest.importorskip('rclpy')
 @pytest.mark.ros
 def test_the_recorder_refuses_bad_parameters_naming_them(tmp_path):
     from rclpy.parameter import Parameter
+
     from orca_nav.ros.recorder_node import RecorderNode
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
@@ -209,9 +216,11 @@ def test_recorder_node_as_launch_starts_it_writes_a_bag_and_closes_it_on_sigint(
     """The recorder as its own process (`ros2 launch ... record:=`): what it received before
     Ctrl-C is in the bag, which opens with the mcap reader, and metadata.yaml is written."""
     import signal
+
     from std_msgs.msg import String
-    from ros_harness import RosHarness, private_domain
     from test_node_main import Process
+
+    from ros_harness import RosHarness, private_domain
     bag = tmp_path / 'bag'
     recorder = Process.node('recorder_node', ['-p', f'output:={bag}', '-p',
                                               'topics:=[/chatter, /never]'])
@@ -239,6 +248,7 @@ def test_the_recorders_message_definitions_hash_as_the_published_types():
     """The bag's schemas come from rosbags' Jazzy definitions: their type hashes are the ones
     rclpy's publishers of these types announce."""
     from rosbags.typesys import Stores, get_typestore
+
     from orca_nav.ros.recorder_node import message_class
     types = get_typestore(Stores.ROS2_JAZZY)
     context = rclpy.Context()

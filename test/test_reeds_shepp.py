@@ -12,22 +12,23 @@ R = 2.5
 
 def _random_pairs(n, seed, span=12.0):
     rng = np.random.default_rng(seed)
-    a = np.column_stack([rng.uniform(-span, span, n), rng.uniform(-span, span, n), rng.uniform(-7, 7, n)])
-    b = np.column_stack([rng.uniform(-span, span, n), rng.uniform(-span, span, n), rng.uniform(-7, 7, n)])
+    a, b = (np.column_stack([rng.uniform(-span, span, n), rng.uniform(-span, span, n),
+                             rng.uniform(-7, 7, n)]) for _ in range(2))
     return a, b
 
 
 @pytest.mark.parametrize('distance', [rs.reeds_shepp_distance, rs.dubins_distance])
 def test_known_lengths(distance):
     # Straight ahead.
-    assert distance((1.0, 2.0, 0.3), (1.0 + 7 * math.cos(0.3), 2.0 + 7 * math.sin(0.3), 0.3), R)[0] == \
-        pytest.approx(7.0, abs=1e-9)
+    ahead = (1.0 + 7 * math.cos(0.3), 2.0 + 7 * math.sin(0.3), 0.3)
+    assert distance((1.0, 2.0, 0.3), ahead, R)[0] == pytest.approx(7.0, abs=1e-9)
     # A left arc of angle a: the arc itself is the shortest path.
     for a in (0.4, 1.2, 2.5):
         goal = (R * math.sin(a), R * (1 - math.cos(a)), a)
         assert distance((0, 0, 0), goal, R)[0] == pytest.approx(R * a, abs=1e-9)
     # Same pose: zero.
-    assert distance((3.0, -1.0, 2.0), (3.0, -1.0, 2.0 - 4 * math.pi), R)[0] == pytest.approx(0.0, abs=1e-9)
+    assert distance((3.0, -1.0, 2.0), (3.0, -1.0, 2.0 - 4 * math.pi), R)[0] == \
+        pytest.approx(0.0, abs=1e-9)
 
 
 def test_reverse_is_straight_back_for_reeds_shepp_but_a_loop_for_dubins():
@@ -63,9 +64,11 @@ def test_metric_properties():
     assert np.all(d_rs >= euclid - 1e-9)
     assert np.all(d_du >= d_rs - 1e-9)                                  # reversing never hurts
     assert np.allclose(rs.reeds_shepp_distance(b, a, R), d_rs, atol=1e-9)   # symmetric
-    assert np.allclose(rs.reeds_shepp_distance(a * [2, 2, 1], b * [2, 2, 1], 2 * R), 2 * d_rs, atol=1e-9)
+    assert np.allclose(rs.reeds_shepp_distance(a * [2, 2, 1], b * [2, 2, 1], 2 * R), 2 * d_rs,
+                       atol=1e-9)
     c = _random_pairs(300, seed=3)[0]
-    assert np.all(d_rs <= rs.reeds_shepp_distance(a, c, R) + rs.reeds_shepp_distance(c, b, R) + 1e-9)
+    via_c = rs.reeds_shepp_distance(a, c, R) + rs.reeds_shepp_distance(c, b, R)
+    assert np.all(d_rs <= via_c + 1e-9)
 
 
 def test_sample_spacing_direction_and_curvature():
@@ -80,7 +83,8 @@ def test_sample_spacing_direction_and_curvature():
         dyaw = np.abs(wrap_angle(np.diff(poses[:, 2])))
         assert np.all(dyaw <= ds / R * (1 + 1e-4) + 1e-12)   # ds is a chord: slightly short
         # Motion agrees with the direction flag: displacement projected on the heading has its sign.
-        proj = np.diff(poses[:, 0]) * np.cos(poses[:-1, 2]) + np.diff(poses[:, 1]) * np.sin(poses[:-1, 2])
+        proj = (np.diff(poses[:, 0]) * np.cos(poses[:-1, 2])
+                + np.diff(poses[:, 1]) * np.sin(poses[:-1, 2]))
         moving = ds > 1e-6
         assert np.all(np.sign(proj[moving]) == direction[:-1][moving])
         flips = np.count_nonzero(np.diff(direction[:-1]) != 0)
@@ -88,20 +92,22 @@ def test_sample_spacing_direction_and_curvature():
 
 
 def test_in_place_turn_segment_samples_by_angle():
-    path = rs.CurvePath(np.zeros(3), np.array([0.0, 2.0]), np.array([0.0, 0.0]), np.array([math.pi / 2, 0.0]),
-                        'TS')
+    path = rs.CurvePath(np.zeros(3), np.array([0.0, 2.0]), np.array([0.0, 0.0]),
+                        np.array([math.pi / 2, 0.0]), 'TS')
     poses, direction = path.sample(0.1)
     assert np.allclose(path.end(), (0.0, 2.0, math.pi / 2))
     assert np.all(np.abs(np.diff(poses[:, 2])) <= 0.1 + 1e-12)
     assert path.length == pytest.approx(2.0) and np.all(direction == 1)
 
 
-@pytest.mark.parametrize('kind,exact', [('reeds_shepp', rs.reeds_shepp_distance), ('dubins', rs.dubins_distance)])
+@pytest.mark.parametrize('kind,exact', [('reeds_shepp', rs.reeds_shepp_distance),
+                                        ('dubins', rs.dubins_distance)])
 def test_distance_table_close_to_exact(kind, exact):
     table = rs.DistanceTable(kind, 5.0)
     rng = np.random.default_rng(5)
     goal = np.array([3.0, -2.0, 2.9])
-    poses = np.column_stack([rng.uniform(-20, 25, 500), rng.uniform(-20, 20, 500), rng.uniform(-9, 9, 500)])
+    poses = np.column_stack([rng.uniform(-20, 25, 500), rng.uniform(-20, 20, 500),
+                             rng.uniform(-9, 9, 500)])
     got = table(poses, goal)
     ref = exact(poses, goal, 5.0)
     inside = np.hypot(poses[:, 0] - goal[0], poses[:, 1] - goal[1]) < 14.0

@@ -8,6 +8,7 @@ rclpy = pytest.importorskip('rclpy')
 from std_msgs.msg import Int32  # noqa: E402
 
 from orca_nav.ros.robot_topics import RobotTopics  # noqa: E402
+
 from ros_harness import harness_fixture  # noqa: E402
 
 pytestmark = pytest.mark.ros

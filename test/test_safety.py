@@ -10,12 +10,12 @@ from orca_nav.core.avoidance import NonCooperative, OrcaParams, solve
 from orca_nav.core.fleet.controller import ControllerParams
 from orca_nav.core.fleet.kinematics import RobotLimits, integrate_pose, limit_twist
 from orca_nav.core.fleet.robots import RobotSpec
-from orca_nav.core.fleet.safety import (PERSON, ROBOT, STATIC, SafetyInput, SafetyLayer,
-                                        SafetyParams)
+from orca_nav.core.fleet.safety import PERSON, ROBOT, STATIC, SafetyInput, SafetyLayer
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.obstacle_distance import ObstacleDistance
 from orca_nav.core.sim.closed_loop import Scene, run
 from orca_nav.core.sim.pedestrians import PedestrianParams, Pedestrians
+
 from scenes import room
 
 OFF = ControllerParams(safety=None, acceleration_aware=False)

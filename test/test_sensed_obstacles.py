@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 
 from orca_nav.core.fleet.sensed_obstacles import SensedObstacles, planar_scan
-from orca_nav.core.sim.scan import (beam_angles, box_clearance, box_overlap, check_boxes,
-                                          scan_ranges)
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.sim.scan import beam_angles, box_clearance, box_overlap, check_boxes, scan_ranges
 
 
 def test_a_scan_sees_walls_boxes_and_discs():
@@ -98,8 +97,8 @@ def _robot_toward_a_box(scans: bool):
     from orca_nav.core.fleet.controller import ControllerParams, FleetController
     from orca_nav.core.fleet.kinematics import RobotLimits
     from orca_nav.core.fleet.robots import RobotSpec
-    from orca_nav.core.sim.fleet_sim import FleetSim
     from orca_nav.core.geometry import body_to_world
+    from orca_nav.core.sim.fleet_sim import FleetSim
     boxes = check_boxes([[2.0, -0.6, 2.8, 0.5]])
     sim = FleetSim(RobotLimits.create(['holonomic'], [1.0], [2.0], [2.0], [1.0]), [0.3],
                    [[0.0, 0.0, 0.0]], boxes=boxes)
@@ -136,8 +135,8 @@ def test_two_robots_side_by_side_go_around_a_box_only_their_scans_show():
     from orca_nav.core.fleet.controller import ControllerParams, FleetController
     from orca_nav.core.fleet.kinematics import RobotLimits
     from orca_nav.core.fleet.robots import RobotSpec
-    from orca_nav.core.sim.fleet_sim import FleetSim
     from orca_nav.core.geometry import body_to_world
+    from orca_nav.core.sim.fleet_sim import FleetSim
     boxes = check_boxes([[-1.7, -0.1, -0.5, 0.9]])
     starts = np.array([[2.0, 0.0, np.pi], [2.0, 0.64, np.pi]])
     goals = starts[:, :2] - (8.0, 0.0)

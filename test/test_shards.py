@@ -16,6 +16,7 @@ from orca_nav.bringup.graph import describe_graph, shard_name  # noqa: E402
 from orca_nav.bringup.runner import run_graph  # noqa: E402
 from orca_nav.bringup.scenarios import circle  # noqa: E402
 from orca_nav.ros.orca_params import commanded_robots, shard_block  # noqa: E402
+
 from ros_harness import contact_reports  # noqa: E402
 
 
@@ -51,6 +52,7 @@ def test_impossible_shards_are_refused_naming_the_parameter(index, count, messag
 
 def test_bad_shard_parameters_stop_the_node_at_start():
     from rclpy.parameter import Parameter
+
     from orca_nav.ros.orca_node import OrcaNode
     context = rclpy.Context()
     rclpy.init(context=context)
@@ -94,7 +96,8 @@ def test_one_shard_and_per_robot_mode_keep_their_graphs():
     cfg = circle(4)
     assert describe_graph(sharded(cfg, 1)) == describe_graph(cfg)
     # per_robot is sharding's limit: one node per robot, whatever the fleet file says.
-    assert describe_graph(sharded(cfg, 2), mode='per_robot') == describe_graph(cfg, mode='per_robot')
+    assert describe_graph(sharded(cfg, 2), mode='per_robot') == \
+        describe_graph(cfg, mode='per_robot')
 
 
 # ------------------------------------------------------------------ closed loop over DDS
@@ -129,7 +132,8 @@ def test_robots_of_two_shards_swap_across_a_circle_without_contact():
     goals = np.array([r.goals[0][:2] for r in cfg.robots])
     shards = np.array([shard_of[name] for name in cfg.robot_names])
     other_shard = shards[:, None] != shards[None]
-    closest = np.full(ROBOTS, np.inf)       # each robot's to a robot of the other shard, over the run
+    # each robot's closest approach to a robot of the other shard, over the run
+    closest = np.full(ROBOTS, np.inf)
     with run_graph(specs) as graph:
         sim = graph.nodes['/fleet_sim']
         contacts = contact_reports(graph)

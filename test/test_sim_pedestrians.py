@@ -10,12 +10,13 @@ rclpy = pytest.importorskip('rclpy')
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
+from test_fleet_sim_node import Controller, Ros, forward, lockstep  # noqa: E402
 
 from orca_nav.parameters.fleet_sim_node import PEDESTRIAN_SPECS  # noqa: E402
 from orca_nav.ros.convert import odom_to_state  # noqa: E402
 from orca_nav.ros.sim_pedestrians import pedestrians_from_parameters  # noqa: E402
 from orca_nav.ros.tracked_agents import TRACKED_AGENTS_QOS  # noqa: E402
-from test_fleet_sim_node import Controller, Ros, forward, lockstep  # noqa: E402
+
 from ros_harness import harness_fixture  # noqa: E402
 
 pytestmark = pytest.mark.ros

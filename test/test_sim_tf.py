@@ -87,12 +87,13 @@ def test_bad_parameters_name_the_field(field, value):
 rclpy = pytest.importorskip('rclpy')
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from test_fleet_sim_node import Controller, Ros, forward, lockstep  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from orca_nav.ros.convert import odom_to_state, stamp_to_seconds  # noqa: E402
 from orca_nav.ros.sim_tf import SCAN_FRAME, SCAN_HEIGHT_M  # noqa: E402
 from orca_nav.ros.tf_listener import TF_QOS, TF_STATIC_QOS  # noqa: E402
-from test_fleet_sim_node import Controller, Ros, forward, lockstep  # noqa: E402
+
 from ros_harness import harness_fixture  # noqa: E402
 
 PERIOD = 0.02

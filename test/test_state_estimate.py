@@ -6,10 +6,14 @@ import pytest
 from orca_nav.core.fleet.controller import ControllerParams, FleetController
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.robots import RobotSpec
-from orca_nav.core.sim.fleet_sim import FleetSim
-from orca_nav.core.fleet.state_estimate import (covariance_problem, project_positions,
-                                                uncertainty_margins, usable_covariances)
+from orca_nav.core.fleet.state_estimate import (
+    covariance_problem,
+    project_positions,
+    uncertainty_margins,
+    usable_covariances,
+)
 from orca_nav.core.geometry import body_to_world
+from orca_nav.core.sim.fleet_sim import FleetSim
 
 PERIOD = 0.05
 RADIUS = 0.3

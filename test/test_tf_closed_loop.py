@@ -12,6 +12,7 @@ pytest.importorskip('tf2_msgs.msg')
 from orca_nav.bringup.fleet_file import load_fleet_config  # noqa: E402
 from orca_nav.bringup.graph import describe_graph  # noqa: E402
 from orca_nav.bringup.runner import run_graph  # noqa: E402
+
 from ros_harness import contact_reports  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

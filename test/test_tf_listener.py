@@ -10,10 +10,10 @@ from geometry_msgs.msg import TransformStamped  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from orca_nav.core.fleet.names import robot_names  # noqa: E402
-from orca_nav.core.transforms import (FrameNotFoundError, TransformBuffer,  # noqa: E402
-                                      TransformError)
+from orca_nav.core.transforms import FrameNotFoundError, TransformBuffer, TransformError  # noqa: E402
 from orca_nav.ros.convert import seconds_to_time  # noqa: E402
 from orca_nav.ros.tf_listener import TF_QOS, TF_STATIC_QOS, TfListener  # noqa: E402
+
 from ros_harness import SimClock, harness_fixture, sim_time  # noqa: E402
 
 pytestmark = pytest.mark.ros

@@ -17,6 +17,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data  # n
 from orca_nav.core.transforms import TransformError  # noqa: E402
 from orca_nav.ros.convert import seconds_to_time, state_to_odom, yaw_to_quaternion  # noqa: E402
 from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
+
 from ros_harness import SimClock, harness_fixture, node_time_s, sim_time  # noqa: E402
 
 pytestmark = pytest.mark.ros

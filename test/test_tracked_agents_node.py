@@ -11,10 +11,11 @@ rclpy = pytest.importorskip('rclpy')
 from geometry_msgs.msg import Twist  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
-
-from orca_nav.ros.convert import state_to_odom  # noqa: E402
 from test_bad_input_runtime import logged  # noqa: E402
 from test_orca_node import Ros, _time  # noqa: E402
+
+from orca_nav.ros.convert import state_to_odom  # noqa: E402
+
 from ros_harness import harness_fixture  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -119,6 +120,7 @@ def _static_mount(ros, parent, child, x, z, yaw):
     import tf2_msgs.msg
     from geometry_msgs.msg import TransformStamped
     from rclpy.qos import DurabilityPolicy, QoSProfile
+
     from orca_nav.ros.convert import yaw_to_quaternion
     pub = ros.publisher(tf2_msgs.msg.TFMessage, '/tf_static',
                         QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL))
@@ -170,6 +172,7 @@ def test_a_scan_from_a_mounted_lidar_is_placed_through_tf(ros, capfd):
 
 def test_a_point_cloud_becomes_obstacles_within_its_height_band(ros, capfd):
     from sensor_msgs.msg import PointCloud2
+
     from orca_nav.ros.convert import points_to_cloud
     pytest.importorskip('tf2_msgs.msg')
     ros.orca(['robot0'], cloud_topic='points', tf_layout='prefixed',

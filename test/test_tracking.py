@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from orca_nav.core.planning.path_timing import reference_from_samples, time_path
 from orca_nav.core.fleet.tracking import FleetTracker, TrackingParams
 from orca_nav.core.geometry import wrap_angle
+from orca_nav.core.planning.path_timing import reference_from_samples, time_path
 from orca_nav.core.planning.reference import Reference
 
 

@@ -7,9 +7,14 @@ pytest.importorskip('rclpy')
 from trajectory_msgs.msg import MultiDOFJointTrajectoryPoint  # noqa: E402
 
 from orca_nav.core.planning.path_timing import reference_from_samples, time_path  # noqa: E402
-from orca_nav.ros.trajectory_msgs import (empty_path, empty_trajectory,  # noqa: E402
-                                          msg_to_reference, reference_to_path,
-                                          reference_to_trajectory)
+from orca_nav.ros.trajectory_msgs import (  # noqa: E402
+    empty_path,
+    empty_trajectory,
+    msg_to_reference,
+    reference_to_path,
+    reference_to_trajectory,
+)
+
 from scenes import parallel_park  # noqa: E402
 
 

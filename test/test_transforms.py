@@ -3,8 +3,14 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation, Slerp
 
-from orca_nav.core.transforms import (ConnectivityError, ExtrapolationError, FrameNotFoundError,
-                                      TransformBuffer, slerp, transform_planar_poses)
+from orca_nav.core.transforms import (
+    ConnectivityError,
+    ExtrapolationError,
+    FrameNotFoundError,
+    TransformBuffer,
+    slerp,
+    transform_planar_poses,
+)
 
 
 def q_yaw(yaw):

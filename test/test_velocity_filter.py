@@ -8,8 +8,8 @@ import pytest
 from orca_nav.core.fleet.controller import ControllerParams, FleetController
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.robots import RobotSpec
-from orca_nav.core.sim.fleet_sim import FleetSim
 from orca_nav.core.geometry import body_to_world, world_to_body
+from orca_nav.core.sim.fleet_sim import FleetSim
 
 PERIOD = 0.05
 FILTER = ControllerParams(filter_mode=True, deadlock=None)
@@ -22,8 +22,8 @@ def fleet(kinematics, **params):
 
 
 @pytest.mark.parametrize('kinematics, twist', [
-    ('holonomic', (0.3, -0.2, 0.4)), ('holonomic', (1.0, 0.0, 0.1)), ('diff_drive', (0.5, 0.0, 0.3)),
-    ('diff_drive', (-0.2, 0.0, -0.1)), ('car', (0.6, 0.0, 0.2))])
+    ('holonomic', (0.3, -0.2, 0.4)), ('holonomic', (1.0, 0.0, 0.1)),
+    ('diff_drive', (0.5, 0.0, 0.3)), ('diff_drive', (-0.2, 0.0, -0.1)), ('car', (0.6, 0.0, 0.2))])
 def test_an_unconstrained_robot_gets_its_input_back_bit_for_bit(kinematics, twist):
     ctl = fleet([kinematics, 'holonomic'])
     ctl.set_state(0, 10.0, (0.0, 0.0), (0.0, 0.0), 0.7)
@@ -97,7 +97,8 @@ def test_naive_controllers_crossing_through_the_filter_never_touch(kinematics):
         out = ctl.step(now)
         assert not sim.step(PERIOD, out.twists)
         p = sim.poses[:, :2]
-        gaps.append(np.min(np.hypot(*(p[:, None] - p[None]).transpose(2, 0, 1)) + 1e9 * np.eye(count)))
+        distances = np.hypot(*(p[:, None] - p[None]).transpose(2, 0, 1))
+        gaps.append(np.min(distances + 1e9 * np.eye(count)))
         now += PERIOD
     assert min(gaps) >= 0.6 - 1e-6
     assert np.all(np.hypot(*(sim.poses[:, :2] - goals).T) < 0.3)

@@ -2,10 +2,11 @@
 
     .venv/bin/python tools/safety_picture.py [--out docs/safety.png]
 
-Static: a diff-drive robot at 1.2 m/s turning toward a wall: the braking path of its command (dashed) and of the
-command the layer keeps (solid), both on the same arc. Passive: a robot passing a standing person:
-the discs the person could reach by each instant of the robot's braking path. Reciprocal: two
-robots heading at each other: their braking paths under the commands chosen for both.
+Static: a diff-drive robot at 1.2 m/s turning toward a wall: the braking path of its command
+(dashed) and of the command the layer keeps (solid), both on the same arc. Passive: a robot passing
+a standing person: the discs the person could reach by each instant of the robot's braking path.
+Reciprocal: two robots heading at each other: their braking paths under the commands chosen for
+both.
 """
 from __future__ import annotations
 

@@ -21,8 +21,13 @@ from orca_nav.process import end_process
 # load no rclpy, no node and no planner.
 
 def demo_command(args) -> int:
-    from orca_nav.bringup.demo import (demo_exit_status, fresh_recording_folder, load_scenario,
-                                       run_demo, with_overrides)
+    from orca_nav.bringup.demo import (
+        demo_exit_status,
+        fresh_recording_folder,
+        load_scenario,
+        run_demo,
+        with_overrides,
+    )
     from orca_nav.bringup.report import format_table
     try:
         cfg = with_overrides(load_scenario(args.scenario, args.robots), args.duration, args.seed)
@@ -36,8 +41,9 @@ def demo_command(args) -> int:
         'simulated time in lockstep, ' + ('as fast as this machine allows' if rtf == 0.0
                                           else f'{rtf:g} x real time')
     shards = f' in {cfg.shards} shards' if cfg.shards > 1 and args.mode != 'per_robot' else ''
-    print(f'orca-nav demo: scenario {cfg.name}, {len(cfg.robots)} robots, {args.mode} ORCA{shards}, '
-          f'up to {cfg.demo.duration:.0f} s on {clock}; output in {out_dir}', file=sys.stderr)
+    print(f'orca-nav demo: scenario {cfg.name}, {len(cfg.robots)} robots, {args.mode} '
+          f'ORCA{shards}, up to {cfg.demo.duration:.0f} s on {clock}; output in {out_dir}',
+          file=sys.stderr)
     try:
         record = fresh_recording_folder(out_dir) if args.record else None
         report = run_demo(cfg, out_dir, mode=args.mode, executor=args.executor,
@@ -104,9 +110,10 @@ def add_demo_parser(commands) -> None:
         'robot its goals, writes OUT/report.json and OUT/trajectories.png and prints a summary. '
         f'Built-in scenarios: {scenarios}.',
         epilog='Exit status: 0 when every robot reached every goal and is at its last goal at '
-        'the end, without a collision or a negative separation, 1 when the run ended otherwise, 2 for a fleet file with problems '
-        'or another start-up error. Ctrl-C ends the run early and still writes the report (the '
-        'exit status then judges what was recorded); Ctrl-C while starting exits with 0.')
+        'the end, without a collision or a negative separation, 1 when the run ended '
+        'otherwise, 2 for a fleet file with problems or another start-up error. Ctrl-C ends the '
+        'run early and still writes the report (the exit status then judges what was '
+        'recorded); Ctrl-C while starting exits with 0.')
     demo.add_argument('--scenario', default='circle',
                       help='a built-in scenario (listed above) or the path of a fleet config '
                            'YAML (default: circle)')

@@ -98,20 +98,21 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     node); the report's `tracks` entry is not written to the file. record: a folder (that does
     not exist) where the recorder node writes the run as a rosbag2 bag (MCAP); the report then
     says how many messages of each topic it recorded (`recording`)."""
-    from orca_nav.core.grid import OccupancyGrid
-    from orca_nav.core.voxel_map import load_voxel_map
-    from orca_nav.bringup.report import fleet_report
-    from orca_nav.bringup.report_plot import plot_trajectories
     # Most of what the picture needs, loaded before the run rather than after a Ctrl-C (which
     # must end the run, picture included, within 2 s).
     import matplotlib.backends.backend_agg  # noqa: F401
-    from orca_nav.bringup.graph import RECORDER, describe_graph
-    from orca_nav.bringup.replay import TRACKS_FILE, write_tracks
-    from orca_nav.bringup.mission import DemoMission
-    from orca_nav.bringup.runner import run_graph
-    from orca_nav.core.sim.pedestrians import PedestrianParams
     import numpy as np
     from rclpy.parameter import Parameter
+
+    from orca_nav.bringup.graph import RECORDER, describe_graph
+    from orca_nav.bringup.mission import DemoMission
+    from orca_nav.bringup.replay import TRACKS_FILE, write_tracks
+    from orca_nav.bringup.report import fleet_report
+    from orca_nav.bringup.report_plot import plot_trajectories
+    from orca_nav.bringup.runner import run_graph
+    from orca_nav.core.grid import OccupancyGrid
+    from orca_nav.core.sim.pedestrians import PedestrianParams
+    from orca_nav.core.voxel_map import load_voxel_map
 
     progress = progress or Progress()
     simulated = real_time_factor is not None

@@ -6,7 +6,8 @@ lockstep: lost and late odometry, a dead node and a loaded machine must be able 
 they do on real robots). The simulator injects the fault (`fleet_sim_node` `fault.*`
 parameters, `orca_nav.core.sim.faults.Faults`); a node kill takes the node out of the running
 graph and starts a fresh one `OUTAGE_S` later; busy loops are processes spinning for the whole
-run; the CPU-starved case runs every node on the wall clock with more busy loops than cores. Fault times count from the robots' start: `FAULT_TIME_S` in, mid-path.
+run; the CPU-starved case runs every node on the wall clock with more busy loops than cores. Fault
+times count from the robots' start: `FAULT_TIME_S` in, mid-path.
 
 Per case and over its runs: contacts (the simulator's reports, by class: robot-robot,
 robot-obstacle, robot-person, and whether a robot in it moved), robots at their goal

@@ -26,9 +26,9 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from orca_nav.bringup.report import PersonTrack, RobotTrack
-from orca_nav.core.sim.pedestrians import PedestrianParams
 from orca_nav.core.fleet.robots import FIELDS_BY_NAME
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.sim.pedestrians import PedestrianParams
 from orca_nav.core.transforms import TransformBuffer, TransformError, transform_planar_poses
 
 TRACKS_FILE = 'tracks.npz'

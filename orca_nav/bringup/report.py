@@ -24,9 +24,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from orca_nav.bringup.fleet_file import DEMO_DEFAULTS
+from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.sim.fleet_sim import CONTACT_CATEGORIES
 from orca_nav.core.sim.scan import box_clearance
-from orca_nav.core.grid import OccupancyGrid
 
 # Pairwise distances are computed for this many (time, robot, robot) entries at a time.
 _PAIR_CHUNK = 2_000_000
@@ -244,7 +244,8 @@ def fleet_report(tracks: Sequence[RobotTrack], grid: Optional[OccupancyGrid] = N
             robots[tr.name]['closest_person'] = (people[person[index]].name
                                                  if person[index] >= 0 else None)
         if tr.xy.shape[1] == 3:
-            robots[tr.name]['altitude_range'] = ([float(tr.xy[:, 2].min()), float(tr.xy[:, 2].max())]
+            altitudes = tr.xy[:, 2]
+            robots[tr.name]['altitude_range'] = ([float(altitudes.min()), float(altitudes.max())]
                                                  if len(tr.xy) else None)
     entries = list(robots.values())
     all_reached = bool(entries) and all(e['reached'] for e in entries)

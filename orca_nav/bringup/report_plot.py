@@ -12,9 +12,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from orca_nav.core.grid import OccupancyGrid
 from orca_nav.bringup.report import PersonTrack, RobotTrack
-
+from orca_nav.core.grid import OccupancyGrid
 
 # A column of the 3-D map counts as an obstacle in the top view when at least this share of
 # its voxels is occupied (a floor or ceiling alone is not an obstacle from above).

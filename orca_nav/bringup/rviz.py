@@ -25,8 +25,12 @@ from typing import Any, Dict, List, Tuple
 import yaml
 
 from orca_nav.bringup.fleet_file import FleetConfig
-from orca_nav.core.fleet.names import (FLEET_TF_STATIC_TOPIC, FLEET_TF_TOPIC, MARKERS_TOPIC,
-                                       robot_names)
+from orca_nav.core.fleet.names import (
+    FLEET_TF_STATIC_TOPIC,
+    FLEET_TF_TOPIC,
+    MARKERS_TOPIC,
+    robot_names,
+)
 from orca_nav.parameters.map_3d_publisher import MAP_3D_TOPIC
 from orca_nav.parameters.map_publisher import MAP_TOPIC
 
@@ -123,7 +127,7 @@ def displays(cfg: FleetConfig, mode: str = 'centralized') -> List[Dict[str, Any]
     if cfg.map_path is not None:
         shown.append(map_display())
     if cfg.map_3d_path is not None:
-        from orca_nav.core.voxel_map import load_voxel_map      # numpy: only when needed
+        from orca_nav.core.voxel_map import load_voxel_map  # numpy: only when needed
         shown.append(map_3d_display(load_voxel_map(cfg.map_3d_path).resolution))
     topics = markers_topics(cfg, mode)
     shown += [markers_display('ORCA markers' if len(topics) == 1 else

@@ -4,8 +4,8 @@ drones_sphere) and fleet files.
 `scenario_config(name, robots=None)` returns a FleetConfig. A generated scenario takes a robot
 count; any other name is looked up as `config/fleets/<name>.yaml` in the package share folder,
 so a new fixed scenario only needs its YAML file there. The shipped files for the generated
-scenarios are their default-size output (`python -m orca_nav.bringup.scenarios` rewrites them; a test
-checks they agree).
+scenarios are their default-size output (`python -m orca_nav.bringup.scenarios` rewrites them; a
+test checks they agree).
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 import yaml
 
-from orca_nav.bringup.graph import share_dir
 from orca_nav.bringup.fleet_file import FleetConfig, load_fleet_config
+from orca_nav.bringup.graph import share_dir
 
 ROBOT_RADIUS = 0.25
 MAX_SPEED = 1.0

@@ -69,12 +69,13 @@ FAULT_SPECS = [
               min=0.0, max=10.0, read_only=True),
     ParamSpec('dead_robot', '', 'Robot that stops obeying cmd_vel at dead_time (its drive is '
               'commanded to stop)', read_only=True),
-    ParamSpec('dead_time', 0.0, 'When dead_robot dies (s after its first cmd_vel)', min=0.0, max=1e6, read_only=True),
+    ParamSpec('dead_time', 0.0, 'When dead_robot dies (s after its first cmd_vel)', min=0.0,
+              max=1e6, read_only=True),
     ParamSpec('faulty_robot', '', 'Robot that drives a wrong velocity from faulty_time: its '
               'commanded linear velocity scaled by faulty_scale and turned by faulty_rotation',
               read_only=True),
-    ParamSpec('faulty_time', 0.0, 'When faulty_robot goes wrong (s after its first cmd_vel)', min=0.0, max=1e6,
-              read_only=True),
+    ParamSpec('faulty_time', 0.0, 'When faulty_robot goes wrong (s after its first cmd_vel)',
+              min=0.0, max=1e6, read_only=True),
     ParamSpec('faulty_scale', 1.0, 'Executed / commanded linear speed of faulty_robot',
               min=0.0, max=10.0, read_only=True),
     ParamSpec('faulty_rotation', 0.0, 'Turn of faulty_robot\'s executed linear velocity (rad, '

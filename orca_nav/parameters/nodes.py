@@ -10,8 +10,16 @@ from __future__ import annotations
 import difflib
 from typing import Any, Dict, Iterable, List, Mapping
 
-from orca_nav.parameters import (fleet_sim_node, map_3d_publisher, map_publisher, mission_node,
-                                 orca_node, planner_node, recorder_node, tf_relay)
+from orca_nav.parameters import (
+    fleet_sim_node,
+    map_3d_publisher,
+    map_publisher,
+    mission_node,
+    orca_node,
+    planner_node,
+    recorder_node,
+    tf_relay,
+)
 from orca_nav.parameters.shared import AUTOSTART
 from orca_nav.parameters.spec import ParamSpec
 

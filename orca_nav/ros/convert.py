@@ -283,8 +283,8 @@ def _odom_state(position, orientation, body_linear, yaw_rate, stamp_s, frame_id,
     # fleet (numpy's per-call overhead would dominate).
     fields = ((position, 'pose.pose.position'), (orientation, 'pose.pose.orientation'),
               (body_linear, 'twist.twist.linear'), ((yaw_rate,), 'twist.twist.angular.z'))
-    for values, field in fields:
-        _check_finite(values, field)
+    for values, name in fields:
+        _check_finite(values, name)
     qx, qy, qz, qw = orientation
     if abs(qx * qx + qy * qy + qz * qz + qw * qw - 1.0) > _UNIT_QUATERNION_TOLERANCE:
         raise ValueError('pose.pose.orientation is not a unit quaternion '

@@ -3,10 +3,10 @@
 Per robot of `robots`, parameter `<robot>.goals` lists the goals as flat x, y, yaw triples. The
 first goal is each robot's `<robot>.goal` parameter of orca_node and planner_node (bringup
 passes it), so motion starts without waiting for this node. Once a robot's odometry is within
-`goal_tolerance` of its current goal (in the global frame: `tf_layout` as orca_node), this node publishes the next one on `/<robot>/goal_pose`
-(what RViz's "2D Goal Pose" publishes). The sequencing is the core's
-`orca_nav.core.fleet.goal_sequence.GoalSequences`; the demo's recorder uses the same one, so
-the demo reports exactly the reach times this node acts on.
+`goal_tolerance` of its current goal (in the global frame: `tf_layout` as orca_node), this node
+publishes the next one on `/<robot>/goal_pose` (what RViz's "2D Goal Pose" publishes). The
+sequencing is the core's `orca_nav.core.fleet.goal_sequence.GoalSequences`; the demo's recorder
+uses the same one, so the demo reports exactly the reach times this node acts on.
 """
 from __future__ import annotations
 
@@ -22,13 +22,11 @@ from orca_nav.core.fleet.goal_sequence import GoalSequences, Pose
 from orca_nav.core.fleet.names import robot_names
 from orca_nav.parameters.mission_node import NODE_SPECS, goals_spec
 from orca_nav.ros.construction import released_on_failure
-from orca_nav.ros.convert import (node_now, odom_state_from_cdr, seconds_to_time,
-                                  yaw_to_quaternion)
+from orca_nav.ros.convert import node_now, odom_state_from_cdr, seconds_to_time, yaw_to_quaternion
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import NamesUndeclaredParameters, declare_parameters
 from orca_nav.ros.qos_events import publisher_events, subscription_events
 from orca_nav.ros.tf_poses import FleetPoses
-
 
 
 def parse_goals(name: str, values) -> List[Pose]:

@@ -28,18 +28,29 @@ from functools import partial
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 from action_msgs.msg import GoalStatus
-from nav2_msgs.action import (ComputePathThroughPoses, ComputePathToPose, FollowPath,
-                              FollowWaypoints, NavigateThroughPoses, NavigateToPose)
+from nav2_msgs.action import (
+    ComputePathThroughPoses,
+    ComputePathToPose,
+    FollowPath,
+    FollowWaypoints,
+    NavigateThroughPoses,
+    NavigateToPose,
+)
 from nav2_msgs.msg import MissedWaypoint
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.task import Future
 
+from orca_nav.core.fleet.fleet_planner import GoalEnd, PlanOutcome, Progress
 from orca_nav.core.fleet.goal_sequence import Pose
 from orca_nav.core.fleet.names import robot_names
-from orca_nav.core.fleet.fleet_planner import GoalEnd, PlanOutcome, Progress
 from orca_nav.core.fleet.navigation_task import NavigationTask, TaskOutcome
-from orca_nav.ros.convert import (node_now, pose_from_msg, seconds_to_duration,
-                                  seconds_to_time, yaw_to_quaternion)
+from orca_nav.ros.convert import (
+    node_now,
+    pose_from_msg,
+    seconds_to_duration,
+    seconds_to_time,
+    yaw_to_quaternion,
+)
 from orca_nav.ros.trajectory_msgs import reference_to_path
 
 # The planner server's error constant for each reason a goal ends in the core (the rest are

@@ -42,8 +42,7 @@ from orca_nav.core.fleet.controller import FleetController, MapModel, prepare_ma
 from orca_nav.core.fleet.names import MARKERS_TOPIC
 from orca_nav.parameters.orca_node import DEADLOCK_SPECS, NODE_SPECS, SAFETY_SPECS
 from orca_nav.ros.construction import released_on_failure
-from orca_nav.ros.convert import (TwistCdr, latched_qos, msg_to_grid, node_now,
-                              odom_state_from_cdr)
+from orca_nav.ros.convert import TwistCdr, latched_qos, msg_to_grid, node_now, odom_state_from_cdr
 from orca_nav.ros.diagnostics import CycleTimes, FleetDiagnostics
 from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.markers import fleet_markers
@@ -97,8 +96,8 @@ class OrcaNode(ManagedNode):
         self.commanded = [r for r in self.robots if self.fleet.commanded[self.fleet.index[r]]]
         for robot, fields in self._robot_cfg.items():
             if len(fields['goal']) == 3:
-                self._set_goal(self.fleet.index[robot], fields['goal'], 'parameter', fields['goal_z'])
-
+                self._set_goal(self.fleet.index[robot], fields['goal'], 'parameter',
+                               fields['goal_z'])
         self._last_warn: Dict[tuple, float] = {}
         self._unstamped: set = set()            # robots warned about odometry without a stamp
         self._said_waiting = False              # "waiting for /map" logged
@@ -106,7 +105,6 @@ class OrcaNode(ManagedNode):
                                        _CYCLE_HISTORY)
         self._map_version = 0       # the newest map (or inflation) being prepared
         self._sim_time = bool(self.get_parameter('use_sim_time').value)
-
         cmd_in, cmd_out = self._cfg['cmd_vel_in'], self._cfg['cmd_vel_out']
         if cmd_in == cmd_out:
             raise ValueError(f'cmd_vel_in: {cmd_in!r} is also cmd_vel_out (a loop)')
@@ -141,7 +139,8 @@ class OrcaNode(ManagedNode):
                                  rare=True)
         topics.start()
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
-        self._others = TrackedAgentsInput(self, self.fleet, self._cfg, self.global_frame, self._warn)
+        self._others = TrackedAgentsInput(self, self.fleet, self._cfg, self.global_frame,
+                                          self._warn)
         ScanInput(self, self.fleet, self._cfg, self._poses, self.commanded, self._warn)
         self._drone_map = DroneMap(self)
         self._timer = self._marker_timer = None
@@ -284,7 +283,8 @@ class OrcaNode(ManagedNode):
         try:
             reference, start_s, _frame = msg_to_reference(msg, dim=self.fleet.dim(i))
         except ValueError as err:
-            self._warn((robot, 'trajectory'), f'{robot}: rejecting trajectory, holding still: {err}')
+            self._warn((robot, 'trajectory'),
+                       f'{robot}: rejecting trajectory, holding still: {err}')
             reference, start_s = None, node_now(self)
         self.fleet.set_trajectory(i, reference, start_s)
         self._engage_ready_robots()

@@ -69,8 +69,14 @@ def message_class(type_name: str):
 
 def bag_qos(profile: QoSProfile):
     """rclpy's QoS profile as rosbags' Qos (the same policy names and numbers as rmw's)."""
-    from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness,
-                                    QosReliability, QosTime)
+    from rosbags.interfaces import (
+        Qos,
+        QosDurability,
+        QosHistory,
+        QosLiveliness,
+        QosReliability,
+        QosTime,
+    )
 
     def duration(value) -> 'QosTime':
         sec, nsec = divmod(int(value.nanoseconds), 1_000_000_000)

@@ -14,6 +14,7 @@ from orca_nav.core.sim.pedestrians import PedestrianParams, Pedestrians
 from orca_nav.ros.convert import seconds_to_time, state_to_odom
 from orca_nav.ros.tracked_agents import TRACKED_AGENTS_QOS
 
+
 def pedestrians_from_parameters(values: Dict, seed: int) -> Optional[Pedestrians]:
     """The `pedestrians.*` values as core Pedestrians; None when there are none."""
     lines, walkers = list(values['lines']), list(values['walkers'])

@@ -20,6 +20,7 @@ from orca_nav.core.sim.scan import beam_angles, scan_ranges
 from orca_nav.ros.convert import seconds_to_time
 from orca_nav.ros.qos_events import publisher_events
 
+
 def boxes_from_parameter(values: List[float]) -> np.ndarray:
     if len(values) % 4:
         raise ValueError(f'boxes: 4 numbers per box (x0, y0, x1, y1), got {len(values)} numbers')

@@ -26,8 +26,7 @@ import numpy as np
 
 from orca_nav.core.fleet.names import RobotNames, robot_names
 from orca_nav.core.geometry import wrap_angle
-from orca_nav.core.transforms import (TransformBuffer, TransformError, quaternion_rotate,
-                                      yaw_of)
+from orca_nav.core.transforms import TransformBuffer, TransformError, quaternion_rotate, yaw_of
 from orca_nav.ros.convert import OdomState
 from orca_nav.ros.tf_listener import TfListener
 

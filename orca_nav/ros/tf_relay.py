@@ -21,13 +21,13 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
 
-from orca_nav.core.fleet.names import (FLEET_TF_STATIC_TOPIC, FLEET_TF_TOPIC, RobotNames,
-                                       robot_names)
+from orca_nav.core.fleet.names import FLEET_TF_STATIC_TOPIC, FLEET_TF_TOPIC, RobotNames, robot_names
 from orca_nav.parameters.tf_relay import NODE_SPECS
 from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import declare_parameters
 from orca_nav.ros.tf_listener import TF_QOS, TF_STATIC_QOS
+
 # Every robot's latched tf_static publishers, not only the last one heard.
 _STATIC_IN_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
                             durability=DurabilityPolicy.TRANSIENT_LOCAL)

@@ -34,7 +34,8 @@ class TrackedAgentsInput:
     """Subscribes to the tracked agents (if `tracked_agents_topic` is set) and hands them to the
     controller before each cycle. `cfg` is the node's parameter dict (read live)."""
 
-    def __init__(self, node, fleet, cfg: Dict, global_frame: str, warn: Callable[[tuple, str], None]):
+    def __init__(self, node, fleet, cfg: Dict, global_frame: str,
+                 warn: Callable[[tuple, str], None]):
         self._node, self._fleet, self._cfg = node, fleet, cfg
         self._global_frame, self._warn = global_frame, warn
         self.agents = TrackedAgents(cfg['tracked_agent_radius'], cfg['tracked_agent_timeout'])

@@ -28,8 +28,13 @@ from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectory
 
 from orca_nav.core.planning.path_timing import step_directions
 from orca_nav.core.planning.reference import Reference
-from orca_nav.ros.convert import (quaternion_to_yaw, seconds_to_duration, seconds_to_time,
-                                  stamp_to_seconds, yaw_to_quaternion)
+from orca_nav.ros.convert import (
+    quaternion_to_yaw,
+    seconds_to_duration,
+    seconds_to_time,
+    stamp_to_seconds,
+    yaw_to_quaternion,
+)
 
 DIRECTION_JOINT = 'driving_direction'
 _HOLD_S = 1e-3      # a single-point trajectory holds its pose: a Reference needs two samples

@@ -58,7 +58,7 @@ from .neighbors import agent_neighbors
 from .obstacle_lines import obstacle_lines
 from .obstacles import as_obstacle_set
 from .params import OrcaParams, as_vectors
-from .responsibility import NonCooperative, check_responsibility, slot_shares
+from .responsibility import check_responsibility, slot_shares
 from .solver3d import new_velocities_3d
 from .voxel_obstacles import as_voxel_obstacles
 

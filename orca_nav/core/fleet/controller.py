@@ -34,9 +34,8 @@ The controller is not thread-safe: one thread calls all its methods.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, fields
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 from scipy.spatial import cKDTree

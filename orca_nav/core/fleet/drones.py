@@ -31,8 +31,11 @@ from typing import Optional
 
 import numpy as np
 
-from orca_nav.core.avoidance.voxel_obstacles import (DEFAULT_MAX_OBSTACLES, VoxelObstacles,
-                                                     prepare_voxel_obstacles)
+from orca_nav.core.avoidance.voxel_obstacles import (
+    DEFAULT_MAX_OBSTACLES,
+    VoxelObstacles,
+    prepare_voxel_obstacles,
+)
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.obstacle_distance import ObstacleDistance
 

@@ -124,7 +124,6 @@ class SafetyLayer:
         cap = np.where(state.adjustable, state.speed_cap, 1.0)
         scale = cap.copy()
         reason = np.where(cap < 1.0, STALE, FREE)
-        p = self.params
         # What each robot does until it can brake: the chosen command (adjustable), its measured
         # velocity (another controller's robot), nothing (stale: it brakes now).
         fixed = state.known & ~state.adjustable & ~state.stale

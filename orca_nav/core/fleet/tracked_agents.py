@@ -15,8 +15,11 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from orca_nav.core.avoidance import NonCooperative
-from orca_nav.core.fleet.state_estimate import (covariance_problem, project_positions,
-                                                uncertainty_margins)
+from orca_nav.core.fleet.state_estimate import (
+    covariance_problem,
+    project_positions,
+    uncertainty_margins,
+)
 
 
 class TrackedAgents:

@@ -24,8 +24,13 @@ import numpy as np
 from orca_nav.core.avoidance import NonCooperative
 from orca_nav.core.fleet.controller import ControllerParams, FleetController, prepare_map
 from orca_nav.core.fleet.drones import prepare_map_3d
-from orca_nav.core.fleet.fleet_planner import (FleetPlanner, PlanSettings, ReplanPolicy,
-                                               StartState, run_request)
+from orca_nav.core.fleet.fleet_planner import (
+    FleetPlanner,
+    PlanSettings,
+    ReplanPolicy,
+    StartState,
+    run_request,
+)
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.geometry import body_to_world

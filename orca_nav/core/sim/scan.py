@@ -49,8 +49,9 @@ def box_clearance(boxes: np.ndarray, xy: np.ndarray) -> np.ndarray:
     """(K,) distance from each point to the nearest box (0 inside one; inf without boxes)."""
     if len(boxes) == 0:
         return np.full(len(xy), np.inf)
-    dx = np.maximum(np.maximum(boxes[None, :, 0] - xy[:, 0, None], xy[:, 0, None] - boxes[None, :, 2]), 0.0)
-    dy = np.maximum(np.maximum(boxes[None, :, 1] - xy[:, 1, None], xy[:, 1, None] - boxes[None, :, 3]), 0.0)
+    x, y = xy[:, 0, None], xy[:, 1, None]
+    dx = np.maximum(np.maximum(boxes[None, :, 0] - x, x - boxes[None, :, 2]), 0.0)
+    dy = np.maximum(np.maximum(boxes[None, :, 1] - y, y - boxes[None, :, 3]), 0.0)
     return np.hypot(dx, dy).min(axis=1)
 
 

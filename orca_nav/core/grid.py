@@ -44,6 +44,8 @@ from typing import Optional, Sequence, Tuple, Union
 import numpy as np
 from scipy import ndimage
 
+from orca_nav.core.validation import finite_number
+
 # Values of nav_msgs/OccupancyGrid data.
 OCC_FREE = 0
 OCC_OCCUPIED = 100
@@ -57,16 +59,6 @@ _SKIPPING_SAMPLES = 2048
 _SKIP_LEVELS = (16, 4, 1)
 
 
-def _finite_float(name: str, value) -> float:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f'{name} must be a number, got {value!r}') from None
-    if not math.isfinite(out):
-        raise ValueError(f'{name} must be finite, got {value!r}')
-    return out
-
-
 class OccupancyGrid:
     """Bool occupancy grid (2-D ``[iy, ix]`` or 3-D ``[iz, iy, ix]``) with resolution and origin."""
 
@@ -77,12 +69,13 @@ class OccupancyGrid:
                 raise ValueError(f'occupied must be a bool or numeric array, got dtype {occ.dtype}')
             occ = occ != 0
         if occ.ndim not in (2, 3):
-            raise ValueError(f'occupied must be 2-D [iy, ix] or 3-D [iz, iy, ix], got shape {occ.shape}')
+            raise ValueError('occupied must be 2-D [iy, ix] or 3-D [iz, iy, ix], got shape '
+                             f'{occ.shape}')
         if min(occ.shape) == 0:
             raise ValueError(f'occupied must not be empty, got shape {occ.shape}')
         occ = np.ascontiguousarray(occ).view()
         occ.flags.writeable = False
-        resolution = _finite_float('resolution', resolution)
+        resolution = finite_number('resolution', resolution)
         if resolution <= 0.0:
             raise ValueError(f'resolution must be > 0, got {resolution}')
         origin_arr = np.asarray(origin, dtype=float).reshape(-1)
@@ -160,10 +153,11 @@ class OccupancyGrid:
                   unknown_occupied: bool = True, occupied_threshold: int = 65) -> 'OccupancyGrid':
         """Build a 2-D grid from ``nav_msgs/OccupancyGrid``-style data.
 
-        ``data`` is flat, row-major, ``width * height`` long (row ``iy`` = ``data[iy*width:(iy+1)*width]``);
-        0 is free, 100 occupied, -1 unknown. A value in 1..99 is occupied when it is
-        ``>= occupied_threshold``. Unknown cells are occupied iff ``unknown_occupied``.
-        ``origin`` is ``(x, y)`` (the pose's position; a rotated map origin is not supported).
+        ``data`` is flat, row-major, ``width * height`` long (row ``iy`` =
+        ``data[iy*width:(iy+1)*width]``); 0 is free, 100 occupied, -1 unknown. A value in 1..99 is
+        occupied when it is ``>= occupied_threshold``. Unknown cells are occupied iff
+        ``unknown_occupied``. ``origin`` is ``(x, y)`` (the pose's position; a rotated map origin
+        is not supported).
         """
         width = int(width)
         height = int(height)
@@ -175,7 +169,8 @@ class OccupancyGrid:
             raise ValueError(f'occupied_threshold must be in 1..100, got {occupied_threshold}')
         values = np.asarray(data).reshape(-1)
         if values.size != width * height:
-            raise ValueError(f'data must have width*height = {width * height} values, got {values.size}')
+            raise ValueError(f'data must have width*height = {width * height} values, got '
+                             f'{values.size}')
         if not np.issubdtype(values.dtype, np.integer):
             raise ValueError(f'data must be integer (int8) values, got dtype {values.dtype}')
         bad = np.flatnonzero((values < OCC_UNKNOWN) | (values > OCC_OCCUPIED))
@@ -190,7 +185,8 @@ class OccupancyGrid:
     @classmethod
     def from_map_yaml(cls, path: PathLike, unknown_occupied: bool = True,
                       occupied_threshold: int = 65) -> 'OccupancyGrid':
-        """Load a map_server map: YAML (image, resolution, origin, thresholds, negate, mode) + PGM/PNG.
+        """Load a map_server map: YAML (image, resolution, origin, thresholds, negate, mode) +
+        PGM/PNG.
 
         Pixels become -1/0/100 (or 0..100 in ``scale``/``raw`` mode) exactly as nav2_map_server
         does; those values then go through :meth:`from_int8`'s rules. The image's top row is the
@@ -209,14 +205,15 @@ class OccupancyGrid:
         origin = meta['origin']
         if not isinstance(origin, (list, tuple)) or len(origin) != 3:
             raise ValueError(f'{path}: origin must be [x, y, yaw], got {origin!r}')
-        yaw = _finite_float('origin yaw', origin[2])
+        yaw = finite_number('origin yaw', origin[2])
         if yaw != 0.0:
-            raise ValueError(f'{path}: origin yaw must be 0 (rotated maps are not supported), got {yaw}')
+            raise ValueError(f'{path}: origin yaw must be 0 (rotated maps are not supported), '
+                             f'got {yaw}')
         mode = str(meta.get('mode', 'trinary')).lower()
         if mode not in ('trinary', 'scale', 'raw'):
             raise ValueError(f'{path}: mode must be trinary, scale or raw, got {mode!r}')
-        occ_th = _finite_float('occupied_thresh', meta.get('occupied_thresh', 0.65))
-        free_th = _finite_float('free_thresh', meta.get('free_thresh', 0.25))
+        occ_th = finite_number('occupied_thresh', meta.get('occupied_thresh', 0.65))
+        free_th = finite_number('free_thresh', meta.get('free_thresh', 0.25))
         negate = meta.get('negate', 0)
         if isinstance(negate, str):
             negate = negate.strip().lower() in ('1', 'true', 'yes')
@@ -256,7 +253,8 @@ class OccupancyGrid:
 
     # ------------------------------------------------------------------ writers
     def to_int8(self) -> np.ndarray:
-        """Flat row-major int8 data (0 free, 100 occupied) for a ``nav_msgs/OccupancyGrid`` (2-D only)."""
+        """Flat row-major int8 data (0 free, 100 occupied) for a ``nav_msgs/OccupancyGrid`` (2-D
+        only)."""
         if self.ndim != 2:
             raise ValueError(f'to_int8 needs a 2-D grid, this one is {self.ndim}-D')
         return np.where(self._occupied, OCC_OCCUPIED, OCC_FREE).astype(np.int8).reshape(-1)
@@ -343,7 +341,8 @@ class OccupancyGrid:
 
     # ------------------------------------------------------------------ queries
     def occupied_at(self, points) -> np.ndarray:
-        """``(K,)`` bool: the cell holding each point is occupied, or the point is outside the map."""
+        """``(K,)`` bool: the cell holding each point is occupied, or the point is outside the
+        map."""
         return self._lookup(self._occupied, points, True)
 
     def _compute_clearance(self) -> np.ndarray:
@@ -370,7 +369,8 @@ class OccupancyGrid:
 
     def clearance(self) -> np.ndarray:
         """Cached float32 field (same shape as ``occupied``): metres from each cell centre to the
-        nearest occupied cell centre, the ring of cells just outside the map counting as occupied."""
+        nearest occupied cell centre, the ring of cells just outside the map counting as
+        occupied."""
         if self._clearance is None:
             self._clearance = self._compute_clearance()
         return self._clearance
@@ -392,7 +392,7 @@ class OccupancyGrid:
         ``> reach`` elsewhere. Read from the cells within ``reach`` of each point, so a big map
         needs no clearance field for a few local questions (the cached field is used when there
         is one)."""
-        reach = _finite_float('reach', reach)
+        reach = finite_number('reach', reach)
         pts = self._points(points)
         half = int(math.ceil(max(reach, 0.0) / self._resolution)) + 1
         if self._clearance is not None or len(pts) * (2 * half + 1) ** self.ndim > _NEAR_CELLS:
@@ -416,7 +416,7 @@ class OccupancyGrid:
 
         Uses the cached clearance field if there is one; otherwise the field is computed and
         dropped again, so a big map keeps costing one byte per cell (plus one for the result)."""
-        radius = _finite_float('radius', radius)
+        radius = finite_number('radius', radius)
         if radius < 0.0:
             raise ValueError(f'radius must be >= 0, got {radius}')
         if radius == 0.0:
@@ -425,8 +425,9 @@ class OccupancyGrid:
         return OccupancyGrid(field <= np.float32(radius), self._resolution, self._origin)
 
     def points_free(self, points, radius: float = 0.0) -> np.ndarray:
-        """``(K,)`` bool: a disc/ball of ``radius`` at each point is free (radius 0: cell not occupied)."""
-        radius = _finite_float('radius', radius)
+        """``(K,)`` bool: a disc/ball of ``radius`` at each point is free (radius 0: cell not
+        occupied)."""
+        radius = finite_number('radius', radius)
         if radius < 0.0:
             raise ValueError(f'radius must be >= 0, got {radius}')
         if radius == 0.0:
@@ -572,7 +573,8 @@ def _pgm_tokens(raw: bytes, count: int) -> Tuple[list, int]:
 
 
 def read_pgm(path: PathLike) -> Tuple[np.ndarray, int]:
-    """Read a binary (P5) or ASCII (P2) PGM. Returns (pixels ``[row, col]``, row 0 = top; maxval)."""
+    """Read a binary (P5) or ASCII (P2) PGM. Returns (pixels ``[row, col]``, row 0 = top;
+    maxval)."""
     raw = Path(path).read_bytes()
     magic = raw[:2]
     if magic not in (b'P5', b'P2'):
@@ -663,7 +665,8 @@ class CoarseGeodesic:
                 pair_a, pair_b = pair_a[visible], pair_b[visible]
             src.append(pair_a)
             dst.append(pair_b)
-            weight.append(np.full(pair_a.size, self.cell_size * math.sqrt(sum(o * o for o in offset))))
+            length = self.cell_size * math.sqrt(sum(o * o for o in offset))
+            weight.append(np.full(pair_a.size, length))
         src, dst, weight = (np.concatenate(x) for x in (src, dst, weight))
         self._graph = coo_matrix((weight, (src, dst)), shape=(free.size, free.size)).tocsr()
         _, labels = connected_components(self._graph, directed=False)
@@ -700,7 +703,8 @@ class CoarseGeodesic:
         near_ids = near_ids[self.free.reshape(-1)[near_ids]]
         if near_ids.size:
             centres = self._centres(near_ids, self.free.shape)
-            near_ids = near_ids[self.grid.segment_free(np.repeat(goal, near_ids.size, axis=0), centres)]
+            goals = np.repeat(goal, near_ids.size, axis=0)
+            near_ids = near_ids[self.grid.segment_free(goals, centres)]
         if near_ids.size == 0:
             return np.full(self.free.size, np.inf)
         field = self._dijkstra(self._graph, directed=False, indices=near_ids, min_only=True)
@@ -712,8 +716,8 @@ class CoarseGeodesic:
 
     def connected(self, a, b) -> bool:
         """Whether points ``a`` and ``b`` lie in free blocks joined by the graph (connected
-        components are computed with the graph, so this costs no search). With ``optimistic=True``, False proves that
-        no free path joins them."""
+        components are computed with the graph, so this costs no search). With ``optimistic=True``,
+        False proves that no free path joins them."""
         index, inside = self._block_index(np.stack([np.ravel(a), np.ravel(b)]))
         if not inside.all():
             return False

@@ -36,7 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orca_nav.core.fleet.preferred_velocity import per_robot_values, points
+from orca_nav.core.validation import finite_vectors as points
+from orca_nav.core.validation import per_robot_values
 
 __all__ = ['DeadlockParams', 'DeadlockBreaker']
 

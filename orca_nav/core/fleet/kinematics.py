@@ -28,43 +28,17 @@ import numpy as np
 
 from orca_nav.core.fleet.robots import KINEMATICS
 from orca_nav.core.geometry import rotate, world_to_body, wrap_angle
+from orca_nav.core.validation import finite_array
+from orca_nav.core.validation import per_robot_values as _per_robot
 
 KINEMATIC_MODELS = KINEMATICS     # the codes below index it
 HOLONOMIC, DIFF_DRIVE, CAR, QUADROTOR = range(4)
-
-
-def _per_robot(name: str, value, n: int, positive: bool = True) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
-    arr = arr.copy() if arr.shape == (n,) else np.broadcast_to(arr, (n,)).astype(float)
-    # The usual case in one comparison each (NaN fails both); the rest finds the culprit.
-    if n == 0 or (arr.min() > 0.0 if positive else arr.min() > -np.inf) and arr.max() < np.inf:
-        return arr
-    bad = np.flatnonzero(~np.isfinite(arr) | ((arr <= 0.0) if positive else False))
-    if bad.size:
-        i = int(bad[0])
-        raise ValueError(f'{name}[{i}] must be finite{" and > 0" if positive else ""}, '
-                         f'got {arr[i]}')
-    return arr
 
 
 def _along(value, n: int) -> np.ndarray:
     """`value` as a float array of shape (n,), broadcast only when it is not one already."""
     arr = np.asarray(value, dtype=float)
     return arr if arr.shape == (n,) else np.broadcast_to(arr, (n,))
-
-
-def finite_array(name: str, value, shape) -> np.ndarray:
-    """`value` as a float array of `shape`; ValueError naming `name` and the index otherwise."""
-    arr = np.asarray(value, dtype=float)
-    if arr.shape != tuple(shape):
-        raise ValueError(f'{name} must have shape {tuple(shape)}, got {arr.shape}')
-    if np.isfinite(arr).all():      # the usual case, checked cheaply
-        return arr
-    bad = np.argwhere(~np.isfinite(arr))
-    if bad.size:
-        idx = tuple(int(i) for i in bad[0])
-        raise ValueError(f'{name}{list(idx)} is not finite ({arr[idx]})')
-    return arr
 
 
 @dataclass(frozen=True)

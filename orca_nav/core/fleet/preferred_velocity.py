@@ -13,34 +13,9 @@ more than one step's worth of distance so a discrete controller does not oversho
 """
 import numpy as np
 
+from orca_nav.core.validation import finite_at_least_zero, finite_vectors, per_robot_values
+
 __all__ = ['goal_velocities']
-
-
-def per_robot_values(name, value, n, allow_zero=False):
-    arr = np.asarray(value, dtype=float)
-    arr = arr.copy() if arr.shape == (n,) else np.broadcast_to(arr, (n,)).astype(float)
-    # The usual case in one comparison each (NaN fails both); the rest finds the culprit.
-    if n == 0 or (arr.min() >= 0.0 if allow_zero else arr.min() > 0.0) and arr.max() < np.inf:
-        return arr
-    bad = np.flatnonzero(~np.isfinite(arr) | ((arr < 0.0) if allow_zero else (arr <= 0.0)))
-    if bad.size:
-        i = int(bad[0])
-        bound = '>= 0' if allow_zero else '> 0'
-        raise ValueError(f'{name}[{i}] must be finite and {bound}, got {arr[i]}')
-    return arr
-
-
-def points(name, value, n=None, dims=(2,)):
-    arr = np.asarray(value, dtype=float)
-    if arr.ndim != 2 or arr.shape[1] not in dims or (n is not None and arr.shape[0] != n):
-        expected = (f'({n}, ' if n is not None else '(N, ') + ' or '.join(map(str, dims)) + ')'
-        raise ValueError(f'{name} must have shape {expected}, got {arr.shape}')
-    if np.isfinite(arr).all():      # the usual case, checked cheaply
-        return arr
-    bad = np.argwhere(~np.isfinite(arr))
-    if bad.size:
-        raise ValueError(f'{name}[{bad[0][0]}] is not finite: {arr[bad[0][0]].tolist()}')
-    return arr
 
 
 def goal_velocities(positions, goals, max_speed, max_accel, goal_tolerance, time_step=None,
@@ -56,7 +31,7 @@ def goal_velocities(positions, goals, max_speed, max_accel, goal_tolerance, time
     time_step: the control period; caps the speed at distance / time_step (None = no cap).
     Returns (pref_velocities (N, 2), arrived (N,) bool; robots without a goal count as arrived).
     """
-    positions = points('positions', positions, dims=(2, 3))
+    positions = finite_vectors('positions', positions, dims=(2, 3))
     n, dim = positions.shape
     goals = np.asarray(goals, dtype=float)
     if goals.shape != (n, dim):
@@ -65,18 +40,18 @@ def goal_velocities(positions, goals, max_speed, max_accel, goal_tolerance, time
     infinite = np.flatnonzero(np.isinf(goals).any(axis=1))
     if partial.size or infinite.size:
         i = int(np.concatenate([partial, infinite])[0])
-        raise ValueError(f'goals[{i}] must be finite (or all NaN for no goal), got {goals[i].tolist()}')
+        raise ValueError(f'goals[{i}] must be finite (or all NaN for no goal), got '
+                         f'{goals[i].tolist()}')
     max_speed = per_robot_values('max_speed', max_speed, n)
     max_accel = per_robot_values('max_accel', max_accel, n)
-    goal_tolerance = per_robot_values('goal_tolerance', goal_tolerance, n, allow_zero=True)
+    goal_tolerance = per_robot_values('goal_tolerance', goal_tolerance, n, bound='>= 0')
     has_goal = ~np.isnan(goals[:, 0])
     offset = np.where(has_goal[:, None], goals - positions, 0.0)
     distance = np.linalg.norm(offset, axis=1)
     arrived = ~has_goal | (distance <= goal_tolerance)
     speed = np.minimum(max_speed, np.sqrt(2.0 * max_accel * distance))
     if time_step is not None:
-        if not (np.isfinite(time_step) and time_step > 0.0):
-            raise ValueError(f'time_step must be finite and > 0, got {time_step}')
+        finite_at_least_zero('time_step', time_step, positive=True)
         speed = np.minimum(speed, distance / time_step)
     if headings is None:
         scale = np.divide(speed, distance, out=np.zeros(n), where=distance > 0.0)

@@ -1,4 +1,5 @@
-"""Robot footprints (oriented rectangle or disc) checked against an OccupancyGrid, many poses at once.
+"""Robot footprints (oriented rectangle or disc) checked against an OccupancyGrid, many poses at
+once.
 
 A pose ``(x, y, yaw)`` is the robot's reference point: for a car the rear-axle centre, for a
 diff-drive robot its wheel axis centre. The rectangle runs from ``rear_overhang`` behind the
@@ -32,6 +33,7 @@ from typing import Optional
 import numpy as np
 
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.validation import finite_at_least_zero
 
 
 @dataclass(frozen=True)
@@ -46,14 +48,16 @@ class Footprint:
         rect = (self.length, self.width, self.rear_overhang)
         if self.radius is not None:
             if any(v is not None for v in rect):
-                raise ValueError('footprint: give either radius or length/width/rear_overhang, not both')
-            _positive('radius', self.radius)
+                raise ValueError('footprint: give either radius or length/width/rear_overhang, '
+                                 'not both')
+            finite_at_least_zero('radius', self.radius, positive=True)
             return
         if any(v is None for v in rect):
             raise ValueError(f'footprint: length, width and rear_overhang are all needed, got '
-                             f'length={self.length}, width={self.width}, rear_overhang={self.rear_overhang}')
-        _positive('footprint_length', self.length)
-        _positive('footprint_width', self.width)
+                             f'length={self.length}, width={self.width}, '
+                             f'rear_overhang={self.rear_overhang}')
+        finite_at_least_zero('footprint_length', self.length, positive=True)
+        finite_at_least_zero('footprint_width', self.width, positive=True)
         if not (math.isfinite(self.rear_overhang) and 0.0 <= self.rear_overhang <= self.length):
             raise ValueError(f'rear_overhang must lie in [0, footprint_length={self.length}], '
                              f'got {self.rear_overhang}')
@@ -79,12 +83,8 @@ class Footprint:
         """Farthest footprint point from the reference point (how far a turn sweeps it)."""
         if not self.is_rectangle:
             return self.radius
-        return math.hypot(max(self.rear_overhang, self.length - self.rear_overhang), 0.5 * self.width)
-
-
-def _positive(name, value):
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0.0):
-        raise ValueError(f'{name} must be finite and > 0, got {value!r}')
+        return math.hypot(max(self.rear_overhang, self.length - self.rear_overhang),
+                          0.5 * self.width)
 
 
 class FootprintChecker:
@@ -93,11 +93,9 @@ class FootprintChecker:
     def __init__(self, grid: OccupancyGrid, footprint: Footprint, margin: float = 0.0):
         if grid.ndim != 2:
             raise ValueError(f'grid must be 2-D, got {grid.ndim}-D')
-        if not (math.isfinite(margin) and margin >= 0.0):
-            raise ValueError(f'margin must be finite and >= 0, got {margin!r}')
         self.grid = grid
         self.footprint = footprint
-        self.margin = float(margin)
+        self.margin = finite_at_least_zero('margin', margin)
         self._res = grid.resolution
         self._origin = np.asarray(grid.origin, dtype=float)
         # Padded copies (a ring of occupied cells, clearance 0) make every lookup in bounds after a
@@ -129,8 +127,10 @@ class FootprintChecker:
         xs = np.linspace(-hl, hl, nx_e + 1)
         ys = np.linspace(-hw, hw, ny_e + 1)
         boundary = np.concatenate([
-            np.column_stack([xs, np.full_like(xs, -hw)]), np.column_stack([xs, np.full_like(xs, hw)]),
-            np.column_stack([np.full_like(ys, -hl), ys]), np.column_stack([np.full_like(ys, hl), ys])])
+            np.column_stack([xs, np.full_like(xs, -hw)]),
+            np.column_stack([xs, np.full_like(xs, hw)]),
+            np.column_stack([np.full_like(ys, -hl), ys]),
+            np.column_stack([np.full_like(ys, hl), ys])])
         ix = np.linspace(-hl, hl, math.ceil(2 * hl / self._res) + 1)[1:-1]
         iy = np.linspace(-hw, hw, math.ceil(2 * hw / self._res) + 1)[1:-1]
         gx, gy = np.meshgrid(ix, iy, indexing='ij')
@@ -187,7 +187,8 @@ class FootprintChecker:
 
     def _samples_free(self, x, y, yaw):
         cos, sin = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
-        hit = self._points_hit(x[:, None], y[:, None], cos, sin, self._samples[:, 0], self._samples[:, 1])
+        hit = self._points_hit(x[:, None], y[:, None], cos, sin, self._samples[:, 0],
+                               self._samples[:, 1])
         return ~hit.any(axis=1)
 
     def _blocks_free(self, x, y, yaw):
@@ -208,22 +209,26 @@ class FootprintChecker:
             if pose.size == 0:
                 continue
             pts = self._samples[self._block_samples[block]]          # (pairs, width, 2)
-            hit = np.logical_or.reduce(self._points_hit(x[pose, None], y[pose, None], cos[pose, None],
-                                                        sin[pose, None], pts[:, :, 0], pts[:, :, 1]), axis=1)
+            hit = np.logical_or.reduce(
+                self._points_hit(x[pose, None], y[pose, None], cos[pose, None], sin[pose, None],
+                                 pts[:, :, 0], pts[:, :, 1]), axis=1)
             result[pose[hit]] = False
         return result
 
     def free_xyyaw(self, x, y, yaw) -> np.ndarray:
-        """(N,) bool for pose arrays x, y, yaw (N,). No input validation: for the planner's hot path."""
+        """(N,) bool for pose arrays x, y, yaw (N,). No input validation: for the planner's hot
+        path."""
         if not self.footprint.is_rectangle:
             lower, _ = self._distance_bounds(x, y)
             return lower > self.footprint.radius + self.margin
         cos, sin = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
         # Tiers 1 and 2 in one lookup: column 0 is the footprint centre, the rest the disc centres.
-        lower, upper = self._distance_bounds(x[:, None] + cos * self._probe_x, y[:, None] + sin * self._probe_x)
+        lower, upper = self._distance_bounds(x[:, None] + cos * self._probe_x,
+                                             y[:, None] + sin * self._probe_x)
         centre_free = lower[:, 0] > self._half_diag
         result = centre_free | np.logical_and.reduce(lower[:, 1:] > self._disc_r, axis=1)
-        hit = (upper[:, 0] < self._hw) | np.logical_or.reduce(upper[:, 1:] < self._disc_inner, axis=1)
+        hit = (upper[:, 0] < self._hw) | np.logical_or.reduce(upper[:, 1:] < self._disc_inner,
+                                                              axis=1)
         rest = np.flatnonzero(~result & ~hit)
         n_centre = np.count_nonzero(centre_free | (upper[:, 0] < self._hw))
         self.tier_counts += (n_centre, x.size - n_centre - rest.size, rest.size)

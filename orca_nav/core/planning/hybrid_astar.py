@@ -6,10 +6,11 @@ Search:
   ``xy_resolution`` metres and ``yaw_bins`` headings. Closed set and best cost per cell live in
   flat arrays over all cells.
 * Motion primitives: arcs of length ``step_length`` (default 1.5 cell diagonals, so every one
-  leaves its cell, capped at a quarter turn at full steering) at ``2 * steering_samples + 1`` curvatures from -1/R to +1/R, forward and,
-  when ``allow_reverse``, backward; the ``diff_drive`` model also turns in place by +-45 and
-  +-90 degrees. The primitives are precomputed as pose samples; expanding a node transforms all
-  of them at once and collision-checks every sample of every primitive in one batch.
+  leaves its cell, capped at a quarter turn at full steering) at ``2 * steering_samples + 1``
+  curvatures from -1/R to +1/R, forward and, when ``allow_reverse``, backward; the ``diff_drive``
+  model also turns in place by +-45 and +-90 degrees. The primitives are precomputed as pose
+  samples; expanding a node transforms all of them at once and collision-checks every sample of
+  every primitive in one batch.
 * Cost: arc length (times ``reverse_penalty`` when reversing) plus ``switch_penalty`` per change
   of direction, ``steer_change_penalty`` per unit change of normalised curvature,
   ``non_straight_penalty`` per metre of turning arc and ``turn_in_place_penalty`` per radian of
@@ -62,11 +63,20 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import csgraph
 
-from orca_nav.core.planning.footprint import Footprint, FootprintChecker
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.planning.footprint import Footprint, FootprintChecker
+from orca_nav.core.planning.reeds_shepp import (
+    CurvePath,
+    DistanceTable,
+    dubins_candidates,
+    dubins_distance,
+    reeds_shepp_candidates,
+    reeds_shepp_distance,
+    sample_curves,
+    wrap_angle,
+)
 from orca_nav.core.planning.result import PlanClock, PlanResult, PlanStatus
-from orca_nav.core.planning.reeds_shepp import (CurvePath, DistanceTable, dubins_candidates, dubins_distance, reeds_shepp_candidates,
-                          reeds_shepp_distance, sample_curves, wrap_angle)
+from orca_nav.core.validation import finite_at_least_zero
 
 _MODELS = ('car', 'diff_drive')
 _SPIN_ANGLES = (math.pi / 4, -math.pi / 4, math.pi / 2, -math.pi / 2)
@@ -111,12 +121,12 @@ class HybridParams:
         for name in ('wheelbase', 'min_turning_radius', 'xy_resolution', 'reverse_penalty',
                      'heuristic_resolution', 'heuristic_weight', 'analytic_distance',
                      'collision_margin', 'path_resolution', 'timeout'):
-            _require(name, getattr(self, name), positive=True)
+            finite_at_least_zero(name, getattr(self, name), positive=True)
         for name in ('switch_penalty', 'steer_change_penalty', 'non_straight_penalty',
                      'turn_in_place_penalty'):
-            _require(name, getattr(self, name), positive=False)
+            finite_at_least_zero(name, getattr(self, name))
         if self.step_length is not None:
-            _require('step_length', self.step_length, positive=True)
+            finite_at_least_zero('step_length', self.step_length, positive=True)
         for name in ('yaw_bins', 'steering_samples', 'analytic_interval', 'analytic_batch',
                      'analytic_candidates', 'max_expansions'):
             value = getattr(self, name)
@@ -125,7 +135,8 @@ class HybridParams:
         if self.model not in _MODELS:
             raise ValueError(f'model must be one of {_MODELS}, got {self.model!r}')
         if self.reverse_penalty < 1.0:
-            raise ValueError(f'reverse_penalty must be >= 1 (a multiplier), got {self.reverse_penalty}')
+            raise ValueError('reverse_penalty must be >= 1 (a multiplier), got '
+                             f'{self.reverse_penalty}')
         for name in ('allow_reverse', 'smoothing', 'refine_on_failure'):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f'{name} must be a bool, got {getattr(self, name)!r}')
@@ -137,14 +148,17 @@ class HybridParams:
             if self.robot_radius is None:
                 raise ValueError('footprint: give footprint_length/footprint_width/rear_overhang '
                                  'or robot_radius')
-            return Footprint(radius=_require('robot_radius', self.robot_radius, positive=True))
+            return Footprint(radius=finite_at_least_zero('robot_radius', self.robot_radius,
+                                                         positive=True))
         if self.robot_radius is not None:
             raise ValueError('robot_radius must be None when a rectangular footprint is given')
         for name, value in zip(('footprint_length', 'footprint_width', 'rear_overhang'), rect):
             if value is None:
-                raise ValueError(f'{name} is missing (the rectangle needs length, width and rear_overhang)')
-            _require(name, value, positive=name != 'rear_overhang')
-        return Footprint(float(self.footprint_length), float(self.footprint_width), float(self.rear_overhang))
+                raise ValueError(f'{name} is missing (the rectangle needs length, width and '
+                                 'rear_overhang)')
+            finite_at_least_zero(name, value, positive=name != 'rear_overhang')
+        return Footprint(float(self.footprint_length), float(self.footprint_width),
+                         float(self.rear_overhang))
 
     @property
     def max_curvature(self) -> float:
@@ -154,17 +168,6 @@ class HybridParams:
     def max_steering_angle(self) -> float:
         """Steering limit of the bicycle model: atan(wheelbase / min_turning_radius)."""
         return math.atan(self.wheelbase / self.min_turning_radius)
-
-
-def _require(name, value, positive):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(value):
-        raise ValueError(f'{name} must be a finite number, got {value!r}')
-    if positive and value <= 0.0:
-        raise ValueError(f'{name} must be > 0, got {value}')
-    if not positive and value < 0.0:
-        raise ValueError(f'{name} must be >= 0, got {value}')
-    return float(value)
 
 
 @dataclass
@@ -242,7 +245,8 @@ class HybridAStar:
         if p.model == 'diff_drive':
             self._curve_table = None
         else:
-            self._curve_table = DistanceTable('reeds_shepp' if p.allow_reverse else 'dubins', p.min_turning_radius)
+            self._curve_table = DistanceTable('reeds_shepp' if p.allow_reverse else 'dubins',
+                                              p.min_turning_radius)
         self._build_heuristic_graph()
         self._fine = None
         if p.refine_on_failure:
@@ -254,7 +258,8 @@ class HybridAStar:
 
     # ------------------------------------------------------------------ setup
     def _use_margin(self, margin):
-        """Switch the checker, sample spacing and primitives to footprint margin ``margin`` (cached)."""
+        """Switch the checker, sample spacing and primitives to footprint margin ``margin``
+        (cached)."""
         if margin not in self._by_margin:
             kmax = self.params.max_curvature
             self.checker = FootprintChecker(self.grid, self.footprint, margin)
@@ -464,9 +469,11 @@ class HybridAStar:
                                          ('goal', goal, PlanStatus.GOAL_IN_COLLISION)):
             kind = self._endpoint_status(pose)
             if kind == 'out_of_map':
-                return finish(PlanStatus.OUT_OF_MAP, f'{name} footprint at {pose.tolist()} sticks out of the map')
+                return finish(PlanStatus.OUT_OF_MAP,
+                              f'{name} footprint at {pose.tolist()} sticks out of the map')
             if kind == 'collision':
-                return finish(in_collision, f'{name} footprint at {pose.tolist()} overlaps an occupied cell')
+                return finish(in_collision,
+                              f'{name} footprint at {pose.tolist()} overlaps an occupied cell')
 
         field_flat = self._distance_field(goal)
         h_start = self._heuristic(field_flat, start[0:1], start[1:2], start[2:3], goal)[0]
@@ -497,16 +504,22 @@ class HybridAStar:
                       path=self._output(curve))
 
     def _search(self, start, goal, field_flat, stats, t_begin):
-        """A* over (x, y, yaw) cells. Returns (nodes, end node, analytic tail) or (nodes, None, (status, msg))."""
+        """A* over (x, y, yaw) cells. Returns (nodes, end node, analytic tail) or (nodes, None,
+        (status, msg))."""
         p = self.params
         prims = self._primitives
         n_cells = self._nx * self._ny * p.yaw_bins
         best_g = np.full(n_cells, np.inf)
         closed = np.zeros(n_cells, dtype=bool)
         nodes = _Search()
-        nodes.x.append(start[0]); nodes.y.append(start[1]); nodes.yaw.append(start[2])
-        nodes.g.append(0.0); nodes.parent.append(-1); nodes.prim.append(-1)
-        nodes.direction.append(0.0); nodes.curvature.append(0.0)
+        nodes.x.append(start[0])
+        nodes.y.append(start[1])
+        nodes.yaw.append(start[2])
+        nodes.g.append(0.0)
+        nodes.parent.append(-1)
+        nodes.prim.append(-1)
+        nodes.direction.append(0.0)
+        nodes.curvature.append(0.0)
         start_cell = int(self._cells(start[0:1], start[1:2], start[2:3])[0])
         best_g[start_cell] = 0.0
         open_heap = [(0.0, 0, start_cell)]
@@ -558,7 +571,8 @@ class HybridAStar:
             direction = prims.direction[ok]
             kept_dir = np.where(direction == 0.0, parent_dir, direction)
             g = nodes.g[node] + prims.cost[ok]
-            g += p.switch_penalty * ((direction != 0.0) & (parent_dir != 0.0) & (direction != parent_dir))
+            g += p.switch_penalty * ((direction != 0.0) & (parent_dir != 0.0)
+                                     & (direction != parent_dir))
             g += p.steer_change_penalty * np.abs(prims.curvature[ok] - nodes.curvature[node]) / kmax
             better = ~closed[cells] & (g < best_g[cells]) & (cells != cell)
             if not better.any():
@@ -569,12 +583,15 @@ class HybridAStar:
             if not reach.any():
                 continue
             prim_idx = np.flatnonzero(ok)[better][reach]
-            ex, ey, eyaw, cells, g, h = ex[reach], ey[reach], eyaw[reach], cells[reach], g[reach], h[reach]
+            ex, ey, eyaw, cells, g, h = (a[reach] for a in (ex, ey, eyaw, cells, g, h))
             # Two children can land in the same cell: keep the cheaper (the order of minimum.at).
             np.minimum.at(best_g, cells, g)
             first = len(nodes.x)
-            nodes.x.extend(ex.tolist()); nodes.y.extend(ey.tolist()); nodes.yaw.extend(eyaw.tolist())
-            nodes.g.extend(g.tolist()); nodes.parent.extend([node] * g.size)
+            nodes.x.extend(ex.tolist())
+            nodes.y.extend(ey.tolist())
+            nodes.yaw.extend(eyaw.tolist())
+            nodes.g.extend(g.tolist())
+            nodes.parent.extend([node] * g.size)
             nodes.prim.extend(prim_idx.tolist())
             nodes.direction.extend(kept_dir[better][reach].tolist())
             nodes.curvature.extend(prims.curvature[prim_idx].tolist())
@@ -584,10 +601,12 @@ class HybridAStar:
         found = self._try_analytic(nodes, pending, goal, stats) if pending else None
         if found is not None:
             return (nodes,) + found
-        return nodes, None, (PlanStatus.NO_PATH, f'no path: search space exhausted after {expansions} expansions')
+        return nodes, None, (PlanStatus.NO_PATH,
+                             f'no path: search space exhausted after {expansions} expansions')
 
     def _try_analytic(self, nodes: _Search, ids, goal, stats):
-        """Cheapest collision-free analytic connection from the nodes ``ids``: (node, curve) or None."""
+        """Cheapest collision-free analytic connection from the nodes ``ids``: (node, curve) or
+        None."""
         stats.analytic_attempts += len(ids)
         starts = np.array([[nodes.x[i], nodes.y[i], nodes.yaw[i]] for i in ids])
         owners, curves = [], []
@@ -597,7 +616,8 @@ class HybridAStar:
         free = self._curves_free(curves)
         if not free.any():
             return None
-        total = [nodes.g[i] + self._curve_cost(c) if ok else math.inf for i, c, ok in zip(owners, curves, free)]
+        total = [nodes.g[i] + self._curve_cost(c) if ok else math.inf
+                 for i, c, ok in zip(owners, curves, free)]
         best = int(np.argmin(total))
         stats.analytic_success = True
         return owners[best], curves[best]
@@ -612,7 +632,8 @@ class HybridAStar:
             node = nodes.parent[node]
         prims = self._primitives
         idx = np.array(chain[::-1], dtype=np.int64)
-        return _join(start, [CurvePath(start, prims.length[idx], prims.curvature[idx], prims.spin[idx]), tail])
+        return _join(start, [CurvePath(start, prims.length[idx], prims.curvature[idx],
+                                       prims.spin[idx]), tail])
 
     def _shortcut(self, curve: CurvePath) -> CurvePath:
         """Greedy shortcutting: from each junction, jump to the farthest later junction whose
@@ -643,19 +664,22 @@ class HybridAStar:
             jump = None
             if js.size:
                 # A curve costs at least its length: only those can beat the path they replace.
-                hopeful = js[distance(waypoints[i], waypoints[js], radius) < cum[js] - cum[i] - 1e-6]
+                shortcut = distance(waypoints[i], waypoints[js], radius)
+                hopeful = js[shortcut < cum[js] - cum[i] - 1e-6]
                 for b in range(0, hopeful.size, batch):
                     ends = hopeful[b:b + batch]
                     options = [c[0] for c in self._connect(waypoints[i], waypoints[ends])]
-                    better = [k for k, c in enumerate(options) if self._curve_cost(c) < cum[ends[k]] - cum[i] - 1e-6]
-                    free = self._curves_free([options[k] for k in better]) if better else np.zeros(0, bool)
+                    better = [k for k, c in enumerate(options)
+                              if self._curve_cost(c) < cum[ends[k]] - cum[i] - 1e-6]
+                    free = (self._curves_free([options[k] for k in better]) if better
+                            else np.zeros(0, bool))
                     if free.any():
                         k = better[int(np.argmax(free))]
                         jump = (options[k], int(ends[k]))
                         break
             if jump is None:
-                pieces.append(CurvePath(waypoints[i], curve.lengths[i:i + 1], curve.curvatures[i:i + 1],
-                                        curve.spins[i:i + 1]))
+                pieces.append(CurvePath(waypoints[i], curve.lengths[i:i + 1],
+                                        curve.curvatures[i:i + 1], curve.spins[i:i + 1]))
                 i += 1
             else:
                 pieces.append(jump[0])
@@ -664,15 +688,16 @@ class HybridAStar:
 
     def _output(self, curve: CurvePath) -> HybridPath:
         poses, direction = curve.sample(self.params.path_resolution)
-        return HybridPath(poses[:, 0], poses[:, 1], wrap_angle(poses[:, 2]), direction.astype(np.int8),
-                          curve.length, curve, curve.direction_switches)
+        return HybridPath(poses[:, 0], poses[:, 1], wrap_angle(poses[:, 2]),
+                          direction.astype(np.int8), curve.length, curve,
+                          curve.direction_switches)
 
 
 def _split(curve: CurvePath, max_length: float) -> CurvePath:
     """The same path with every arc cut into equal pieces no longer than ``max_length``."""
     parts = np.maximum(1, np.ceil(np.abs(curve.lengths) / max_length - 1e-9)).astype(np.int64)
-    return CurvePath(curve.start, np.repeat(curve.lengths / parts, parts), np.repeat(curve.curvatures, parts),
-                     np.repeat(curve.spins, parts), curve.word)
+    return CurvePath(curve.start, np.repeat(curve.lengths / parts, parts),
+                     np.repeat(curve.curvatures, parts), np.repeat(curve.spins, parts), curve.word)
 
 
 def _join(start, pieces) -> CurvePath:

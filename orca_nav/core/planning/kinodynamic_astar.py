@@ -7,11 +7,11 @@ Search (after Fast-Planner's kinodynamic A*, seed 003):
   limit-checked, swept for collisions and given their heuristic in one batch of array operations.
   An input that would end above a velocity limit is scaled down to end on it, so the search can
   cruise at full speed in any direction.
-* Edge cost ``(|u|^2 + rho) * tau``; heuristic: the OBVP cost (:mod:`orca_nav.core.planning.obvp`) with
-  its duration bounded below by distance / speed limit, where the distance is the larger of the
-  straight line and an obstacle-aware distance on a coarse line-of-sight lattice
-  (:class:`~orca_nav.core.grid.CoarseGeodesic`), times a tie breaker; weighted A*
-  (``heuristic_weight``).
+* Edge cost ``(|u|^2 + rho) * tau``; heuristic: the OBVP cost
+  (:mod:`orca_nav.core.planning.obvp`) with its duration bounded below by distance / speed limit,
+  where the distance is the larger of the straight line and an obstacle-aware distance on a coarse
+  line-of-sight lattice (:class:`~orca_nav.core.grid.CoarseGeodesic`), times a tie breaker;
+  weighted A* (``heuristic_weight``).
 * Analytic shot: the minimum-energy cubic to the goal state, tried at every expansion within
   ``shot_distance`` of the goal (if the straight line there is free) and every
   ``shot_interval`` expansions elsewhere (accepted there only if nearly as fast as cruising),
@@ -63,8 +63,9 @@ from scipy import ndimage
 
 from orca_nav.core.grid import CoarseGeodesic, OccupancyGrid
 from orca_nav.core.planning.obvp import cubic_coefficients, obvp_min_cost
-from orca_nav.core.planning.result import PlanClock, PlanResult, PlanStats, PlanStatus
 from orca_nav.core.planning.polynomial import PolynomialTrajectory
+from orca_nav.core.planning.result import PlanClock, PlanResult, PlanStats, PlanStatus
+from orca_nav.core.validation import finite_array
 
 # Tolerance on limits (numerical round-off of exact integration).
 _LIMIT_EPS = 1e-6
@@ -100,7 +101,8 @@ class KinodynamicParams:
     robot_radius: float = 0.0            # disc (2-D) / ball (3-D) radius, m
     max_speed: Optional[float] = None    # optional Euclidean |v| limit, m/s
     max_acc_norm: Optional[float] = None  # optional Euclidean |a| limit, m/s^2
-    tau: Optional[float] = None          # input hold time, s (None: max(0.5 v/a, 0.5 m / v) in [0.1, 2])
+    # input hold time, s (None: max(0.5 v/a, 0.5 m / v) in [0.1, 2])
+    tau: Optional[float] = None
     acc_resolution: float = 0.5          # lattice step as a fraction of max_acc (levels -1..1)
     rho: float = 10.0                    # time weight in the cost (|u|^2 + rho) * tau
     heuristic_weight: float = 5.0        # weighted A*: f = g + w * h
@@ -110,7 +112,8 @@ class KinodynamicParams:
     max_expansions_per_cell: int = 4     # expansions per position cell before a penalty
     shot_distance: Optional[float] = None        # m (None: v^2/a + 2*v*tau)
     geodesic_heuristic: bool = True      # bound the OBVP time by an obstacle-aware distance
-    heuristic_resolution: Optional[float] = None  # its block size, m (None: max(search res, 4 cells))
+    # its block size, m (None: max(search res, 4 cells))
+    heuristic_resolution: Optional[float] = None
     shot_interval: int = 10              # expansions between shots far from the goal
     far_shot_slack: float = 1.15         # far shots must take <= slack * (cruise-time bound)
     shot_refinement: int = 15            # expansions after the first shot, keeping the cheapest
@@ -122,22 +125,24 @@ class KinodynamicParams:
     def __post_init__(self):
         positive = ('max_vel', 'max_acc', 'acc_resolution', 'rho', 'check_dt', 'max_time',
                     'far_shot_slack')
-        optional_positive = ('tau', 'max_speed', 'max_acc_norm', 'search_resolution', 'shot_distance',
-                         'heuristic_resolution')
+        optional_positive = ('tau', 'max_speed', 'max_acc_norm', 'search_resolution',
+                             'shot_distance', 'heuristic_resolution')
         for name in positive + optional_positive + ('robot_radius', 'safety_margin',
                                                     'heuristic_weight', 'tie_breaker',
                                                     'velocity_resolution'):
             value = getattr(self, name)
             if value is None and name in optional_positive + ('velocity_resolution',):
                 continue
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+            if not isinstance(value, (int, float)) or isinstance(value, bool) \
+                    or not math.isfinite(value):
                 raise ValueError(f'{name} must be a finite number, got {value!r}')
             if name in positive + optional_positive and value <= 0:
                 raise ValueError(f'{name} must be > 0, got {value}')
             if value < 0:
                 raise ValueError(f'{name} must be >= 0, got {value}')
         if self.acc_resolution > 1.0:
-            raise ValueError(f'acc_resolution must be <= 1 (a fraction of max_acc), got {self.acc_resolution}')
+            raise ValueError('acc_resolution must be <= 1 (a fraction of max_acc), got '
+                             f'{self.acc_resolution}')
         if self.heuristic_weight <= 0:
             raise ValueError(f'heuristic_weight must be > 0, got {self.heuristic_weight}')
         if self.tie_breaker < 1.0:
@@ -146,7 +151,8 @@ class KinodynamicParams:
                      'max_expansions_per_cell'):
             value = getattr(self, name)
             minimum = 0 if name == 'shot_refinement' else 1
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) \
+                    or value < minimum:
                 raise ValueError(f'{name} must be an integer >= {minimum}, got {value!r}')
 
 
@@ -154,9 +160,7 @@ def _vector(name: str, value, ndim: int) -> np.ndarray:
     arr = np.asarray(value, dtype=float).reshape(-1)
     if arr.size != ndim:
         raise ValueError(f'{name} must have {ndim} values (the map is {ndim}-D), got {arr.size}')
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f'{name} must be finite, got {arr.tolist()}')
-    return arr
+    return finite_array(name, arr)
 
 
 class KinodynamicAStar:
@@ -260,7 +264,8 @@ class KinodynamicAStar:
             # Obstacle-aware: the robot cannot cover the detour faster than at top speed.
             # (Where the lattice has no path, e.g. past a narrow gap, keep the straight bound.)
             detour = self._geodesic.lookup(goal_field, pos)
-            t_lower = np.maximum(t_lower, np.where(np.isfinite(detour), detour, 0.0) / self._speed_bound)
+            t_lower = np.maximum(t_lower,
+                                 np.where(np.isfinite(detour), detour, 0.0) / self._speed_bound)
         cost, best_t = obvp_min_cost(dp, vel, goal_vel, self.params.rho, t_lower)
         return cost * self.params.tie_breaker, best_t
 
@@ -301,7 +306,8 @@ class KinodynamicAStar:
                 a = self._step_sq[over]
                 b = 2.0 * du[over] @ v0
                 c = min(float(v0 @ v0) - p.max_speed ** 2, 0.0)
-                scale[over] = np.minimum(scale[over], (-b + np.sqrt(b * b - 4.0 * a * c)) / (2.0 * a))
+                root = (-b + np.sqrt(b * b - 4.0 * a * c)) / (2.0 * a)
+                scale[over] = np.minimum(scale[over], root)
         return self._inputs * np.clip(scale, 0.0, 1.0)[:, None]
 
     def _swept_free(self, origins: np.ndarray, samples: np.ndarray) -> np.ndarray:
@@ -335,7 +341,8 @@ class KinodynamicAStar:
         return free
 
     def _endpoint_status(self, point: np.ndarray):
-        """None if the robot fits at ``point``; else the failure kind ('collision' / 'out_of_map')."""
+        """None if the robot fits at ``point``; else the failure kind ('collision' /
+        'out_of_map')."""
         if not self.inflated_grid.occupied_at(point)[0]:
             return None
         if self.grid.occupied_at(point)[0]:
@@ -350,7 +357,8 @@ class KinodynamicAStar:
         occ_cells = np.argwhere(window)[:, ::-1] + lo
         # Same rounding slack as the float32 clearance field the inflation came from.
         slack = 1e-6 * max(self._radius, res)
-        if occ_cells.size and np.min(np.linalg.norm(occ_cells - cell, axis=1)) * res <= self._radius + slack:
+        if occ_cells.size and \
+                np.min(np.linalg.norm(occ_cells - cell, axis=1)) * res <= self._radius + slack:
             return 'collision'
         if self.grid.border_distance_at(point)[0] <= self._radius + slack:
             return 'out_of_map'
@@ -415,8 +423,9 @@ class KinodynamicAStar:
                 return finish(in_collision, f'{name} {point.tolist()} is within {self._radius} m '
                                             f'of an occupied cell')
             if kind == 'out_of_map':
-                return finish(PlanStatus.OUT_OF_MAP, f'{name} {point.tolist()} is closer than the '
-                                                     f'robot radius {self._radius} m to the map border')
+                return finish(PlanStatus.OUT_OF_MAP,
+                              f'{name} {point.tolist()} is closer than the robot radius '
+                              f'{self._radius} m to the map border')
 
         # Per node: position, velocity, cost, parent, input from the parent, closed-set key and
         # the OBVP-optimal time to the goal (the shot duration seed); grown as nodes are created.

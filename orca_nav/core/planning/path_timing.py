@@ -18,28 +18,15 @@ import numpy as np
 
 from orca_nav.core.geometry import wrap_angle
 from orca_nav.core.planning.reference import Reference
+from orca_nav.core.validation import finite_array, positive_limit
 
 _MOVE_EPS = 1e-6     # m: a step shorter than this is a turn in place
 
 
-def _finite_vector(name: str, values) -> np.ndarray:
-    arr = np.asarray(values, dtype=float).reshape(-1)
-    bad = np.flatnonzero(~np.isfinite(arr))
-    if bad.size:
-        raise ValueError(f'{name}[{int(bad[0])}] is not finite ({arr[bad[0]]})')
-    return arr
-
-
-def _positive(name: str, value: float) -> float:
-    value = float(value)
-    if not value > 0.0:     # also rejects NaN
-        raise ValueError(f'{name} must be > 0, got {value}')
-    return value
-
-
 def step_directions(xy: np.ndarray, yaw: np.ndarray, direction: np.ndarray) -> np.ndarray:
-    """+1/-1 per step (pose k -> k+1) of poses xy (K,2), yaw (K,), given direction (K,): the sign of the displacement along the heading; the given direction where
-    that is ambiguous; turns in place inherit their neighbour's direction (no spurious cusp)."""
+    """+1/-1 per step (pose k -> k+1) of poses xy (K,2), yaw (K,), given direction (K,): the sign
+    of the displacement along the heading; the given direction where that is ambiguous; turns in
+    place inherit their neighbour's direction (no spurious cusp)."""
     step = np.diff(xy, axis=0)
     length = np.linalg.norm(step, axis=1)
     along = step[:, 0] * np.cos(yaw[:-1]) + step[:, 1] * np.sin(yaw[:-1])
@@ -104,18 +91,18 @@ def time_path(x, y, yaw, direction, max_speed: float, max_accel: float,
     cusps. ``max_lateral_accel`` defaults to ``max_accel``. Steps longer than ``spacing`` metres
     are subdivided so the reference is dense enough to track.
     """
-    x, y, yaw = (_finite_vector(n, v) for n, v in (('x', x), ('y', y), ('yaw', yaw)))
-    direction = _finite_vector('direction', direction)
+    x, y, yaw = (finite_array(n, v).reshape(-1) for n, v in (('x', x), ('y', y), ('yaw', yaw)))
+    direction = finite_array('direction', direction).reshape(-1)
     if not (x.size == y.size == yaw.size == direction.size) or x.size == 0:
         raise ValueError(f'x, y, yaw and direction must have the same non-zero length, got '
                          f'{x.size}, {y.size}, {yaw.size}, {direction.size}')
-    max_speed = _positive('max_speed', max_speed)
-    max_accel = _positive('max_accel', max_accel)
-    max_yaw_rate = _positive('max_yaw_rate', max_yaw_rate)
-    max_lateral_accel = _positive('max_lateral_accel',
-                                  max_accel if max_lateral_accel is None else max_lateral_accel)
-    cusp_dwell = _positive('cusp_dwell', cusp_dwell)
-    spacing = _positive('spacing', spacing)
+    max_speed = positive_limit('max_speed', max_speed)
+    max_accel = positive_limit('max_accel', max_accel)
+    max_yaw_rate = positive_limit('max_yaw_rate', max_yaw_rate)
+    max_lateral_accel = positive_limit(
+        'max_lateral_accel', max_accel if max_lateral_accel is None else max_lateral_accel)
+    cusp_dwell = positive_limit('cusp_dwell', cusp_dwell)
+    spacing = positive_limit('spacing', spacing)
 
     xy = np.column_stack([x, y])
     yaw = np.unwrap(yaw)
@@ -169,8 +156,9 @@ def _hold(xy, yaw: float, duration: float) -> Reference:
 def reference_from_samples(times, positions, velocities, accelerations,
                            start_yaw: float = 0.0, min_speed: float = 1e-3) -> Reference:
     """A forward-driving :class:`Reference` from a sampled trajectory; the heading follows the
-    velocity and holds its last value (``start_yaw`` at first) while the speed is below ``min_speed``."""
-    times = _finite_vector('times', times)
+    velocity and holds its last value (``start_yaw`` at first) while the speed is below
+    ``min_speed``."""
+    times = finite_array('times', times).reshape(-1)
     vel = np.asarray(velocities, dtype=float)
     if vel.ndim != 2 or vel.shape[0] != times.size:
         raise ValueError(f'velocities must have shape ({times.size}, d), got {vel.shape}')
@@ -184,4 +172,5 @@ def reference_from_samples(times, positions, velocities, accelerations,
     yaw = np.unwrap(yaw)
     yaw_rate = np.gradient(yaw, times) if times.size > 1 else np.zeros(times.size)
     return Reference(times=times, positions=positions, velocities=vel, accelerations=accelerations,
-                     yaw=wrap_angle(yaw), yaw_rate=yaw_rate, direction=np.ones(times.size, dtype=np.int8))
+                     yaw=wrap_angle(yaw), yaw_rate=yaw_rate,
+                     direction=np.ones(times.size, dtype=np.int8))

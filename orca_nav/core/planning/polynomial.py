@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from orca_nav.core.validation import finite_at_least_zero
+
 
 class PolynomialTrajectory:
     """Piecewise polynomial ``p(t)`` with per-segment local time."""
@@ -63,9 +65,11 @@ class PolynomialTrajectory:
         return self._starts.copy()
 
     def evaluate(self, times):
-        """Position, velocity, acceleration ``(K, ndim)`` at the given times (clamped to [0, duration])."""
+        """Position, velocity, acceleration ``(K, ndim)`` at the given times (clamped to [0,
+        duration])."""
         t = np.clip(np.asarray(times, dtype=float).reshape(-1), 0.0, self._duration)
-        seg = np.clip(np.searchsorted(self._starts, t, side='right') - 1, 0, self._durations.size - 1)
+        seg = np.clip(np.searchsorted(self._starts, t, side='right') - 1, 0,
+                      self._durations.size - 1)
         local = (t - self._starts[seg])[:, None]
         coef = self._coefficients[seg]                      # (K, degree+1, ndim)
         degree = coef.shape[1] - 1
@@ -83,9 +87,7 @@ class PolynomialTrajectory:
 
     def sample(self, dt: float):
         """``(t, pos, vel, acc)`` at ``0, dt, 2 dt, ...`` plus the final time ``duration``."""
-        dt = float(dt)
-        if not np.isfinite(dt) or dt <= 0.0:
-            raise ValueError(f'dt must be finite and > 0, got {dt}')
+        dt = finite_at_least_zero('dt', dt, positive=True)
         t = np.arange(0.0, self._duration, dt)
         if t.size == 0 or self._duration - t[-1] > 1e-9:
             t = np.append(t, self._duration)

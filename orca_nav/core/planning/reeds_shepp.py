@@ -27,6 +27,7 @@ from typing import Tuple
 import numpy as np
 
 from orca_nav.core.geometry import wrap_angle
+from orca_nav.core.validation import finite_at_least_zero
 
 TWO_PI = 2.0 * math.pi
 _ZERO = 10.0 * np.finfo(float).eps
@@ -157,7 +158,8 @@ def _rs_candidates():
     lengths, and the gather index that puts its segments in the order of its word."""
     groups, words, back, sx, sy, sphi, order = [], [], [], [], [], [], []
     for func, word, backwards in _RS_BASES:
-        variants = [(False, False, False), (True, False, False), (False, True, False), (True, True, False)]
+        variants = [(False, False, False), (True, False, False), (False, True, False),
+                    (True, True, False)]
         if backwards:
             variants += [(flip, refl, True) for flip, refl, _ in variants]
         groups.append((func, len(words), len(words) + len(variants)))
@@ -171,7 +173,8 @@ def _rs_candidates():
             sphi.append(-1.0 if flip != reflect else 1.0)
             idx = list(range(k))[::-1] if bk else list(range(k))
             order.append(idx + list(range(k, _MAX_SEGMENTS)))
-    return (groups, words, np.array(back), np.array(sx), np.array(sy), np.array(sphi), np.array(order))
+    return (groups, words, np.array(back), np.array(sx), np.array(sy), np.array(sphi),
+            np.array(order))
 
 
 _RS_GROUPS, _RS_WORDS, _RS_BACK, _RS_SX, _RS_SY, _RS_SPHI, _RS_ORDER = _rs_candidates()
@@ -237,16 +240,10 @@ def _pairs(starts, goals):
     return a, b
 
 
-def _check_radius(radius):
-    r = float(radius)
-    if not (math.isfinite(r) and r > 0.0):
-        raise ValueError(f'radius must be finite and > 0, got {radius!r}')
-    return r
-
-
 def reeds_shepp_distance(starts, goals, radius: float) -> np.ndarray:
-    """(N,) shortest Reeds-Shepp length in metres between pose pairs (one side may be a single pose)."""
-    r = _check_radius(radius)
+    """(N,) shortest Reeds-Shepp length in metres between pose pairs (one side may be a single
+    pose)."""
+    r = finite_at_least_zero('radius', radius, positive=True)
     a, b = _pairs(starts, goals)
     totals, _ = _rs_all(*_local_goal(a, b, r), need_segments=False)
     return totals.min(axis=1) * r
@@ -307,7 +304,7 @@ def _dubins_all(x, y, phi):
 
 def dubins_distance(starts, goals, radius: float) -> np.ndarray:
     """(N,) shortest forward-only (Dubins) length in metres between pose pairs."""
-    r = _check_radius(radius)
+    r = finite_at_least_zero('radius', radius, positive=True)
     a, b = _pairs(starts, goals)
     segs = _dubins_all(*_local_goal(a, b, r))
     return np.nanmin(segs.sum(axis=2), axis=1) * r
@@ -343,7 +340,8 @@ class CurvePath:
         """(k + 1, 3) pose at the start of every segment, and the end pose last."""
         turn = self.curvatures * self.lengths
         yaw_after = self.start[2] + np.cumsum(turn + self.spins)
-        # Each arc moves along its chord, at the mean of its start and end heading (spins come last).
+        # Each arc moves along its chord, at the mean of its start and end heading (spins come
+        # last).
         heading = yaw_after - self.spins - 0.5 * turn
         chord = self.lengths * np.sinc(0.5 * turn / math.pi)
         poses = np.empty((len(self.lengths) + 1, 3))
@@ -414,7 +412,8 @@ def sample_curves(curves, step: float):
 
 
 def _advance(pose, s, kappa, spin):
-    """Poses after driving signed arc length ``s`` at curvature ``kappa`` (then turning ``spin``)."""
+    """Poses after driving signed arc length ``s`` at curvature ``kappa`` (then turning
+    ``spin``)."""
     half = 0.5 * kappa * s
     chord = s * np.sinc(half / math.pi)          # sin(half)/half * s, exact for kappa = 0
     heading = pose[:, 2] + half
@@ -430,12 +429,13 @@ def _word_path(start, word, unit_lengths, radius):
     lengths = np.asarray(unit_lengths[:k], dtype=float) * radius
     curv = np.array([_CURVATURE_SIGN[c] for c in word]) / radius
     keep = lengths != 0.0
-    return CurvePath(np.array(start, dtype=float), lengths[keep], curv[keep], np.zeros(int(keep.sum())),
-                     ''.join(c for c, kp in zip(word, keep) if kp))
+    return CurvePath(np.array(start, dtype=float), lengths[keep], curv[keep],
+                     np.zeros(int(keep.sum())), ''.join(c for c, kp in zip(word, keep) if kp))
 
 
 def _ranked(start, words, totals, segs, radius, count):
-    """Up to ``count`` valid candidates of one pair, shortest first, duplicates (same length) dropped."""
+    """Up to ``count`` valid candidates of one pair, shortest first, duplicates (same length)
+    dropped."""
     out, seen = [], set()
     for k in np.argsort(totals, kind='stable'):
         if not np.isfinite(totals[k]) or len(out) == count:
@@ -450,15 +450,16 @@ def _ranked(start, words, totals, segs, radius, count):
 def reeds_shepp_candidates(starts, goals, radius: float, count: int) -> list:
     """For every pose pair, the ``count`` shortest distinct Reeds-Shepp paths (list of lists of
     :class:`CurvePath`, shortest first): fallbacks when the shortest one hits an obstacle."""
-    r = _check_radius(radius)
+    r = finite_at_least_zero('radius', radius, positive=True)
     a, b = _pairs(starts, goals)
     totals, segs = _rs_all(*_local_goal(a, b, r), need_segments=True)
     return [_ranked(a[i], _RS_WORDS, totals[i], segs[i], r, count) for i in range(a.shape[0])]
 
 
 def dubins_candidates(starts, goals, radius: float, count: int) -> list:
-    """For every pose pair, the ``count`` shortest distinct Dubins paths (see reeds_shepp_candidates)."""
-    r = _check_radius(radius)
+    """For every pose pair, the ``count`` shortest distinct Dubins paths (see
+    reeds_shepp_candidates)."""
+    r = finite_at_least_zero('radius', radius, positive=True)
     a, b = _pairs(starts, goals)
     segs = _dubins_all(*_local_goal(a, b, r))
     totals = np.where(np.isnan(segs).any(axis=2), np.inf, segs.sum(axis=2))
@@ -502,7 +503,7 @@ class DistanceTable:
         if kind not in ('reeds_shepp', 'dubins'):
             raise ValueError(f"kind must be 'reeds_shepp' or 'dubins', got {kind!r}")
         self.kind = kind
-        self.radius = _check_radius(radius)
+        self.radius = finite_at_least_zero('radius', radius, positive=True)
         self.extent = float(extent)
         self.spacing = float(spacing)
         self.yaw_bins = int(yaw_bins)
@@ -539,7 +540,8 @@ class DistanceTable:
 @lru_cache(maxsize=8)
 def _unit_tables(kind, n, spacing, yaw_bins):
     """Unit-radius distances to the origin pose: from the (x, y>=0, yaw) lattice, and the detour
-    (distance minus straight line) from the half circle of radius n * spacing, per bearing and yaw."""
+    (distance minus straight line) from the half circle of radius n * spacing, per bearing and
+    yaw."""
     def distances(starts):
         out = np.empty(starts.shape[0])
         chunk = 20000

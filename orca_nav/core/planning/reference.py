@@ -10,13 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
-def _finite_array(name: str, values, shape_tail=()) -> np.ndarray:
-    arr = np.asarray(values, dtype=float)
-    if not np.all(np.isfinite(arr)):
-        bad = np.argwhere(~np.isfinite(arr))[0]
-        raise ValueError(f'{name}[{", ".join(str(int(i)) for i in bad)}] is not finite')
-    return arr
+from orca_nav.core.validation import finite_array
 
 
 @dataclass(frozen=True)
@@ -37,7 +31,7 @@ class Reference:
     direction: np.ndarray
 
     def __post_init__(self):
-        times = _finite_array('times', self.times).reshape(-1)
+        times = finite_array('times', self.times).reshape(-1)
         if times.size < 2:
             raise ValueError(f'times must have at least 2 samples, got {times.size}')
         steps = np.diff(times)
@@ -48,21 +42,23 @@ class Reference:
         n = times.size
         arrays = {}
         for name in ('positions', 'velocities', 'accelerations'):
-            arr = _finite_array(name, getattr(self, name))
+            arr = finite_array(name, getattr(self, name))
             if arr.ndim != 2 or arr.shape[0] != n or arr.shape[1] not in (2, 3):
                 raise ValueError(f'{name} must have shape ({n}, 2 or 3), got {arr.shape}')
             arrays[name] = arr
         dims = {a.shape[1] for a in arrays.values()}
         if len(dims) != 1:
-            raise ValueError(f'positions, velocities and accelerations disagree on dimension {dims}')
+            raise ValueError('positions, velocities and accelerations disagree on dimension '
+                             f'{dims}')
         for name in ('yaw', 'yaw_rate'):
-            arr = _finite_array(name, getattr(self, name)).reshape(-1)
+            arr = finite_array(name, getattr(self, name)).reshape(-1)
             if arr.size != n:
                 raise ValueError(f'{name} must have {n} values, got {arr.size}')
             arrays[name] = arr
         direction = np.asarray(self.direction).reshape(-1)
         if direction.size != n or not np.all(np.isin(direction, (-1, 1))):
-            raise ValueError(f'direction must be {n} values of +1 or -1, got {direction.tolist()[:8]}...')
+            raise ValueError(f'direction must be {n} values of +1 or -1, got '
+                             f'{direction.tolist()[:8]}...')
         object.__setattr__(self, 'times', times - times[0])
         for name, arr in arrays.items():
             object.__setattr__(self, name, arr)
@@ -82,7 +78,8 @@ class Reference:
     def segment_ends(self) -> np.ndarray:
         """(K,) index of the last sample of the driving-direction segment each sample is in."""
         n = len(self)
-        change = np.flatnonzero(self.direction[1:] != self.direction[:-1])   # last index of a segment
+        # the last index of each segment
+        change = np.flatnonzero(self.direction[1:] != self.direction[:-1])
         ends = np.append(change, n - 1)
         return ends[np.searchsorted(ends, np.arange(n))]
 
@@ -93,8 +90,9 @@ class Reference:
                         axis=1)
 
     def nearest_time(self, point, after: float = 0.0) -> float:
-        """Time of the sample nearest to ``point`` (positions only) among samples at or after ``after``."""
-        point = _finite_array('point', point).reshape(-1)[:self.dim]
+        """Time of the sample nearest to ``point`` (positions only) among samples at or after
+        ``after``."""
+        point = finite_array('point', point).reshape(-1)[:self.dim]
         first = int(np.searchsorted(self.times, after, side='left'))
         first = min(first, len(self) - 1)
         d2 = np.sum((self.positions[first:] - point) ** 2, axis=1)

@@ -42,9 +42,9 @@ robots overlapping at their starts. Drones (quadrotors) are placed in the 3-D ma
 (`map_3d`): their start (x, y, start_z) and goals (x, y, goal_z, or start_z when goal_z is 0)
 must be inside it with the drone's ball clear of occupied voxels; two drones overlap by the
 distance of their centres, a drone and a ground robot when their discs overlap and the drone
-reaches below `ground_clearance` (1 m; docs/orca3d.md). Every problem found is reported at once, one line each,
-starting with the field path (``robots[3].start``) and giving the value and the reason:
-`FleetFileError`, a ValueError whose `problems` lists the lines.
+reaches below `ground_clearance` (1 m; docs/orca3d.md). Every problem found is reported at once,
+one line each, starting with the field path (``robots[3].start``) and giving the value and the
+reason: `FleetFileError`, a ValueError whose `problems` lists the lines.
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ import math
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -61,10 +61,17 @@ import numpy as np
 import yaml
 
 from orca_nav.core.fleet.names import TF_LAYOUTS
-from orca_nav.core.fleet.robots import (FIELDS_BY_NAME, NUMERIC_FIELDS, ROBOT_FIELDS, Pose,
-                                        RobotSpec, check_robot_name, field_problem)
-from orca_nav.core.sim.fleet_sim import GROUND_CLEARANCE, map_overlap
+from orca_nav.core.fleet.robots import (
+    FIELDS_BY_NAME,
+    NUMERIC_FIELDS,
+    ROBOT_FIELDS,
+    Pose,
+    RobotSpec,
+    check_robot_name,
+    field_problem,
+)
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.sim.fleet_sim import GROUND_CLEARANCE, map_overlap
 from orca_nav.core.voxel_map import load_voxel_map
 from orca_nav.parameters.nodes import parameter_problems
 from orca_nav.parameters.orca_node import MAX_SHARDS
@@ -109,10 +116,6 @@ class RobotConfig(RobotSpec):
     goals: Tuple[Pose, ...] = ()
     start_z: float = 0.0        # altitudes of a quadrotor (m); goal_z 0: keep flying level
     goal_z: float = 0.0
-
-    @property
-    def flies(self) -> bool:
-        return self.kinematics == 'quadrotor'
 
     def ros_parameters(self) -> Dict[str, Any]:
         """The `<field>: value` parameters of TEAM.md for this robot (goal = the first goal).
@@ -343,9 +346,10 @@ def _first_overlaps(places: _Places,
                     movers: Optional[np.ndarray] = None) -> List[Tuple[int, int, int, float]]:
     """(j, i, how many, distance) for every robot j whose disc at its place meets the disc of a
     robot i < j at its place (i the first such robot, distance what says so); with `movers`
-    (N,) bool, only pairs with at least one mover count. Discs meet by the layer rule of docs/orca3d.md: two drones by the
-    distance of their centres, a drone and a ground robot when their discs overlap and the drone
-    reaches below GROUND_CLEARANCE, two ground robots when their discs overlap."""
+    (N,) bool, only pairs with at least one mover count. Discs meet by the layer rule of
+    docs/orca3d.md: two drones by the distance of their centres, a drone and a ground robot when
+    their discs overlap and the drone reaches below GROUND_CLEARANCE, two ground robots when their
+    discs overlap."""
     count = len(places.radius)
     xyz, radius, flies = places.xyz, places.radius, places.flies
     low = xyz[:, 2] - radius < GROUND_CLEARANCE
@@ -408,8 +412,9 @@ def placement_problems(robots: Sequence[RobotConfig], grid: Optional[OccupancyGr
     """Where the robots are cannot work: a ground robot's start or goal outside the map or with
     its disc on an occupied cell (the simulator's contact test, `map_overlap`), a drone's outside
     the 3-D map or with its ball on an occupied voxel (`placement_problems_3d`), or two robots
-    that overlap at their starts or where they end (`_overlap_problems`). One line per problem: field path (`robots[<index>]`, the
-    index from `indices`, default the position in `robots`), value, reason."""
+    that overlap at their starts or where they end (`_overlap_problems`). One line per problem:
+    field path (`robots[<index>]`, the index from `indices`, default the position in `robots`),
+    value, reason."""
     problems: List[str] = []
     indices = list(range(len(robots))) if indices is None else list(indices)
     problems += placement_problems_3d(robots, grid_3d, indices)
@@ -648,14 +653,15 @@ def _parse_robot(index: int, entry, defaults: Mapping[str, Any],
         goals = (_pose(entry['goal'], f'{where}.goal'),)
     else:
         goals = ()
+    robot = RobotConfig(name=name, start=start, goals=goals, **values)
     altitudes = {}
     for key in ('start_z', 'goal_z'):
         if key in entry:
             altitudes[key] = _number(entry[key], f'{where}.{key}', low=-1e4, high=1e4)
-            if altitudes[key] != 0.0 and values['kinematics'] != 'quadrotor':
+            if altitudes[key] != 0.0 and not robot.flies:
                 raise ValueError(f'{where}.{key}: {altitudes[key]:g} m, but only quadrotors fly '
-                                 f"(a {values['kinematics']} robot is at z = 0)")
-    return RobotConfig(name=name, start=start, goals=goals, **altitudes, **values)
+                                 f'(a {robot.kinematics} robot is at z = 0)')
+    return replace(robot, **altitudes)
 
 
 def _parse_map(raw, folder: Path) -> Optional[Path]:

@@ -62,18 +62,41 @@ from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.names import robot_names
 from orca_nav.core.fleet.status import Level, RobotStatus
 from orca_nav.core.sim.faults import NO_ROBOT, Faults, OdometryLink
-from orca_nav.core.sim.fleet_sim import (ROBOT_OBSTACLE, ROBOT_PERSON, ROBOT_ROBOT, CollisionEvent,
-                                         FleetSim)
+from orca_nav.core.sim.fleet_sim import (
+    ROBOT_OBSTACLE,
+    ROBOT_PERSON,
+    ROBOT_ROBOT,
+    CollisionEvent,
+    FleetSim,
+)
 from orca_nav.core.sim.lockstep import Lockstep, PeriodicSchedule
-from orca_nav.parameters.fleet_sim_node import (BOXES_SPEC, FAULT_SPECS, NODE_SPECS,
-                                                PEDESTRIAN_SPECS, SCAN_SPECS, TF_SPECS)
+from orca_nav.parameters.fleet_sim_node import (
+    BOXES_SPEC,
+    FAULT_SPECS,
+    NODE_SPECS,
+    PEDESTRIAN_SPECS,
+    SCAN_SPECS,
+    TF_SPECS,
+)
 from orca_nav.ros.construction import released_on_failure
+from orca_nav.ros.convert import (
+    OdometryCdr,
+    cloud_to_grid,
+    latched_qos,
+    msg_to_grid,
+    node_now,
+    seconds_to_nanoseconds,
+    seconds_to_time,
+)
 from orca_nav.ros.diagnostics import robot_status_msg
-from orca_nav.ros.convert import (OdometryCdr, cloud_to_grid, latched_qos, msg_to_grid,
-                                  node_now, seconds_to_nanoseconds, seconds_to_time)
 from orca_nav.ros.node_main import run_node
-from orca_nav.ros.params import (NamesUndeclaredParameters, declare_parameters,
-                                 declare_robot_parameters, on_parameters_changed)
+from orca_nav.ros.params import (
+    NamesUndeclaredParameters,
+    declare_parameters,
+    declare_robot_parameters,
+    on_parameters_changed,
+    robot_spec,
+)
 from orca_nav.ros.qos_events import publisher_events, subscription_events
 from orca_nav.ros.sim_pedestrians import PedestrianPublisher, pedestrians_from_parameters
 from orca_nav.ros.sim_scans import ScanPublisher, boxes_from_parameter
@@ -134,10 +157,11 @@ class FleetSimNode(NamesUndeclaredParameters, Node):
         self.global_frame = self.params['global_frame']
         starts = np.array([self.robot_params[r]['start'] for r in self.robots], dtype=float)
         altitudes = np.array([self.robot_params[r]['start_z'] for r in self.robots])
-        for robot, z in zip(self.robots, altitudes):
-            if z != 0.0 and self.robot_params[robot]['kinematics'] != 'quadrotor':
-                raise ValueError(f'{robot}.start_z: {z:g} m, but only quadrotors fly (a '
-                                 f"{self.robot_params[robot]['kinematics']} robot is at z = 0)")
+        specs = [robot_spec(r, self.robot_params[r]) for r in self.robots]
+        for spec, z in zip(specs, altitudes):
+            if z != 0.0 and not spec.flies:
+                raise ValueError(f'{spec.name}.start_z: {z:g} m, but only quadrotors fly (a '
+                                 f'{spec.kinematics} robot is at z = 0)')
         faults = faults_from_parameters(declare_parameters(self, FAULT_SPECS, prefix='fault.'),
                                         self.robots)
         _check_fault_combinations(self.params, faults)
@@ -186,7 +210,7 @@ class FleetSimNode(NamesUndeclaredParameters, Node):
                                                    10, event_callbacks=subscription_events())
                           for index, robot in enumerate(self.robots)]
         self.create_subscription(OccupancyGridMsg, '/map', self._on_map, latched_qos())
-        if any(self.robot_params[r]['kinematics'] == 'quadrotor' for r in self.robots):
+        if any(spec.flies for spec in specs):
             self.create_subscription(PointCloud2, self.params['map_3d_topic'], self._on_map_3d,
                                      latched_qos())
         # Transient local with a deep history: a listener that connects late (the demo's

@@ -16,6 +16,7 @@ from sensor_msgs.msg import PointCloud2
 
 from orca_nav.core.fleet.drones import prepare_map_3d
 from orca_nav.ros.convert import cloud_to_grid, latched_qos
+from orca_nav.ros.params import robot_spec
 
 
 class DroneMap:
@@ -26,8 +27,7 @@ class DroneMap:
         cfg = node._cfg
         self.topic = cfg['map_3d_topic']
         self.resolution = cfg['map_3d_resolution']
-        kinds = [node._robot_cfg[robot]['kinematics'] for robot in node.robots]
-        if 'quadrotor' in kinds:
+        if any(robot_spec(robot, node._robot_cfg[robot]).flies for robot in node.robots):
             node.create_subscription(PointCloud2, self.topic, self._on_cloud, latched_qos())
 
     def _on_cloud(self, msg: PointCloud2) -> None:

@@ -9,7 +9,7 @@ from orca_nav.core.fleet.deadlock import DeadlockParams
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.safety import SafetyParams
 from orca_nav.parameters.orca_node import SAFETY_SPECS
-from orca_nav.parameters.shared import POSE_FIELDS
+from orca_nav.ros.params import robot_spec
 
 
 def safety_params(s: Dict[str, Any]) -> SafetyParams:
@@ -19,8 +19,7 @@ def safety_params(s: Dict[str, Any]) -> SafetyParams:
 
 def robot_specs(robots: List[str], fields: Dict[str, Dict[str, Any]]) -> List[RobotSpec]:
     """The robots' `<robot>.<field>` parameters as core RobotSpecs."""
-    return [RobotSpec(r, **{k: v for k, v in fields[r].items()
-                            if k not in POSE_FIELDS}) for r in robots]
+    return [robot_spec(r, fields[r]) for r in robots]
 
 
 def controller_params(c: Dict[str, Any], d: Dict[str, Any],

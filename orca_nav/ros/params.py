@@ -11,12 +11,17 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterable, List, Sequence
 
-from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
-                                ParameterType, SetParametersResult)
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    ParameterType,
+    SetParametersResult,
+)
 from rclpy.exceptions import ParameterNotDeclaredException
 from rclpy.parameter import Parameter
 
-from orca_nav.core.fleet.robots import check_robot_name
+from orca_nav.core.fleet.robots import ROBOT_FIELDS, RobotSpec, check_robot_name
 from orca_nav.parameters.shared import ROBOT_SPECS
 from orca_nav.parameters.spec import ARRAYS, ParamSpec, has_type
 
@@ -168,6 +173,12 @@ def declare_robot_parameters(node, robots: Sequence[str],
         except ValueError as err:
             raise ValueError(f'robots: {err}') from None
     return {robot: declare_parameters(node, specs, prefix=robot + '.') for robot in robots}
+
+
+def robot_spec(name: str, values: Dict[str, Any]) -> RobotSpec:
+    """A robot's `<robot>.<field>` parameter values (`declare_robot_parameters`) as the core's
+    RobotSpec."""
+    return RobotSpec(name, **{f.name: values[f.name] for f in ROBOT_FIELDS})
 
 
 def on_parameters_changed(node, listener: Callable[[Dict[str, Any]], None]) -> None:

@@ -41,32 +41,48 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import PointCloud2
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
-from orca_nav.core.fleet.robots import ROBOT_FIELDS, RobotSpec
-from orca_nav.core.fleet.fleet_planner import (Actions, FleetPlanner, GoalEnd, PlanOutcome,
-                                               PlanSettings, ReplanPolicy, StartState,
-                                               run_request)
+from orca_nav.core.fleet.fleet_planner import (
+    Actions,
+    FleetPlanner,
+    GoalEnd,
+    PlanOutcome,
+    PlanSettings,
+    ReplanPolicy,
+    StartState,
+    run_request,
+)
 from orca_nav.core.fleet.status import Level, RobotStatus
 from orca_nav.parameters.planner_node import NODE_SPECS
 from orca_nav.parameters.shared import ROBOT_SPECS
 from orca_nav.ros.construction import released_on_failure
+from orca_nav.ros.convert import (
+    cloud_to_grid,
+    latched_qos,
+    msg_to_grid,
+    node_now,
+    odom_state_from_cdr,
+    pose_from_msg,
+    seconds_to_time,
+)
 from orca_nav.ros.diagnostics import robot_status_msg
-from orca_nav.ros.convert import (cloud_to_grid, latched_qos, msg_to_grid, node_now,
-                                  odom_state_from_cdr, pose_from_msg, seconds_to_time)
 from orca_nav.ros.lifecycle import ManagedNode
 from orca_nav.ros.nav2_actions import Nav2ActionServers, Planner
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.offload import Offloaded
-from orca_nav.ros.params import (declare_parameters, declare_robot_parameters,
-                                 on_parameters_changed)
+from orca_nav.ros.params import (
+    declare_parameters,
+    declare_robot_parameters,
+    on_parameters_changed,
+    robot_spec,
+)
 from orca_nav.ros.qos_events import publisher_events, subscription_events
 from orca_nav.ros.tf_poses import FleetPoses
-from orca_nav.ros.trajectory_msgs import (empty_path, empty_trajectory, reference_to_path,
-                                          reference_to_trajectory)
-
-
-def robot_spec(name: str, config: Dict[str, object]) -> RobotSpec:
-    """The core robot description from the robot's parameters."""
-    return RobotSpec(name, **{f.name: config[f.name] for f in ROBOT_FIELDS})
+from orca_nav.ros.trajectory_msgs import (
+    empty_path,
+    empty_trajectory,
+    reference_to_path,
+    reference_to_trajectory,
+)
 
 
 def goal_values(dim: int, x: float, y: float, z: float, yaw: float) -> np.ndarray:
@@ -211,9 +227,9 @@ class PlannerNode(ManagedNode):
             self.get_logger().error(f'/map ignored: {err}')
             return
         actions = self.supervisor.set_map(grid, node_now(self))
+        blocked = '' if self.supervisor.map_has_free_cell(2) else ': it has no free cell'
         self.get_logger().info(f'map {grid.shape[1]} x {grid.shape[0]} cells at '
-                               f'{grid.resolution:g} m' + ('' if self.supervisor.map_has_free_cell(2)
-                                                           else ': it has no free cell'))
+                               f'{grid.resolution:g} m{blocked}')
         self._apply(actions)
 
     def _on_map_3d(self, msg: PointCloud2) -> None:

@@ -60,8 +60,6 @@ from orca_nav.core.planning.path_timing import reference_from_samples, time_path
 from orca_nav.core.planning.reference import Reference
 from orca_nav.core.planning.result import PlanResult, PlanStats, PlanStatus
 
-_KINODYNAMIC = ('holonomic', 'quadrotor')
-_AERIAL = ('quadrotor',)
 _START_SPEED_FRACTION = 0.95     # odometry may overshoot the speed limit a little
 JAM_PROGRESS = 0.1      # m the distance to go must shrink by within a goal's jam_timeout
 RETRY_BUDGET_FACTOR = 4     # a query that spent its expansion budget is retried with this many
@@ -99,7 +97,7 @@ class ReplanPolicy:
 
 def planning_dim(spec: RobotSpec) -> int:
     """3 for robots that fly (their poses are x, y, z, yaw), 2 for ground robots (x, y, yaw)."""
-    return 3 if spec.kinematics in _AERIAL else 2
+    return 3 if spec.flies else 2
 
 
 def pose_fields(dim: int) -> str:
@@ -269,7 +267,7 @@ def planner_key(grid: OccupancyGrid, map_generation: int, spec: RobotSpec,
 
 def build_planner(grid: OccupancyGrid, spec: RobotSpec, settings: PlanSettings):
     """The core planner for the robot's kinematics."""
-    if spec.kinematics in _KINODYNAMIC:
+    if not spec.non_holonomic:     # holonomic robots and drones
         from orca_nav.core.planning.kinodynamic_astar import KinodynamicAStar, KinodynamicParams
         return KinodynamicAStar(grid, KinodynamicParams(
             max_vel=spec.max_speed, max_acc=spec.max_accel, max_speed=spec.max_speed,
@@ -292,7 +290,7 @@ def plan_reference(planner, spec: RobotSpec, settings: PlanSettings, start: Star
     drone."""
     goal = np.asarray(goal, dtype=float)
     try:
-        if spec.kinematics in _KINODYNAMIC:
+        if not spec.non_holonomic:
             dim = start.dim
             speed = float(np.linalg.norm(start.velocity))
             limit = _START_SPEED_FRACTION * spec.max_speed

@@ -46,14 +46,19 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from orca_nav.core.fleet.kinematics import (
+    QUADROTOR,
+    RobotLimits,
+    admissible_twist,
+    integrate_pose,
+    limit_twist,
+    limit_velocity_3d,
+)
 from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.fleet.kinematics import (QUADROTOR, RobotLimits, admissible_twist,
-                                            finite_array, integrate_pose, limit_twist,
-                                            limit_velocity_3d)
 from orca_nav.core.sim.faults import NO_ROBOT, TIME_TOL, Faults
 from orca_nav.core.sim.pedestrians import Pedestrians
 from orca_nav.core.sim.scan import box_overlap, check_boxes
-from orca_nav.core.validation import finite_at_least_zero
+from orca_nav.core.validation import finite_array, finite_at_least_zero, per_robot_values
 
 ROBOT_ROBOT = 'robot_robot'
 ROBOT_MAP = 'robot_map'
@@ -96,8 +101,9 @@ class CollisionEvent:
 class FleetSim:
     """N robots integrated together; see the module docstring for the model."""
 
-    def __init__(self, limits: RobotLimits, radius, start_poses, grid: Optional[OccupancyGrid] = None,
-                 noise_pos_std: float = 0.0, noise_vel_std: float = 0.0, cmd_latency: float = 0.0,
+    def __init__(self, limits: RobotLimits, radius, start_poses,
+                 grid: Optional[OccupancyGrid] = None, noise_pos_std: float = 0.0,
+                 noise_vel_std: float = 0.0, cmd_latency: float = 0.0,
                  seed: Optional[int] = None, cmd_timeout: float = 0.0,
                  faults: Faults = Faults(), pedestrians: Optional[Pedestrians] = None,
                  boxes=None, start_altitudes=None, ground_clearance: float = GROUND_CLEARANCE):
@@ -108,13 +114,9 @@ class FleetSim:
         angle = np.random.default_rng([faults.seed, 0]).uniform(0.0, 2.0 * np.pi)
         self._jump_offset = faults.jump_size * np.array([np.cos(angle), np.sin(angle)])
         self.limits = limits
-        self.radius = np.broadcast_to(np.asarray(radius, dtype=float), (n,)).copy()
-        bad = np.flatnonzero(~np.isfinite(self.radius) | (self.radius <= 0.0))
-        if bad.size:
-            raise ValueError(f'radius[{int(bad[0])}] must be finite and > 0, '
-                             f'got {self.radius[bad[0]]}')
+        self.radius = per_robot_values('radius', radius, n)
         self._pose = finite_array('start_poses', start_poses, (n, 3)).copy()
-        flying = limits.model == QUADROTOR
+        flying = self.flying
         self._altitude = np.zeros(n) if start_altitudes is None else \
             finite_array('start_altitudes', start_altitudes, (n,)).copy()
         grounded = np.flatnonzero(~flying & (self._altitude != 0.0))
@@ -150,6 +152,11 @@ class FleetSim:
         return len(self.limits)
 
     @property
+    def flying(self) -> np.ndarray:
+        """(N,) bool: the robot flies (a drone)."""
+        return self.limits.model == QUADROTOR
+
+    @property
     def poses(self) -> np.ndarray:
         """(N,3) true poses x, y, yaw (a copy)."""
         return self._pose.copy()
@@ -181,7 +188,8 @@ class FleetSim:
 
     @property
     def colliding(self) -> np.ndarray:
-        """(N,) bool: the robot is in an ongoing contact with a robot, a person, a box or the map."""
+        """(N,) bool: the robot is in an ongoing contact with a robot, a person, a box or the
+        map."""
         out = self._map_contacts | self._box_contacts
         for i, j in self._robot_contacts:
             out[i] = out[j] = True
@@ -211,7 +219,7 @@ class FleetSim:
         if grid is not None and grid.ndim != 3:
             raise ValueError(f'grid must be 3-D, got {grid.ndim}-D')
         self.grid_3d = grid
-        self._map_contacts[self.limits.model == QUADROTOR] = False
+        self._map_contacts[self.flying] = False
 
     def odometry(self) -> Tuple[np.ndarray, np.ndarray]:
         """(poses (N,3), body twists (N,3)) as odometry reports them: position noise and the
@@ -294,7 +302,7 @@ class FleetSim:
             self._climb_command[expired] = 0.0
         command = self._obeyed_commands()
         twist = limit_twist(command, self._twist, self.limits, dt)
-        flying = self.limits.model == QUADROTOR
+        flying = self.flying
         climb = np.zeros(len(self))
         if flying.any():
             linear = limit_velocity_3d(
@@ -382,7 +390,7 @@ class FleetSim:
         if len(self) < 2:
             return []
         pairs = _kd_tree(pos).query_pairs(2.0 * float(self.radius.max()), output_type='ndarray')
-        flying = self.limits.model == QUADROTOR
+        flying = self.flying
         if pairs.size:
             i, j = pairs[:, 0], pairs[:, 1]
             reach = self.radius[i] + self.radius[j]
@@ -414,12 +422,12 @@ class FleetSim:
     def _positions(self, robots: Sequence[int]) -> np.ndarray:
         """(K, 3) x, y, z of `robots` if any of them flies, else (K, 2)."""
         rows = np.asarray(robots)
-        if (self.limits.model[rows] == QUADROTOR).any():
+        if self.flying[rows].any():
             return np.column_stack([self._pose[rows, :2], self._altitude[rows]])
         return self._pose[rows, :2]
 
     def _robot_map_events(self) -> List[CollisionEvent]:
-        flying = self.limits.model == QUADROTOR
+        flying = self.flying
         touching = np.zeros(len(self), dtype=bool)
         if self.grid is not None and (~flying).any():
             touching[~flying] = map_overlap(self.grid, self._pose[~flying, :2],

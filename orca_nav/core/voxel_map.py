@@ -20,6 +20,7 @@ from typing import Tuple, Union
 import numpy as np
 
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.validation import finite_at_least_zero
 
 PathLike = Union[str, Path]
 # A point further than this (in voxels) from the voxel grid of the given resolution means the
@@ -83,8 +84,7 @@ def grid_from_centres(points, resolution: float) -> OccupancyGrid:
     pts = np.asarray(points, dtype=np.float64)
     if pts.ndim != 2 or pts.shape[1] != 3:
         raise ValueError(f'points must have shape (K, 3), got {pts.shape}')
-    if not (np.isfinite(resolution) and resolution > 0.0):
-        raise ValueError(f'resolution must be finite and > 0, got {resolution}')
+    finite_at_least_zero('resolution', resolution, positive=True)
     if len(pts) == 0:
         raise ValueError('no points: a 3-D map needs at least one occupied voxel')
     bad = np.flatnonzero(~np.isfinite(pts).all(axis=1))

@@ -25,6 +25,7 @@ from typing import Optional, Sequence, Tuple
 
 from orca_nav.core.fleet.fleet_planner import GoalEnd, Progress
 from orca_nav.core.fleet.goal_sequence import GoalSequence, Missed, Pose
+from orca_nav.core.validation import finite_at_least_zero
 
 KINDS = ('to_pose', 'through_poses', 'waypoints')
 
@@ -52,8 +53,7 @@ class NavigationTask:
             raise ValueError(f'kind {kind!r} is not one of {", ".join(KINDS)}')
         if not goals:
             raise ValueError('no goals given')
-        if not (math.isfinite(pass_radius) and pass_radius > 0.0):
-            raise ValueError(f'pass_radius must be finite and > 0, got {pass_radius}')
+        finite_at_least_zero('pass_radius', pass_radius, positive=True)
         self.kind, self.dim = kind, dim
         self.pass_radius, self.stop_on_failure = pass_radius, stop_on_failure
         self.sequence = GoalSequence(goals, start, loops)

@@ -65,7 +65,7 @@ from orca_nav.core.grid import CoarseGeodesic, OccupancyGrid
 from orca_nav.core.planning.obvp import cubic_coefficients, obvp_min_cost
 from orca_nav.core.planning.polynomial import PolynomialTrajectory
 from orca_nav.core.planning.result import PlanClock, PlanResult, PlanStats, PlanStatus
-from orca_nav.core.validation import finite_array
+from orca_nav.core.validation import finite_array, finite_at_least_zero
 
 # Tolerance on limits (numerical round-off of exact integration).
 _LIMIT_EPS = 1e-6
@@ -133,13 +133,7 @@ class KinodynamicParams:
             value = getattr(self, name)
             if value is None and name in optional_positive + ('velocity_resolution',):
                 continue
-            if not isinstance(value, (int, float)) or isinstance(value, bool) \
-                    or not math.isfinite(value):
-                raise ValueError(f'{name} must be a finite number, got {value!r}')
-            if name in positive + optional_positive and value <= 0:
-                raise ValueError(f'{name} must be > 0, got {value}')
-            if value < 0:
-                raise ValueError(f'{name} must be >= 0, got {value}')
+            finite_at_least_zero(name, value, positive=name in positive + optional_positive)
         if self.acc_resolution > 1.0:
             raise ValueError('acc_resolution must be <= 1 (a fraction of max_acc), got '
                              f'{self.acc_resolution}')

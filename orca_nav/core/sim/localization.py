@@ -27,6 +27,7 @@ from typing import List, Tuple
 import numpy as np
 
 from orca_nav.core.geometry import wrap_angle
+from orca_nav.core.validation import finite_at_least_zero
 
 
 def compose_planar(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -51,17 +52,11 @@ class SimLocalization:
     def __init__(self, start_poses, odom_drift: float = 0.0, localization_rate: float = 1.0,
                  localization_jump: float = 0.0, transform_tolerance: float = 0.0, seed: int = 0):
         starts = np.asarray(start_poses, float).reshape(-1, 3)
-        for name, value in (('odom_drift', odom_drift), ('localization_jump', localization_jump),
-                            ('transform_tolerance', transform_tolerance)):
-            if not (np.isfinite(value) and value >= 0.0):
-                raise ValueError(f'{name} must be a finite number >= 0, got {value!r}')
-        if not (np.isfinite(localization_rate) and localization_rate > 0.0):
-            raise ValueError(f'localization_rate must be a positive rate (Hz), got '
-                             f'{localization_rate!r}')
-        self.odom_drift = float(odom_drift)
-        self.localization_jump = float(localization_jump)
-        self.period = 1.0 / float(localization_rate)
-        self.transform_tolerance = float(transform_tolerance)
+        self.odom_drift = finite_at_least_zero('odom_drift', odom_drift)
+        self.localization_jump = finite_at_least_zero('localization_jump', localization_jump)
+        self.transform_tolerance = finite_at_least_zero('transform_tolerance', transform_tolerance)
+        self.period = 1.0 / finite_at_least_zero('localization_rate', localization_rate,
+                                                 positive=True)
         self.map_to_odom = starts.copy()          # the true map -> odom of every robot
         self.estimate = starts.copy()             # the localization's newest map -> odom
         self._last_positions = starts[:, :2].copy()

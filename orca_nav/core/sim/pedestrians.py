@@ -32,6 +32,7 @@ from typing import Optional
 import numpy as np
 
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.validation import finite_at_least_zero
 
 BEHAVIOURS = ('impassive', 'threatening', 'curious', 'scared')
 
@@ -51,9 +52,7 @@ class PedestrianParams:
     def __post_init__(self):
         for name in ('speed', 'radius', 'turn_std', 'stop_gap', 'patience', 'height',
                      'curious_distance', 'scared_distance'):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and value >= 0.0):
-                raise ValueError(f'pedestrians.{name} must be finite and >= 0, got {value}')
+            finite_at_least_zero(f'pedestrians.{name}', getattr(self, name))
         x0, y0, x1, y1 = self.area
         if not (x0 < x1 and y0 < y1):
             raise ValueError(f'pedestrians.area must be (x0, y0, x1, y1) with x0 < x1 and '

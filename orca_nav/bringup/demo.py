@@ -105,14 +105,13 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     from rclpy.parameter import Parameter
 
     from orca_nav.bringup.graph import RECORDER, describe_graph
+    from orca_nav.bringup.maps import load_map, load_map_3d
     from orca_nav.bringup.mission import DemoMission
     from orca_nav.bringup.replay import TRACKS_FILE, write_tracks
     from orca_nav.bringup.report import fleet_report
     from orca_nav.bringup.report_plot import plot_trajectories
     from orca_nav.bringup.runner import run_graph
-    from orca_nav.core.grid import OccupancyGrid
     from orca_nav.core.sim.pedestrians import PedestrianParams
-    from orca_nav.core.voxel_map import load_voxel_map
 
     progress = progress or Progress()
     simulated = real_time_factor is not None
@@ -167,8 +166,8 @@ def run_demo(cfg: FleetConfig, out_dir: Optional[Path], mode: str = 'centralized
     people = mission.people(sim_cfg.get('pedestrians.radius', PedestrianParams().radius))
     boxes = np.asarray(sim_cfg.get('boxes', []), dtype=float).reshape(-1, 4)
     person_contacts = mission.person_contacts()
-    grid = OccupancyGrid.from_map_yaml(cfg.map_path) if cfg.map_path is not None else None
-    grid_3d = load_voxel_map(cfg.map_3d_path) if cfg.map_3d_path is not None else None
+    grid = load_map(cfg.map_path) if cfg.map_path is not None else None
+    grid_3d = load_map_3d(cfg.map_3d_path) if cfg.map_3d_path is not None else None
     report = fleet_report(tracks, grid=grid, grid_3d=grid_3d, collision_events=collisions,
                           people=people, person_contacts=person_contacts, boxes=boxes,
                           contacts=mission.contacts(),

@@ -60,6 +60,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 import yaml
 
+from orca_nav.bringup.maps import load_map, load_map_3d
 from orca_nav.core.fleet.names import TF_LAYOUTS
 from orca_nav.core.fleet.robots import (
     FIELDS_BY_NAME,
@@ -72,7 +73,6 @@ from orca_nav.core.fleet.robots import (
 )
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.sim.fleet_sim import GROUND_CLEARANCE, map_overlap
-from orca_nav.core.voxel_map import load_voxel_map
 from orca_nav.parameters.nodes import parameter_problems
 from orca_nav.parameters.orca_node import MAX_SHARDS
 
@@ -255,7 +255,7 @@ def _load_grid(map_path: Optional[Path], problems: List[str]) -> Optional[Occupa
     if map_path is None:
         return None
     try:
-        return OccupancyGrid.from_map_yaml(map_path)
+        return load_map(map_path)
     except (ValueError, OSError) as err:
         problems.append(f'map: {map_path} cannot be read: {err}')
         return None
@@ -691,7 +691,7 @@ def _parse_map_3d(raw, folder: Path, problems: List[str]):
         return None, None
     path = path if path.is_absolute() else (folder / path).resolve()
     try:
-        return path, load_voxel_map(path)
+        return path, load_map_3d(path)
     except ValueError as err:
         problems.append(f'map_3d: {err}')
         return None, None

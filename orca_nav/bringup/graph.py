@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from orca_nav.bringup.fleet_file import FleetConfig
+from orca_nav.bringup.maps import load_map_3d
 from orca_nav.bringup.rviz import rviz_remappings, write_rviz_config
-from orca_nav.core.voxel_map import load_voxel_map
 from orca_nav.parameters.map_3d_publisher import MAP_3D_TOPIC
 from orca_nav.parameters.orca_node import MODES
 
@@ -185,7 +185,7 @@ def describe_graph(cfg: FleetConfig, use_sim: bool = True, mode: str = 'centrali
     # Drones wait for the 3-D map as everyone waits for /map; the nodes rebuild its voxels with
     # the map's resolution.
     map_3d = {} if cfg.map_3d_path is None else {
-        'map_3d_resolution': load_voxel_map(cfg.map_3d_path).resolution}
+        'map_3d_resolution': load_map_3d(cfg.map_3d_path).resolution}
     orca = {**fleet, **clock, **layout, 'trajectories_only': cfg.planner_enabled,
             'require_map': cfg.map_path is not None, **map_3d,
             'require_map_3d': cfg.map_3d_path is not None, **sections['orca_node']}

@@ -25,6 +25,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from orca_nav.bringup.maps import load_map
 from orca_nav.bringup.report import PersonTrack, RobotTrack
 from orca_nav.core.fleet.robots import FIELDS_BY_NAME
 from orca_nav.core.grid import OccupancyGrid
@@ -117,8 +118,7 @@ def run_from_report(folder: Path) -> RunRecord:
     report = json.loads((folder / 'report.json').read_text())
     tracks, people, boxes = read_tracks(folder / TRACKS_FILE)
     map_path = report.get('map')
-    grid = OccupancyGrid.from_map_yaml(map_path) if map_path and Path(map_path).is_file() \
-        else None
+    grid = load_map(map_path) if map_path and Path(map_path).is_file() else None
     return RunRecord(report.get('scenario') or folder.name, tracks, people, grid, boxes)
 
 

@@ -127,8 +127,8 @@ def displays(cfg: FleetConfig, mode: str = 'centralized') -> List[Dict[str, Any]
     if cfg.map_path is not None:
         shown.append(map_display())
     if cfg.map_3d_path is not None:
-        from orca_nav.core.voxel_map import load_voxel_map  # numpy: only when needed
-        shown.append(map_3d_display(load_voxel_map(cfg.map_3d_path).resolution))
+        from orca_nav.bringup.maps import load_map_3d  # numpy: only when needed
+        shown.append(map_3d_display(load_map_3d(cfg.map_3d_path).resolution))
     topics = markers_topics(cfg, mode)
     shown += [markers_display('ORCA markers' if len(topics) == 1 else
                               f'ORCA markers {topic.split("/")[1]}', topic) for topic in topics]

@@ -237,8 +237,8 @@ def drones(robots: int = 12) -> FleetConfig:
     _check_count('drones', robots, 2, 24)
     if robots % 2:
         raise ValueError(f'robots: scenario \'drones\' swaps pairs: an even count, got {robots}')
-    from orca_nav.core.voxel_map import load_voxel_map
-    grid = load_voxel_map(maps_dir() / 'forest_3d.yaml')
+    from orca_nav.bringup.maps import load_map_3d
+    grid = load_map_3d(maps_dir() / 'forest_3d.yaml')
     rows = robots // 2
     levels = np.linspace(1.0, 4.0, 4)
     starts, goals = [], []

@@ -9,6 +9,7 @@ from orca_nav.core.fleet.drones import prepare_map_3d
 from orca_nav.core.fleet.kinematics import RobotLimits, limit_velocity_3d
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.sim.closed_loop import RunResult, Scene, run
 from orca_nav.core.sim.fleet_sim import ROBOT_MAP, ROBOT_ROBOT, FleetSim
 from orca_nav.core.voxel_map import load_voxel_map
 
@@ -70,33 +71,14 @@ def _drone(name, **kw):
 
 
 def run_closed_loop(specs, starts, altitudes, goals, goal_z, grid3d=None, seconds=40.0,
-                    params=ControllerParams(deadlock=None)):
-    """Controller and simulator in lockstep at 20 Hz; returns (sim, controller, events)."""
-    kinds = [s.kinematics for s in specs]
-    limits = RobotLimits.create(kinds, [s.max_speed for s in specs],
-                                [s.max_accel for s in specs], [s.max_yaw_rate for s in specs])
-    sim = FleetSim(limits, [s.radius for s in specs], starts, start_altitudes=altitudes)
-    ctl = FleetController(specs, params)
-    if grid3d is not None:
-        sim.set_grid_3d(grid3d)
-        ctl.set_map_3d(prepare_map_3d(grid3d))
-    for i, (goal, z) in enumerate(zip(goals, goal_z)):
-        assert ctl.set_goal(i, goal, z) is None
-    events, dt, t = [], 1.0 / params.control_rate, 0.0
-    while t < seconds:
-        poses, twists = sim.odometry()
-        z, vz = sim.altitudes, sim.climb_rates
-        for i in range(len(specs)):
-            c, s_ = np.cos(poses[i, 2]), np.sin(poses[i, 2])
-            v = [c * twists[i, 0] - s_ * twists[i, 1], s_ * twists[i, 0] + c * twists[i, 1], vz[i]]
-            ctl.set_state(i, t, [poses[i, 0], poses[i, 1], z[i]], v, poses[i, 2])
-        out = ctl.step(t)
-        sim.set_commands(out.twists, climb_rates=out.climb_rates)
-        events += sim.advance(dt, 0.01)
-        t += dt
-        if ctl._arrived.all():
-            break
-    return sim, ctl, events
+                    params=ControllerParams(deadlock=None)) -> RunResult:
+    """Controller and simulator in lockstep at 20 Hz (`core.sim.closed_loop`) until every
+    robot is within 0.2 m of its goal, 3-D for a drone."""
+    goals = [[(*goal, z) if spec.flies else tuple(goal)]
+             for spec, goal, z in zip(specs, goals, goal_z)]
+    return run(Scene('drones', specs, np.asarray(starts, dtype=float), goals, grid_3d=grid3d,
+                     start_altitudes=np.asarray(altitudes, dtype=float), duration=seconds,
+                     params=params, goal_tolerance=0.2, sim_step=0.01))
 
 
 def test_drones_swap_across_a_sphere_in_open_space_without_collisions():
@@ -107,12 +89,10 @@ def test_drones_swap_across_a_sphere_in_open_space_without_collisions():
                                              np.where(np.arange(n) % 2, 0.5, -0.5)])
     goals = 2 * centre - points
     grid = load_voxel_map(MAPS / 'open_3d.yaml')
-    sim, ctl, events = run_closed_loop(
+    result = run_closed_loop(
         [_drone(f'd{i}') for i in range(n)], np.column_stack([points[:, :2], np.zeros(n)]),
         points[:, 2], goals[:, :2], goals[:, 2], grid3d=grid)
-    assert events == []
-    final = np.column_stack([sim.poses[:, :2], sim.altitudes])
-    assert np.linalg.norm(final - goals, axis=1).max() <= 0.2
+    assert result.contacts == [] and result.finished == n
 
 
 def test_drones_pass_a_forest_column_without_touching_it():
@@ -125,13 +105,11 @@ def test_drones_pass_a_forest_column_without_touching_it():
     goals = starts[[1, 0, 3, 2]]
     assert not grid.occupied_at(starts).any()
     assert grid.occupied_at(np.array([[cx, cy, 1.5]]))[0], 'the column moved'
-    sim, ctl, events = run_closed_loop(
+    result = run_closed_loop(
         [_drone(f'd{i}') for i in range(4)], np.column_stack([starts[:, :2], np.zeros(4)]),
         starts[:, 2], goals[:, :2], goals[:, 2], grid3d=grid)
-    assert events == []
-    final = np.column_stack([sim.poses[:, :2], sim.altitudes])
-    assert np.linalg.norm(final - goals, axis=1).max() <= 0.2
-    assert ctl.map_3d.grid is grid
+    assert result.contacts == [] and result.finished == 4
+    assert prepare_map_3d(grid).grid is grid
 
 
 def test_mixed_fleet_low_drones_and_ground_robots_cross_without_collisions():
@@ -140,11 +118,9 @@ def test_mixed_fleet_low_drones_and_ground_robots_cross_without_collisions():
              _drone('d0'), _drone('d1')]
     starts = np.array([[-4, 0, 0], [4, 0, 0], [0, -4, 0], [0, 4, 0]], dtype=float)
     goals = starts[[1, 0, 3, 2], :2]
-    sim, ctl, events = run_closed_loop(specs, starts, [0.0, 0.0, 0.6, 0.6], goals,
-                                       [0.0, 0.0, 0.6, 0.6])
-    assert events == []
-    assert np.linalg.norm(sim.poses[:, :2] - goals, axis=1).max() <= 0.2
-    assert np.allclose(sim.altitudes[2:], 0.6, atol=0.2)
+    # The drones' goals are at 0.6 m: they keep their altitude within 0.2 m.
+    result = run_closed_loop(specs, starts, [0.0, 0.0, 0.6, 0.6], goals, [0.0, 0.0, 0.6, 0.6])
+    assert result.contacts == [] and result.finished == 4
 
 
 def test_drone_goals_outside_the_3d_map_or_in_a_column_are_refused():
@@ -169,11 +145,9 @@ def test_head_on_drones_pass_each_other(axis):
     else:
         starts, z = np.zeros((2, 3)), [2.0, 6.0]
         goals, goal_z = np.zeros((2, 2)), [6.0, 2.0]
-    sim, ctl, events = run_closed_loop([_drone('d0'), _drone('d1')], starts, z, goals, goal_z,
-                                       seconds=20.0)
-    assert events == []
-    final = np.column_stack([sim.poses[:, :2], sim.altitudes])
-    assert np.linalg.norm(final - np.column_stack([goals, goal_z]), axis=1).max() <= 0.2
+    result = run_closed_loop([_drone('d0'), _drone('d1')], starts, z, goals, goal_z,
+                             seconds=20.0)
+    assert result.contacts == [] and result.finished == 2
 
 
 def test_a_level_goal_set_before_the_first_state_waits_for_the_altitude():

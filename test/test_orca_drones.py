@@ -8,7 +8,9 @@ rclpy = pytest.importorskip('rclpy')
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PoseStamped, Twist  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rclpy.qos import qos_profile_sensor_data  # noqa: E402
+from rcl_interfaces.msg import Log as LogMsg  # noqa: E402
+from rclpy.qos import (  # noqa: E402
+    DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data)
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 from test_orca_node import Ros, _time  # noqa: E402
 
@@ -50,13 +52,20 @@ class DroneRos(Ros):
 
 
 class Log:
-    """Everything the node logged so far (stderr, read as it comes)."""
+    """Everything the nodes logged so far, from /rosout. Transient local, so lines logged before
+    the log was made come too; reading the captured stderr while nodes write it could lose a
+    line (the capture truncates its file after each read)."""
 
-    def __init__(self, capfd):
-        self.capfd, self.text = capfd, ''
+    def __init__(self, ros):
+        self.entries = ros.collect(LogMsg, '/rosout', QoSProfile(
+            depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL))
+
+    @property
+    def text(self):
+        return '\n'.join(entry.msg for entry in list(self.entries))
 
     def has(self, line):
-        self.text += self.capfd.readouterr().err
         return line in self.text
 
 
@@ -75,7 +84,7 @@ def waiting(diagnostics):
     return bool(latest) and 'waiting for the 3-D map' in latest[-1]
 
 
-def test_drone_holds_until_the_3d_map_then_climbs_with_nan_points_dropped(ros, capfd):
+def test_drone_holds_until_the_3d_map_then_climbs_with_nan_points_dropped(ros):
     ros.orca(['robot0'], **DRONE, **{'robot0.goal': [5.0, 5.0, 0.0], 'robot0.goal_z': 3.0})
     cmds = ros.collect(Twist, '/robot0/cmd_vel')
     diagnostics = ros.collect(DiagnosticArray, '/diagnostics')
@@ -91,12 +100,12 @@ def test_drone_holds_until_the_3d_map_then_climbs_with_nan_points_dropped(ros, c
     ros.run({'robot0': (5.0, 5.0)}, [cmds], 4)
     # Climbs to 3 m (keep_right tilts it by 0.01 rad).
     assert cmds[-1].linear.z > 0.05 and abs(cmds[-1].linear.x) < 0.011 * cmds[-1].linear.z
-    log = Log(capfd)
+    log = Log(ros)
     assert ros.wait_for(lambda: log.has('3-D map 50 x 50 x 30 voxels of 0.2 m')), log.text
     assert log.has('/map_3d: data: 2 of 5000 points have a NaN or infinite x, y or z'), log.text
 
 
-def test_an_empty_cloud_is_refused_and_the_drone_holds(ros, capfd):
+def test_an_empty_cloud_is_refused_and_the_drone_holds(ros):
     ros.orca(['robot0'], **DRONE, **{'robot0.goal': [8.0, 5.0, 0.0]})
     cmds = ros.collect(Twist, '/robot0/cmd_vel')
     diagnostics = ros.collect(DiagnosticArray, '/diagnostics')
@@ -107,13 +116,13 @@ def test_an_empty_cloud_is_refused_and_the_drone_holds(ros, capfd):
     ros.play({'robot0': (5.0, 5.0)}, 6)
     assert ros.wait_for(lambda: waiting(diagnostics))
     assert cmds == []
-    log = Log(capfd)
+    log = Log(ros)
     assert ros.wait_for(lambda: log.has(
         'rejecting /map_3d: width x height = 0 x 1: the cloud has no points (a 3-D map '
         'needs its occupied voxels); drones without a 3-D map')), log.text
 
 
-def test_a_goal_outside_the_3d_map_is_refused_and_the_drone_holds(ros, capfd):
+def test_a_goal_outside_the_3d_map_is_refused_and_the_drone_holds(ros):
     ros.orca(['robot0'], **DRONE)
     cmds = ros.collect(Twist, '/robot0/cmd_vel')
     ros.cloud(room_cloud(_time(0.0)))
@@ -123,7 +132,7 @@ def test_a_goal_outside_the_3d_map_is_refused_and_the_drone_holds(ros, capfd):
     ros.goal_3d('robot0', 15.0, 5.0, 2.0)        # beside the room
     ros.run({'robot0': (5.0, 5.0)}, [cmds], 4)
     assert all(c.linear.x == 0.0 and c.linear.y == 0.0 and c.linear.z == 0.0 for c in cmds[-3:])
-    log = Log(capfd)
+    log = Log(ros)
     assert ros.wait_for(lambda: log.has(
         'robot0: refusing goal from goal_pose: (5.000, 5.000, 9.000) is outside the 3-D map '
         '(x 0..10, y 0..10, z -0.2..5.8)')), log.text
@@ -131,7 +140,7 @@ def test_a_goal_outside_the_3d_map_is_refused_and_the_drone_holds(ros, capfd):
         'robot0: refusing goal from goal_pose: (15.000, 5.000, 2.000) is outside')), log.text
 
 
-def test_fleet_sim_takes_the_3d_map_drops_nan_points_and_refuses_an_empty_cloud(ros, capfd):
+def test_fleet_sim_takes_the_3d_map_drops_nan_points_and_refuses_an_empty_cloud(ros):
     from rclpy.parameter import Parameter
 
     from orca_nav.ros.fleet_sim_node import FleetSimNode
@@ -146,7 +155,7 @@ def test_fleet_sim_takes_the_3d_map_drops_nan_points_and_refuses_an_empty_cloud(
     pub = ros.cloud(msg)
     assert ros.wait_for(lambda: sim.sim.grid_3d is not None)
     assert sim.sim.grid_3d.occupied.sum() == 4999
-    log = Log(capfd)
+    log = Log(ros)
     assert ros.wait_for(lambda: log.has('/map_3d: data: 1 of 5000 points have a NaN')), log.text
     empty = PointCloud2(height=1, width=0, point_step=12, row_step=0, fields=msg.fields)
     empty.header.frame_id = 'map'

@@ -281,10 +281,10 @@ class NodeLoop(OrcaNavLoop):
         fleet.step = recorded
 
     def observe_messages(self):
+        from builtin_interfaces.msg import Time
         from rclpy.serialization import serialize_message
 
         from orca_nav.ros.convert import state_to_odom
-        from builtin_interfaces.msg import Time
         pose, twist = self.sim.odometry()
         sec, frac = divmod(self.now, 1.0)
         stamp = Time(sec=int(sec), nanosec=int(round(frac * 1e9)))

@@ -392,7 +392,8 @@ def main(argv=None):
                   file=sys.stderr, flush=True)
     rows = [median_row(runs[case]) for case in cases]
 
-    header = (f"{'robots':>6} | {'player':>7} | {'cycle p50':>9} | {'cycle p99':>9} | {'cpu p50':>7} | "
+    header = (f"{'robots':>6} | {'player':>7} | {'cycle p50':>9} | {'cycle p99':>9} | "
+              f"{'cpu p50':>7} | "
               f"{'cpu p99':>7} | {'odom->cmd p50':>13} | "
               f"{'odom->cmd p99':>13} | {'cmd Hz min':>10} | {'param set':>9} | "
               f"{'core ORCA p50':>13} | {'pyrvo loop p50':>14} | {'cycle/pyrvo':>11} | {'load':>4}")
@@ -408,7 +409,8 @@ def main(argv=None):
         ratio = f"{r['cycle_vs_pyrvo_loop']:10.1f}x" if r['cycle_vs_pyrvo_loop'] is not None \
             else f"{'n/a':>11}"
         param = 'no answer' if r['param_set_ms'] is None else f"{r['param_set_ms']:.0f} ms"
-        print(f"{r['robots']:6d} | {r['player']:>7} | {r['cycle_p50_ms']:9.2f} | {r['cycle_p99_ms']:9.2f} | "
+        print(f"{r['robots']:6d} | {r['player']:>7} | {r['cycle_p50_ms']:9.2f} | "
+              f"{r['cycle_p99_ms']:9.2f} | "
               f"{r['cycle_cpu_p50_ms']:7.2f} | {r['cycle_cpu_p99_ms']:7.2f} | "
               f"{r['latency_p50_ms']:13.2f} | {r['latency_p99_ms']:13.2f} | "
               f"{r['cmd_rate_min_hz']:10.1f} | {param:>9} | "

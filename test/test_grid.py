@@ -204,7 +204,8 @@ def test_segment_free_answers_as_its_samples_also_when_it_skips_them(shape, monk
     rng = np.random.default_rng(7)
     answers = []
     for occupied_fraction in (0.0005, 0.003, 0.03):
-        g = OccupancyGrid(rng.random(shape) < occupied_fraction, 0.1, rng.uniform(-3, 3, len(shape)))
+        g = OccupancyGrid(rng.random(shape) < occupied_fraction, 0.1,
+                          rng.uniform(-3, 3, len(shape)))
         low, high = g.extent
         a = rng.uniform(low - 0.2, high + 0.2, (150, len(shape)))
         b = rng.uniform(low - 0.2, high + 0.2, (150, len(shape)))

@@ -9,8 +9,7 @@ from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PoseStamped, Twist  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rcl_interfaces.msg import Log as LogMsg  # noqa: E402
-from rclpy.qos import (  # noqa: E402
-    DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data)
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 from test_orca_node import Ros, _time  # noqa: E402
 

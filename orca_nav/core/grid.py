@@ -44,7 +44,7 @@ from typing import Optional, Sequence, Tuple, Union
 import numpy as np
 from scipy import ndimage
 
-from orca_nav.core.validation import finite_number
+from orca_nav.core.validation import finite_at_least_zero, finite_number
 
 # Values of nav_msgs/OccupancyGrid data.
 OCC_FREE = 0
@@ -445,9 +445,7 @@ class OccupancyGrid:
             return np.zeros(0, dtype=bool)
         lengths = np.linalg.norm(b - a, axis=1)
         counts = np.ceil(lengths / (0.5 * self._resolution)).astype(np.int64) + 1
-        radius = _finite_float('radius', radius)
-        if radius < 0.0:
-            raise ValueError(f'radius must be >= 0, got {radius}')
+        radius = finite_at_least_zero('radius', radius)
         if radius > 0.0 or self._clearance is not None:
             levels = _SKIP_LEVELS if int(counts.sum()) >= _SKIPPING_SAMPLES else (1,)
             return self._segment_free_on_field(a, b, lengths, counts, radius, levels)

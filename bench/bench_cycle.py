@@ -45,8 +45,10 @@ from typing import List, Optional
 import numpy as np
 
 from orca_nav.core.avoidance.map_polygons import grid_to_polygons
-from orca_nav.core.fleet.controller import ControllerParams, FleetController, prepare_map
+from orca_nav.core.fleet.controller import FleetController
+from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.kinematics import RobotLimits
+from orca_nav.core.fleet.map_model import prepare_map
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.geometry import body_to_world
 from orca_nav.core.grid import OccupancyGrid

@@ -29,7 +29,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from orca_nav.core.fleet.controller import ControllerParams
+from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.sim.closed_loop import RunResult, Scene, run

@@ -43,7 +43,7 @@ def noisy_grid(size=SIZE, specks=SPECKS, seed=0):
 
 
 def time_prepare(grid, runs):
-    from orca_nav.core.fleet.controller import prepare_map
+    from orca_nav.core.fleet.map_model import prepare_map
     times, model = [], None
     for _ in range(runs):
         start = time.perf_counter()
@@ -68,7 +68,8 @@ def time_rvo2_tree(specks, runs):
 def time_cycles(model, cycles):
     """16 robots on a circle of 40 m around the map centre, each heading for the antipode;
     the controller steps at 20 Hz and the robots move by the commanded velocity (no ROS)."""
-    from orca_nav.core.fleet.controller import ControllerParams, FleetController
+    from orca_nav.core.fleet.controller import FleetController
+    from orca_nav.core.fleet.controller_params import ControllerParams
     from orca_nav.core.fleet.robots import RobotSpec
     centre = 0.5 * SIZE * RESOLUTION
     angle = 2.0 * np.pi * np.arange(ROBOTS) / ROBOTS
@@ -102,7 +103,7 @@ def main(argv=None):
     parser.add_argument('--quick', action='store_true', help='fewer runs and cycles')
     args = parser.parse_args(argv)
     runs, cycles = (2, 60) if args.quick else (5, 400)
-    from orca_nav.core.fleet.controller import prepare_map
+    from orca_nav.core.fleet.map_model import prepare_map
 
     grid = noisy_grid()
     prepare, model = time_prepare(grid, runs)

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from orca_nav.bringup.scenarios import people
-from orca_nav.core.fleet.controller import ControllerParams
+from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.sim.closed_loop import Scene, run

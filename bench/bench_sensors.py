@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from orca_nav.core.avoidance import NonCooperative
-from orca_nav.core.fleet.controller import ControllerParams, FleetController
+from orca_nav.core.fleet.controller import FleetController
+from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.robots import RobotSpec
 
 RESULTS = Path(__file__).resolve().parent / 'results' / 'sensors.json'

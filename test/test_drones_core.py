@@ -4,7 +4,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orca_nav.core.fleet.controller import ControllerParams, FleetController
+from orca_nav.core.fleet.controller import FleetController
+from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.drones import prepare_map_3d
 from orca_nav.core.fleet.kinematics import RobotLimits, limit_velocity_3d
 from orca_nav.core.fleet.robots import RobotSpec

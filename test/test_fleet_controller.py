@@ -5,10 +5,12 @@ import math
 import numpy as np
 import pytest
 
-from orca_nav.core.fleet.controller import ControllerParams, FleetController, prepare_map
+from orca_nav.core.fleet.controller import FleetController
+from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.deadlock import DeadlockParams
 from orca_nav.core.fleet.fleet_state import JUMP_MARGIN_HOLD_S, LOCALIZATION_JUMP_M
 from orca_nav.core.fleet.kinematics import RobotLimits
+from orca_nav.core.fleet.map_model import prepare_map
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.status import Level
 from orca_nav.core.geometry import body_to_world
@@ -260,9 +262,9 @@ def test_jammed_robots_are_reported_infeasible():
 def test_resending_a_goal_keeps_the_stall_history_and_a_kinematics_change_drops_trajectories():
     fleet = FleetController(specs(2))
     assert fleet.set_goal(0, (1.0, 1.0)) is None
-    fleet._breaker._reference_time[0] = 7.0     # some stall history
+    fleet.steering.breaker._reference_time[0] = 7.0     # some stall history
     assert fleet.set_goal(0, (1.0, 1.0)) is None
-    assert fleet._breaker._reference_time[0] == 7.0
+    assert fleet.steering.breaker._reference_time[0] == 7.0
     assert 'not finite' in fleet.set_goal(0, (math.nan, 1.0))
     t = np.array([0.0, 1.0])
     ref = Reference(times=t, positions=np.zeros((2, 2)), velocities=np.zeros((2, 2)),

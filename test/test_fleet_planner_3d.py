@@ -147,7 +147,8 @@ def test_a_drone_goal_at_z_0_keeps_the_altitude_it_flies_at():
 
 
 def test_the_controller_flies_a_drone_along_its_3d_plan_through_the_window():
-    from orca_nav.core.fleet.controller import ControllerParams, FleetController
+    from orca_nav.core.fleet.controller import FleetController
+    from orca_nav.core.fleet.controller_params import ControllerParams
     from orca_nav.core.fleet.drones import prepare_map_3d
     from orca_nav.core.fleet.kinematics import RobotLimits
     from orca_nav.core.sim.fleet_sim import FleetSim
@@ -164,7 +165,7 @@ def test_the_controller_flies_a_drone_along_its_3d_plan_through_the_window():
     ctl.set_map_3d(prepare_map_3d(grid))
     ctl.set_trajectory(0, ref, 0.0)
     events, dt, t, heights = [], 1.0 / ctl.params.control_rate, 0.0, []
-    while t < ref.duration + 10.0 and not ctl._arrived[0]:
+    while t < ref.duration + 10.0 and not ctl.steering.arrived[0]:
         poses, twists = sim.odometry()
         velocity = [twists[0, 0], twists[0, 1], sim.climb_rates[0]]     # yaw stays 0
         ctl.set_state(0, t, [poses[0, 0], poses[0, 1], sim.altitudes[0]], velocity, poses[0, 2])
@@ -173,6 +174,6 @@ def test_the_controller_flies_a_drone_along_its_3d_plan_through_the_window():
         events += sim.advance(dt, 0.01)
         heights.append(sim.altitudes[0])
         t += dt
-    assert events == [] and ctl._arrived[0]
+    assert events == [] and ctl.steering.arrived[0]
     np.testing.assert_allclose([*sim.poses[0, :2], sim.altitudes[0]], [8.0, 5.0, 1.0], atol=0.2)
     assert max(heights) > 2.0          # through the window (z 2..3.6), not straight at the goal

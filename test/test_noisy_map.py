@@ -7,9 +7,11 @@ from test_map_polygons import winding_number
 
 from orca_nav.core.avoidance.map_polygons import grid_to_polygons
 from orca_nav.core.avoidance.obstacles import RVO2_TREE_MAX_VERTICES, prepare_obstacles
-from orca_nav.core.fleet.controller import ControllerParams, FleetController, MapModel, prepare_map
+from orca_nav.core.fleet.controller import FleetController
+from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.guidance import GeodesicGuidance
 from orca_nav.core.fleet.kinematics import RobotLimits
+from orca_nav.core.fleet.map_model import MapModel, prepare_map
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.obstacle_distance import ObstacleDistance

@@ -123,7 +123,8 @@ def test_bad_responsibility_and_others_name_field_and_index(kwargs, message):
 
 def test_a_robots_responsibility_field_reaches_the_fleet_controller():
     # Two robots head-on through the fleet controller: the loaded one (0.2) sidesteps less.
-    from orca_nav.core.fleet.controller import ControllerParams, FleetController
+    from orca_nav.core.fleet.controller import FleetController
+    from orca_nav.core.fleet.controller_params import ControllerParams
     from orca_nav.core.fleet.robots import RobotSpec
 
     def sidesteps(weights):

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from orca_nav.core.avoidance import NonCooperative
-from orca_nav.core.fleet.controller import ControllerParams, FleetController
+from orca_nav.core.fleet.controller import FleetController
+from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.geometry import body_to_world

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from orca_nav.core.avoidance import NonCooperative, OrcaParams, solve
-from orca_nav.core.fleet.controller import ControllerParams
+from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.kinematics import RobotLimits, integrate_pose, limit_twist
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.safety import PERSON, ROBOT, STATIC, SafetyInput, SafetyLayer

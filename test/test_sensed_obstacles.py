@@ -94,7 +94,8 @@ def test_extra_obstacles_act_as_obstacles_next_to_the_prepared_map():
 def _robot_toward_a_box(scans: bool):
     """A robot heads for a goal behind an unmapped box; with `scans` the controller gets its
     simulated scans. Returns (collision events, final distance to the goal)."""
-    from orca_nav.core.fleet.controller import ControllerParams, FleetController
+    from orca_nav.core.fleet.controller import FleetController
+    from orca_nav.core.fleet.controller_params import ControllerParams
     from orca_nav.core.fleet.kinematics import RobotLimits
     from orca_nav.core.fleet.robots import RobotSpec
     from orca_nav.core.geometry import body_to_world
@@ -132,7 +133,8 @@ def test_two_robots_side_by_side_go_around_a_box_only_their_scans_show():
     """Both head west into an unmapped box in front of them both, the lower-priority robot on
     the other's right: the right-hand detour led the first into it and made the second wait,
     for good. Now the first detours to its left, where the scans show room."""
-    from orca_nav.core.fleet.controller import ControllerParams, FleetController
+    from orca_nav.core.fleet.controller import FleetController
+    from orca_nav.core.fleet.controller_params import ControllerParams
     from orca_nav.core.fleet.kinematics import RobotLimits
     from orca_nav.core.fleet.robots import RobotSpec
     from orca_nav.core.geometry import body_to_world

@@ -3,7 +3,8 @@ each closed-loop test runs the same scene with the feature off and on; off, the 
 import numpy as np
 import pytest
 
-from orca_nav.core.fleet.controller import ControllerParams, FleetController
+from orca_nav.core.fleet.controller import FleetController
+from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.state_estimate import (

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from orca_nav.core.fleet.controller import ControllerParams, FleetController
+from orca_nav.core.fleet.controller import FleetController
+from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.geometry import body_to_world, world_to_body

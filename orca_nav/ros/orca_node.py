@@ -38,7 +38,7 @@ from rclpy.qos import qos_profile_sensor_data
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 from visualization_msgs.msg import MarkerArray
 
-from orca_nav.core.fleet.controller import FleetController, MapModel, prepare_map
+from orca_nav.core.fleet import controller, map_model
 from orca_nav.core.fleet.names import MARKERS_TOPIC
 from orca_nav.parameters.orca_node import DEADLOCK_SPECS, NODE_SPECS, SAFETY_SPECS
 from orca_nav.ros.construction import released_on_failure
@@ -81,7 +81,7 @@ class OrcaNode(ManagedNode):
         self._deadlock_cfg = declare_parameters(self, DEADLOCK_SPECS, prefix='deadlock.')
         self._safety_cfg = declare_parameters(self, SAFETY_SPECS, prefix='safety.')
         self.global_frame = self._cfg['global_frame']
-        self.fleet: Optional[FleetController] = None
+        self.fleet: Optional[controller.FleetController] = None
         self._map_jobs = Offloaded(self, self._take_prepared_map, threads=1, name='orca_map')
         on_parameters_changed(self, self._on_parameters)
         self.start()
@@ -89,10 +89,10 @@ class OrcaNode(ManagedNode):
     def configure(self) -> None:
         self._poses = FleetPoses(self, self.robots, self._cfg['tf_layout'], self.global_frame,
                                  self._cfg['transform_tolerance'])
-        self.fleet = FleetController(robot_specs(self.robots, self._robot_cfg),
-                                     controller_params(self._cfg, self._deadlock_cfg,
-                                                       self._safety_cfg),
-                                     commanded=commanded_robots(self._cfg))
+        self.fleet = controller.FleetController(
+            robot_specs(self.robots, self._robot_cfg),
+            controller_params(self._cfg, self._deadlock_cfg, self._safety_cfg),
+            commanded=commanded_robots(self._cfg))
         self.commanded = [r for r in self.robots if self.fleet.commanded[self.fleet.index[r]]]
         for robot, fields in self._robot_cfg.items():
             if len(fields['goal']) == 3:
@@ -330,7 +330,7 @@ class OrcaNode(ManagedNode):
             self._use_map(model, seconds)
             self._engage_ready_robots()
 
-    def _use_map(self, model: MapModel, seconds: float) -> None:
+    def _use_map(self, model: map_model.MapModel, seconds: float) -> None:
         # Said before the map is in use: whoever sees the map in use also finds the line.
         ny, nx = model.grid.shape
         self.get_logger().info(f'map {nx} x {ny} cells -> {model.polygon_count} obstacle polygons '
@@ -388,7 +388,7 @@ def _listed(names: List[str], shown: int = 10) -> str:
 
 def _timed_prepare_map(version, *args):
     started = time.perf_counter()
-    model = prepare_map(*args)
+    model = map_model.prepare_map(*args)
     return version, model, time.perf_counter() - started
 
 

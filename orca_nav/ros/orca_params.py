@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from orca_nav.core.fleet.controller import ControllerParams
+from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.deadlock import DeadlockParams
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.safety import SafetyParams

@@ -34,123 +34,34 @@ The controller is not thread-safe: one thread calls all its methods.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 from scipy.spatial import cKDTree
 
 from orca_nav.core.avoidance import NonCooperative, OrcaLines, OrcaParams, prepare_obstacles, solve
-from orca_nav.core.avoidance.map_polygons import grid_to_polygons
 from orca_nav.core.avoidance.neighbors import AgentNeighborList
 from orca_nav.core.avoidance.obstacles import ObstacleSet
-from orca_nav.core.fleet.deadlock import DeadlockBreaker, DeadlockParams
 from orca_nav.core.fleet.drones import (Map3dModel, goal_problem_3d, ground_robot_spheres,
                                         keep_right, low_flying)
-from orca_nav.core.fleet.guidance import GeodesicGuidance
 from orca_nav.core.fleet.kinematics import (CAR, DIFF_DRIVE, QUADROTOR, RobotLimits,
                                             limit_twist, limit_velocity_3d, tracking_error_bound)
-from orca_nav.core.fleet.preferred_velocity import goal_velocities
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.safety import SafetyInput, SafetyLayer, SafetyParams
 from orca_nav.core.fleet.sensed_obstacles import SensedObstacles
+from orca_nav.core.fleet.controller_params import ControllerParams
+from orca_nav.core.fleet.cycle_timing import CycleTiming
 from orca_nav.core.fleet.fleet_state import FleetState
+from orca_nav.core.fleet.map_model import MapModel
+from orca_nav.core.fleet.steering import Steering
 from orca_nav.core.fleet.state_estimate import project_positions
 from orca_nav.core.fleet.status import Level, RobotStatus
-from orca_nav.core.fleet.tracking import FleetTracker, TrackingCommand, TrackingParams, tracking_twist
+from orca_nav.core.fleet.tracking import tracking_twist
 from orca_nav.core.fleet.velocity_filter import filtered_twists, preferred_from_twists
 from orca_nav.core.geometry import body_to_world, world_to_body
-from orca_nav.core.grid import OccupancyGrid
-from orca_nav.core.obstacle_distance import ObstacleDistance
 from orca_nav.core.planning.reference import Reference
 
-_EARLY = 0.1        # control periods: how early before its grid slot a cycle may run
-_MIN_GAP = 0.5      # control periods: the least time between two cycles
-_INTERVAL_MEMORY = 0.9   # per cycle: how slowly a late cycle's interval is forgotten
 _SAFETY_STEP = 0.025     # s: the safety layer samples braking paths at least this often
-
-
-@dataclass(frozen=True)
-class ControllerParams:
-    """How the controller runs (SI units). ORCA names follow RVO2."""
-
-    control_rate: float = 20.0          # cycles per second (Hz): the time step ORCA plans for
-    neighbor_dist: float = 5.0
-    max_neighbors: int = 10
-    time_horizon: float = 3.0
-    time_horizon_obst: float = 2.0
-    odom_timeout: float = 0.5           # s: older states stop the robot
-    safety_margin: float = 0.05         # m added to every radius ORCA uses
-    command_latency: float = 0.0        # s: expected cmd_vel latency (NH-ORCA bound)
-    goal_tolerance: float = 0.15        # m: arrived (goal seeking and trajectory end)
-    map_inflation: float = 0.0          # m around occupied cells before they become polygons
-    trajectories_only: bool = False     # robots hold still until their first trajectory
-    require_map: bool = False           # robots hold still until the first map is prepared
-    filter_mode: bool = False           # preferred velocities are input twists (velocity_filter)
-    source_timeout: float = 0.5         # s: in filter mode, older input twists stop the robot
-    ground_clearance: float = 1.0       # m: height of the ground robots' layer (drones.py)
-    require_map_3d: bool = False        # drones hold still until the first 3-D map is set
-    deadlock: Optional[DeadlockParams] = field(default_factory=DeadlockParams)   # None: off
-    uncertainty_gain: float = 2.0       # standard deviations of pose uncertainty others avoid
-    max_uncertainty_margin: float = 0.3  # m: cap of that margin (0: covariance ignored)
-    max_extrapolation: float = 0.25     # s: states projected to the cycle time by at most this
-    sensor_persistence: float = 1.0     # s: sensor points stay obstacles this long
-    sensor_max_points: int = 180        # sensor points kept per robot (bounds the cost)
-    # The safety layer, last on every command (`safety`); None: off.
-    safety: Optional[SafetyParams] = field(default_factory=SafetyParams)
-    # ORCA picks among the velocities each robot reaches within a cycle (`avoidance.acceleration`);
-    # False: RVO2's choice within max_speed (ground robots; drones always take RVO2-3D's).
-    acceleration_aware: bool = True
-
-    def __post_init__(self):
-        for name in ('control_rate', 'time_horizon', 'time_horizon_obst', 'odom_timeout',
-                     'source_timeout'):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and value > 0.0):
-                raise ValueError(f'{name} must be finite and > 0, got {value}')
-        for name in ('neighbor_dist', 'max_neighbors', 'safety_margin', 'command_latency',
-                     'goal_tolerance', 'map_inflation', 'uncertainty_gain',
-                     'max_uncertainty_margin', 'max_extrapolation', 'sensor_persistence',
-                     'sensor_max_points', 'ground_clearance'):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and value >= 0.0):
-                raise ValueError(f'{name} must be finite and >= 0, got {value}')
-
-    @property
-    def period(self) -> float:
-        return 1.0 / self.control_rate
-
-
-@dataclass(frozen=True)
-class MapModel:
-    """A map prepared for avoidance: the grid, its ORCA obstacles (and how many polygons and
-    vertices they have) and its goal guidance (None when no robot steers by goal)."""
-
-    grid: OccupancyGrid
-    obstacles: ObstacleSet
-    guidance: Optional[GeodesicGuidance]
-    polygon_count: int
-    vertex_count: int
-    distance: ObstacleDistance      # exact distances to the cells, for the safety layer
-
-
-def prepare_map(grid: OccupancyGrid, inflation: float, guided: bool,
-                goals: np.ndarray = np.zeros((0, 2)), radii: np.ndarray = np.zeros(0)) -> MapModel:
-    """ORCA polygons of `grid` (occupied cells grown by `inflation`), and with `guided` the
-    goal guidance with the distance fields of `goals` (radii (K,)) built now; goals set later get
-    theirs on first use. Pure and slow on big maps: run it off the control thread."""
-    polygons = grid_to_polygons(grid, inflation=inflation)
-    obstacles = prepare_obstacles(polygons)
-    guidance = None
-    if guided:
-        guided_grid = grid.inflated(inflation) if inflation > 0.0 else grid
-        # Its visibility checks read the clearance field every cycle: built here, off the
-        # control thread (seconds on a 4,000 x 4,000 map).
-        guided_grid.clearance()
-        guidance = GeodesicGuidance(guided_grid)
-        guidance.prepare(goals, radii)
-    return MapModel(grid, obstacles, guidance, len(polygons), sum(len(p) for p in polygons),
-                    ObstacleDistance(grid))
 
 
 class ControlOutput(NamedTuple):
@@ -204,20 +115,15 @@ class FleetController:
         self._others = NonCooperative.empty()       # non-cooperative agents, at the cycle time
         self._sensed = SensedObstacles(n, params.sensor_persistence, params.sensor_max_points)
         self._sensed_set: Tuple[int, Optional[ObstacleSet]] = (0, None)   # (version, obstacles)
-        self._goal = np.full((n, 2), np.nan)
-        self._goal_z = np.full(n, np.nan)           # drones' goal altitude; NaN: keep flying level
         self._climb_out = np.zeros(n)               # drones: last commanded vz
         self._map_3d: Optional[Map3dModel] = None
         self._twist = np.zeros((n, 3))              # last commanded twist
         self._orca_velocity = np.zeros((n, 2))
-        self._arrived = np.zeros(n, dtype=bool)
         self._stale = np.zeros(n, dtype=bool)       # commanded, known and stale at the last cycle
         self._engaged = np.zeros(n, dtype=bool)     # commanded from the first cycle it was ready
-        self._has_trajectory = np.zeros(n, dtype=bool)
         self._input_twist = np.zeros((n, 3))        # filter mode: the latest incoming twist
         self._input_stamp = np.full(n, -np.inf)
-        self._last_cycle = -np.inf
-        self._next_cycle = -np.inf                  # the control-rate grid's next slot
+        self._timing = CycleTiming(params.period)
         self._lines: Optional[Tuple[np.ndarray, OrcaLines]] = None
         # Per robot, since the last status report: cycles it was commanded in, and those in which
         # its ORCA constraints were infeasible (linearProgram3 picked the least-bad velocity).
@@ -225,14 +131,11 @@ class FleetController:
         self._infeasible_cycles = np.zeros(n, dtype=np.int64)
         self._map: Optional[MapModel] = None
         self._obstacles = prepare_obstacles([])
-        self._interval = params.period       # s: the recent cycle interval, fast up, slow down
         self._safety_scale = np.ones(n)             # the safety layer's last factors ...
         self._safety_reason = np.zeros(n, dtype=int)    # ... and why (safety.REASONS)
         self._neighbor_list = AgentNeighborList()    # kept over cycles: robots move little
+        self.steering = Steering(self.robots, params)
         self._configure_robots()
-        self._breaker = self._new_breaker()
-        self._tracker, self._tracked = self._new_tracker()
-        self._flight_tracker = self._new_flight_tracker()
 
     # ------------------------------------------------------------------ configuration
     @property
@@ -258,18 +161,12 @@ class FleetController:
             changed = [new.name for old, new in zip(self.robots, robots)
                        if old.kinematics != new.kinematics]
             self.robots = robots
-            if changed:
-                self._tracker, self._tracked = self._new_tracker()
-                self._flight_tracker = self._new_flight_tracker()
-                notes += [f'{name}: kinematics changed; current trajectories dropped'
-                          for name in changed]
+            notes += [f'{name}: kinematics changed; current trajectories dropped'
+                      for name in changed]
+            robots = robots if changed else None
+        self.steering.configure(params or self.params, robots)
         if params is not None:
-            old, self.params = self.params, params
-            if params.deadlock != old.deadlock:
-                self._breaker = self._new_breaker()
-            if params.goal_tolerance != old.goal_tolerance:
-                self._tracker.params = self._tracking_params()
-                self._flight_tracker.params = self._tracking_params()
+            self.params = params
             self._sensed.persistence = params.sensor_persistence
             self._sensed.max_points = params.sensor_max_points
         self._configure_robots()
@@ -297,30 +194,9 @@ class FleetController:
         self._safety.static = self._map.distance if self._map is not None else None
         self._safety.static_3d = self._map_3d.distance if self._map_3d is not None else None
 
-    def _new_breaker(self) -> Optional[DeadlockBreaker]:
-        p = self.params.deadlock
-        return None if p is None else DeadlockBreaker(len(self.names), p)
-
-    def _tracking_params(self) -> TrackingParams:
-        return TrackingParams(position_tolerance=self.params.goal_tolerance)
-
-    def _new_tracker(self) -> Tuple[FleetTracker, np.ndarray]:
-        kinds = [r.kinematics for r in self.robots]
-        tracker = FleetTracker([k in ('diff_drive', 'car') for k in kinds], dim=2,
-                               params=self._tracking_params(), steered=[k == 'car' for k in kinds])
-        return tracker, np.full(len(kinds), self.params.trajectories_only)
-
-    def _new_flight_tracker(self) -> FleetTracker:
-        """Drones' 3-D plans (x, y, z references) are tracked in 3-D; 2-D ones in the plane."""
-        return FleetTracker(np.zeros(len(self.robots), dtype=bool), dim=3,
-                            params=self._tracking_params())
-
     def dim(self, i: int) -> int:
         """Robot i's trajectories are 3-D (a drone's) or 2-D."""
         return 3 if self._flying[i] else 2
-
-    def _reference(self, i: int) -> Optional[Reference]:
-        return self._flight_tracker.reference(i) or self._tracker.reference(i)
 
     # ------------------------------------------------------------------ inputs
     def set_state(self, i: int, stamp: float, position, velocity, yaw: float,
@@ -391,17 +267,12 @@ class FleetController:
             xy = np.asarray(xy, dtype=float)[:2]
             if not np.all(np.isfinite(xy)):
                 return f'goal {xy.tolist()} is not finite'
-            if np.array_equal(xy, self._goal[i]) and np.array_equal(goal_z, self._goal_z[i],
-                                                                     equal_nan=True):
+            if self.steering.same_goal(i, xy, goal_z):
                 return None
             reason = self._goal_problem(i, xy, goal_z)
             if reason is not None:
                 return reason
-        self._goal[i] = xy if xy is not None else np.nan
-        self._goal_z[i] = goal_z
-        self._arrived[i] = False
-        if self._breaker is not None:
-            self._breaker.reset(i)
+        self.steering.set_goal(i, xy, goal_z)
         return None
 
     def _goal_problem(self, i: int, xy: np.ndarray, goal_z: float = np.nan) -> Optional[str]:
@@ -431,11 +302,7 @@ class FleetController:
         """Robot i tracks `reference` whose t = 0 is `start_time`; None (an empty or refused
         trajectory) makes it hold still. From its first trajectory on a robot is tracked: it no
         longer heads for its goal by itself."""
-        self._tracked[i] = True
-        self._has_trajectory[i] = True
-        flight = reference is not None and reference.dim == 3
-        self._tracker.set_reference(i, None if flight else reference, start_time)
-        self._flight_tracker.set_reference(i, reference if flight else None, start_time)
+        self.steering.set_trajectory(i, reference, start_time)
 
     def set_map(self, model: MapModel) -> List[Tuple[int, str]]:
         """Switches to a prepared map; goals now inside an obstacle are dropped: returns
@@ -444,10 +311,11 @@ class FleetController:
         self._obstacles = model.obstacles
         self._safety.static = model.distance
         dropped = []
-        for i in np.flatnonzero(np.isfinite(self._goal[:, 0])):
-            reason = self._goal_problem(i, self._goal[i])
+        goal = self.steering.goal
+        for i in np.flatnonzero(np.isfinite(goal[:, 0])):
+            reason = self._goal_problem(i, goal[i])
             if reason is not None:
-                self._goal[i] = np.nan
+                goal[i] = np.nan
                 dropped.append((int(i), reason))
         return dropped
 
@@ -457,10 +325,11 @@ class FleetController:
         self._map_3d = model
         self._safety.static_3d = model.distance
         dropped = []
-        for i in np.flatnonzero(self._flying & np.isfinite(self._goal[:, 0])):
-            reason = self._goal_problem(i, self._goal[i], self._goal_z[i])
+        goal = self.steering.goal
+        for i in np.flatnonzero(self._flying & np.isfinite(goal[:, 0])):
+            reason = self._goal_problem(i, goal[i], self.steering.goal_z[i])
             if reason is not None:
-                self._goal[i] = np.nan
+                goal[i] = np.nan
                 dropped.append((int(i), reason))
         return dropped
 
@@ -471,8 +340,8 @@ class FleetController:
     def goals_to_prepare(self) -> Tuple[np.ndarray, np.ndarray]:
         """(goals (K, 2), radii (K,)) of the commanded robots with a goal: the distance fields
         `prepare_map` should build ahead of time."""
-        known = np.isfinite(self._goal[:, 0]) & self.commanded
-        return self._goal[known].copy(), self._orca_radius[known].copy()
+        known = np.isfinite(self.steering.goal[:, 0]) & self.commanded
+        return self.steering.goal[known].copy(), self._orca_radius[known].copy()
 
     def _ready(self, now: float, live: Optional[np.ndarray] = None) -> np.ndarray:
         p = self.params
@@ -480,7 +349,7 @@ class FleetController:
         if p.require_map and self._map is None:
             ready = np.zeros_like(ready)
         if p.trajectories_only and not p.filter_mode:
-            ready &= self._has_trajectory
+            ready &= self.steering.has_trajectory
         if p.require_map_3d and self._map_3d is None:
             ready &= ~self._flying
         return ready
@@ -501,11 +370,8 @@ class FleetController:
         return self.state.live(now, self.params.odom_timeout)
 
     def due(self, now: float) -> bool:
-        """A cycle may run: its slot on the control-rate grid has come (a little early counts:
-        odometry jitters). Each cycle takes the next slot, so cycles come at the configured rate
-        on average whatever triggers them: odometry faster than the control rate does not round
-        every cycle up to the next odometry message."""
-        return now >= self._next_cycle - _EARLY * self.params.period
+        """A cycle may run: its slot on the control-rate grid has come (`cycle_timing`)."""
+        return self._timing.due(now, self.params.period)
 
     def states_complete(self, now: float) -> bool:
         """Every live robot has sent a new state since the last cycle (and one is due): the
@@ -529,17 +395,7 @@ class FleetController:
         `command_delay`: s from `now` until this cycle's commands go out, as the caller measures
         its cycles (the core reads no clock): the safety layer counts it as reaction time."""
         p = self.params
-        interval = now - self._last_cycle if np.isfinite(self._last_cycle) else p.period
-        # The cycle interval the next command may take: a late cycle counts at once, and is
-        # forgotten slowly (a starved machine stays late).
-        self._interval = max(min(interval, p.odom_timeout),
-                             p.period + (self._interval - p.period) * _INTERVAL_MEMORY)
-        dt = min(max(interval, 1e-3), 2.0 * p.period)
-        self._last_cycle = now
-        # The next slot; a cycle a period or more behind the grid (the first one, a pause)
-        # restarts it from now rather than catching up in a burst.
-        slot = self._next_cycle + p.period
-        self._next_cycle = now + p.period if slot < now else max(slot, now + _MIN_GAP * p.period)
+        dt = self._timing.start(now, p.period, p.odom_timeout)
         self.state.fresh[:] = False
         n = len(self.names)
         live = self.live(now)
@@ -592,7 +448,7 @@ class FleetController:
         state = SafetyInput(poses=poses, altitudes=np.where(self._flying, self.state.altitude, 0.0),
                             velocities=velocities,
                             yaw_rates=self._twist[:, 2], commands=twist, climb_rates=climb,
-                            hold=self._interval + p.command_latency + command_delay + age,
+                            hold=self._timing.interval + p.command_latency + command_delay + age,
                             adjustable=run, known=known, stale=known & ~live,
                             speed_cap=speed_cap)
         sensed = None
@@ -633,7 +489,11 @@ class FleetController:
             inputs = np.where(fed[:, None], self._input_twist[rows], 0.0)
             pref = preferred_from_twists(inputs, self.state.yaw[rows], limits)
         else:
-            pref, tracking = self._preferred(rows, everyone, live, positions, limits, now)
+            guidance = self._map.guidance if self._map is not None else None
+            pref, tracking = self.steering.ground(
+                now, rows, everyone, live, positions, limits, self._cycle_xy, self.state.yaw,
+                self._limits, guidance, self.commanded, self._orca_radius, self._radius,
+                lambda points: self._room(points, now))
         pref = np.where(run[:, None], pref, velocities)
         orca = OrcaParams(time_step=p.period, neighbor_dist=p.neighbor_dist,
                           max_neighbors=p.max_neighbors, time_horizon=p.time_horizon,
@@ -709,7 +569,10 @@ class FleetController:
         velocities = np.where(live[:, None], np.column_stack(
             [self.state.velocity[rows], np.where(flying, self.state.climb[rows], 0.0)]), 0.0)
         pref = velocities.copy()
-        pref[drive] = keep_right(self._drone_preferred(rows[drive], positions[drive], now))
+        pref[drive] = keep_right(self.steering.drones(
+            now, rows[drive], positions[drive], self._limits.subset(rows[drive]),
+            np.nan_to_num(self.state.position), self.state.altitude, self.state.yaw,
+            self._limits))
         limits = self._limits.subset(rows)
         margin = self.state.margins(rows, now, p.uncertainty_gain, p.max_uncertainty_margin)
         orca = OrcaParams(time_step=p.period, neighbor_dist=p.neighbor_dist,
@@ -747,78 +610,6 @@ class FleetController:
         return NonCooperative(np.column_stack([others.positions, np.full(count, centre_z)]),
                               np.column_stack([others.velocities, np.zeros(count)]), radii)
 
-    def _drone_preferred(self, drones: np.ndarray, positions: np.ndarray,
-                         now: float) -> np.ndarray:
-        """(K, 3) preferred velocities of drones: straight to the 3-D goal with the braking
-        profile (a NaN goal altitude: level flight); a drone with a trajectory follows it in
-        3-D (a 3-D plan), or in x, y (a 2-D one) climbing to its goal altitude."""
-        goals = np.column_stack([self._goal[drones], np.where(
-            np.isnan(self._goal_z[drones]), positions[:, 2], self._goal_z[drones])])
-        goals[np.isnan(goals[:, 0]), 2] = np.nan
-        limits = self._limits.subset(drones)
-        pref, arrived = goal_velocities(positions, goals, limits.max_speed, limits.max_accel,
-                                        self.params.goal_tolerance, time_step=self.params.period)
-        self._arrived[drones] = arrived
-        tracked = self._tracked[drones]
-        if tracked.any():
-            track = self._tracker.update(now, np.nan_to_num(self.state.position), self.state.yaw,
-                                         self._limits.max_speed, self._limits.max_yaw_rate)
-            pref[tracked, :2] = track.pref_velocity[drones[tracked]]
-            self._arrived[drones[tracked]] = track.reached[drones[tracked]]
-            flying_plan = tracked & self._flight_tracker.has_reference[drones]
-            if flying_plan.any():
-                flight = self._flight_tracker.update(
-                    now, np.column_stack([np.nan_to_num(self.state.position), self.state.altitude]),
-                    self.state.yaw, self._limits.max_speed)
-                pref[flying_plan] = flight.pref_velocity[drones[flying_plan]]
-                self._arrived[drones[flying_plan]] = flight.reached[drones[flying_plan]]
-        return pref
-
-    def _preferred(self, rows, everyone, live, positions, limits,
-                   now) -> Tuple[np.ndarray, TrackingCommand]:
-        """Trajectory tracking where a robot is tracked, else toward the goal (around the map's
-        obstacles once a map is known) with the deadlock breaker on top."""
-        track = self._tracker.update(now, self._cycle_xy, self.state.yaw,
-                                     self._limits.max_speed, self._limits.max_yaw_rate)
-        tracking = track if everyone else TrackingCommand(
-            **{f.name: getattr(track, f.name)[rows] for f in fields(TrackingCommand)})
-        tracked = self._tracked[rows]
-        goals = self._goal[rows]
-        route = np.hypot(*(goals - positions).T)
-        headings = None
-        guidance = self._map.guidance if self._map is not None else None
-        if guidance is not None:
-            headings = np.zeros_like(positions)
-            guided = self.commanded[rows] & ~tracked & np.isfinite(goals[:, 0])
-            headings[guided], route[guided] = guidance.directions(
-                positions[guided], goals[guided], self._orca_radius[rows[guided]])
-            # Robots not guided here keep the straight heading.
-            straight = goals[~guided] - positions[~guided]
-            norm = np.hypot(*straight.T)[:, None]
-            headings[~guided] = np.divide(straight, norm, out=np.zeros_like(straight),
-                                          where=norm > 0.0)
-        pref, arrived = goal_velocities(positions, goals, limits.max_speed, limits.max_accel,
-                                        self.params.goal_tolerance, time_step=self.params.period,
-                                        headings=headings,
-                                        route_lengths=None if headings is None else route)
-        self._arrived[rows] = np.where(tracked, tracking.reached, arrived)
-        if self._breaker is not None:
-            n = len(self.names)
-            all_pos = self._cycle_xy
-            all_pref = np.zeros((n, 2))
-            all_pref[rows] = pref
-            # Robots outside this cycle, stale, tracked or arrived neither stall nor outrank.
-            exempt = np.ones(n, dtype=bool)
-            exempt[rows] = arrived | tracked | ~live
-            all_route = np.zeros(n)
-            all_route[rows] = route
-            goals_known = np.where(np.isnan(self._goal), 0.0, self._goal)      # (goals are finite)
-            out = self._breaker.update(now, all_pos, all_pref, exempt, goals_known,
-                                       self._limits.max_speed, self._radius, distances=all_route,
-                                       room=lambda points: self._room(points, now))
-            pref = out[rows]
-        return np.where(tracked[:, None], tracking.pref_velocity, pref), tracking
-
     # ------------------------------------------------------------------ outputs
     def status(self, now: float, rows: Optional[np.ndarray] = None) -> List[RobotStatus]:
         """Every commanded robot's health (or that of the commanded ones among `rows`), and
@@ -826,8 +617,9 @@ class FleetController:
         rows = np.flatnonzero(self.commanded) if rows is None else \
             np.asarray(rows, dtype=np.intp)[self.commanded[rows]]
         out = []
-        yielding = self._breaker.yielding(now) if self._breaker is not None else None
-        detouring = self._breaker.detouring(now) if self._breaker is not None else None
+        breaker = self.steering.breaker
+        yielding = breaker.yielding(now) if breaker is not None else None
+        detouring = breaker.detouring(now) if breaker is not None else None
         waiting_for_map = self.params.require_map and self._map is None
         for i in rows:
             age = now - self.state.stamp[i]
@@ -849,11 +641,11 @@ class FleetController:
                 level, message = Level.OK, ('ok: filtering its input twist'
                                             if input_age <= self.params.source_timeout else
                                             'no input twist within source_timeout: stopped')
-            elif self._tracked[i] and self._reference(i) is None:
+            elif self.steering.tracked[i] and self.steering.reference(i) is None:
                 level, message = Level.OK, 'holding still: no trajectory'
-            elif not self._tracked[i] and not np.isfinite(self._goal[i, 0]):
+            elif not self.steering.tracked[i] and not np.isfinite(self.steering.goal[i, 0]):
                 level, message = Level.OK, 'ok: no goal'
-            elif self._arrived[i]:
+            elif self.steering.arrived[i]:
                 level, message = Level.OK, 'goal reached'
             elif 2 * infeasible > cycles:
                 level, message = Level.WARN, (f'ORCA infeasible in {infeasible} of {cycles} '
@@ -875,8 +667,9 @@ class FleetController:
 
     def view(self, now: float) -> FleetView:
         return FleetView(self.state.position.copy(), self._radius.copy(), self._orca_velocity.copy(),
-                         self._goal.copy(), self.commanded & ~self.live(now),
+                         self.steering.goal.copy(), self.commanded & ~self.live(now),
                          self.commanded.copy(), self._limits.max_speed.copy(), self._lines,
                          self._flying.copy(), np.where(self._flying, self.state.altitude, 0.0),
-                         np.where(np.isnan(self._goal_z), self.state.altitude, self._goal_z))
+                         np.where(np.isnan(self.steering.goal_z), self.state.altitude,
+                                  self.steering.goal_z))
 

@@ -1,0 +1,166 @@
+"""Where each robot wants to go this cycle: its preferred velocity.
+
+A robot with a trajectory tracks it (`tracking`; a drone's 3-D plan in 3-D); a robot without
+one heads for its goal with the braking profile (`preferred_velocity`), around the map's
+obstacles once a map with goal guidance is known (`guidance`), with the deadlock breaker on
+top (`deadlock`). `Steering` keeps what this needs across cycles: goals, trajectories, the
+trackers, the breaker's history and who has arrived. It checks nothing against maps: the
+controller refuses goals before they get here.
+"""
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Callable, Optional, Sequence, Tuple
+
+import numpy as np
+
+from orca_nav.core.fleet.controller_params import ControllerParams
+from orca_nav.core.fleet.deadlock import DeadlockBreaker
+from orca_nav.core.fleet.guidance import GeodesicGuidance
+from orca_nav.core.fleet.kinematics import RobotLimits
+from orca_nav.core.fleet.preferred_velocity import goal_velocities
+from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.fleet.tracking import FleetTracker, TrackingCommand, TrackingParams
+from orca_nav.core.planning.reference import Reference
+
+
+class Steering:
+    """Goals, trajectories and the deadlock breaker of a fleet; rows over all its robots."""
+
+    def __init__(self, robots: Sequence[RobotSpec], params: ControllerParams):
+        n = len(robots)
+        self.goal = np.full((n, 2), np.nan)
+        self.goal_z = np.full(n, np.nan)        # drones' goal altitude; NaN: keep flying level
+        self.arrived = np.zeros(n, dtype=bool)
+        self.has_trajectory = np.zeros(n, dtype=bool)
+        self._params = params
+        self.breaker = self._new_breaker()
+        self._new_trackers(robots)
+
+    def configure(self, params: ControllerParams, robots: Optional[Sequence[RobotSpec]]) -> None:
+        """New parameters; with `robots`, new kinematics: the trajectories are dropped (a
+        tracker is per model). New deadlock parameters restart stall detection."""
+        old, self._params = self._params, params
+        if robots is not None:
+            self._new_trackers(robots)
+        if params.deadlock != old.deadlock:
+            self.breaker = self._new_breaker()
+        if params.goal_tolerance != old.goal_tolerance:
+            self._tracker.params = self._flight_tracker.params = self._tracking_params()
+
+    def _new_breaker(self) -> Optional[DeadlockBreaker]:
+        p = self._params.deadlock
+        return None if p is None else DeadlockBreaker(len(self.goal), p)
+
+    def _tracking_params(self) -> TrackingParams:
+        return TrackingParams(position_tolerance=self._params.goal_tolerance)
+
+    def _new_trackers(self, robots: Sequence[RobotSpec]) -> None:
+        kinds = [r.kinematics for r in robots]
+        self._tracker = FleetTracker([r.non_holonomic for r in robots], dim=2,
+                                     params=self._tracking_params(),
+                                     steered=[k == 'car' for k in kinds])
+        self.tracked = np.full(len(kinds), self._params.trajectories_only)
+        # Drones' 3-D plans (x, y, z references) are tracked in 3-D; 2-D ones in the plane.
+        self._flight_tracker = FleetTracker(np.zeros(len(kinds), dtype=bool), dim=3,
+                                            params=self._tracking_params())
+
+    # ------------------------------------------------------------------ inputs
+    def same_goal(self, i: int, xy: np.ndarray, goal_z: float) -> bool:
+        return bool(np.array_equal(xy, self.goal[i])
+                    and np.array_equal(goal_z, self.goal_z[i], equal_nan=True))
+
+    def set_goal(self, i: int, xy: Optional[np.ndarray], goal_z: float) -> None:
+        self.goal[i] = xy if xy is not None else np.nan
+        self.goal_z[i] = goal_z
+        self.arrived[i] = False
+        if self.breaker is not None:
+            self.breaker.reset(i)
+
+    def set_trajectory(self, i: int, reference: Optional[Reference], start_time: float) -> None:
+        self.tracked[i] = True
+        self.has_trajectory[i] = True
+        flight = reference is not None and reference.dim == 3
+        self._tracker.set_reference(i, None if flight else reference, start_time)
+        self._flight_tracker.set_reference(i, reference if flight else None, start_time)
+
+    def reference(self, i: int) -> Optional[Reference]:
+        return self._flight_tracker.reference(i) or self._tracker.reference(i)
+
+    # ------------------------------------------------------------------ the cycle
+    def ground(self, now: float, rows: np.ndarray, everyone: bool, live: np.ndarray,
+               positions: np.ndarray, limits: RobotLimits, fleet_xy: np.ndarray,
+               yaw: np.ndarray, fleet_limits: RobotLimits, guidance: Optional[GeodesicGuidance],
+               guided: np.ndarray, orca_radius: np.ndarray, radius: np.ndarray,
+               room: Callable[[np.ndarray], np.ndarray]) -> Tuple[np.ndarray, TrackingCommand]:
+        """Preferred velocities (len(rows), 2) of the ground agents `rows` (positions and
+        limits theirs; fleet_xy, yaw, fleet_limits, orca_radius and radius the whole fleet's):
+        trajectory tracking where a robot is tracked, else toward the goal (down `guidance`
+        for the robots marked `guided` (N,)) with the deadlock breaker on top, which asks
+        `room(points)` for the clearance there. Also the tracking command for the rows."""
+        p = self._params
+        track = self._tracker.update(now, fleet_xy, yaw, fleet_limits.max_speed,
+                                     fleet_limits.max_yaw_rate)
+        tracking = track if everyone else TrackingCommand(
+            **{f.name: getattr(track, f.name)[rows] for f in fields(TrackingCommand)})
+        tracked = self.tracked[rows]
+        goals = self.goal[rows]
+        route = np.hypot(*(goals - positions).T)
+        headings = None
+        if guidance is not None:
+            headings = np.zeros_like(positions)
+            steer = guided[rows] & ~tracked & np.isfinite(goals[:, 0])
+            headings[steer], route[steer] = guidance.directions(
+                positions[steer], goals[steer], orca_radius[rows[steer]])
+            # Robots not guided here keep the straight heading.
+            straight = goals[~steer] - positions[~steer]
+            norm = np.hypot(*straight.T)[:, None]
+            headings[~steer] = np.divide(straight, norm, out=np.zeros_like(straight),
+                                         where=norm > 0.0)
+        pref, arrived = goal_velocities(positions, goals, limits.max_speed, limits.max_accel,
+                                        p.goal_tolerance, time_step=p.period, headings=headings,
+                                        route_lengths=None if headings is None else route)
+        self.arrived[rows] = np.where(tracked, tracking.reached, arrived)
+        if self.breaker is not None:
+            n = len(self.goal)
+            all_pref = np.zeros((n, 2))
+            all_pref[rows] = pref
+            # Robots outside this cycle, stale, tracked or arrived neither stall nor outrank.
+            exempt = np.ones(n, dtype=bool)
+            exempt[rows] = arrived | tracked | ~live
+            all_route = np.zeros(n)
+            all_route[rows] = route
+            goals_known = np.where(np.isnan(self.goal), 0.0, self.goal)     # (goals are finite)
+            out = self.breaker.update(now, fleet_xy, all_pref, exempt, goals_known,
+                                      fleet_limits.max_speed, radius, distances=all_route,
+                                      room=room)
+            pref = out[rows]
+        return np.where(tracked[:, None], tracking.pref_velocity, pref), tracking
+
+    def drones(self, now: float, drones: np.ndarray, positions: np.ndarray,
+               limits: RobotLimits, fleet_xy: np.ndarray, fleet_z: np.ndarray, yaw: np.ndarray,
+               fleet_limits: RobotLimits) -> np.ndarray:
+        """(K, 3) preferred velocities of `drones` at `positions` (K, 3): straight to the 3-D
+        goal with the braking profile (a NaN goal altitude: level flight); a drone with a
+        trajectory follows it in 3-D (a 3-D plan), or in x, y (a 2-D one) climbing to its goal
+        altitude. fleet_xy, fleet_z, yaw and fleet_limits are the whole fleet's."""
+        p = self._params
+        goals = np.column_stack([self.goal[drones], np.where(
+            np.isnan(self.goal_z[drones]), positions[:, 2], self.goal_z[drones])])
+        goals[np.isnan(goals[:, 0]), 2] = np.nan
+        pref, arrived = goal_velocities(positions, goals, limits.max_speed, limits.max_accel,
+                                        p.goal_tolerance, time_step=p.period)
+        self.arrived[drones] = arrived
+        tracked = self.tracked[drones]
+        if tracked.any():
+            track = self._tracker.update(now, fleet_xy, yaw, fleet_limits.max_speed,
+                                         fleet_limits.max_yaw_rate)
+            pref[tracked, :2] = track.pref_velocity[drones[tracked]]
+            self.arrived[drones[tracked]] = track.reached[drones[tracked]]
+            flying_plan = tracked & self._flight_tracker.has_reference[drones]
+            if flying_plan.any():
+                flight = self._flight_tracker.update(
+                    now, np.column_stack([fleet_xy, fleet_z]), yaw, fleet_limits.max_speed)
+                pref[flying_plan] = flight.pref_velocity[drones[flying_plan]]
+                self.arrived[drones[flying_plan]] = flight.reached[drones[flying_plan]]
+        return pref

@@ -43,7 +43,7 @@ from orca_nav.core.avoidance import NonCooperative, OrcaLines, OrcaParams, prepa
 from orca_nav.core.avoidance.neighbors import AgentNeighborList
 from orca_nav.core.avoidance.obstacles import ObstacleSet
 from orca_nav.core.fleet.drones import (Map3dModel, goal_problem_3d, ground_robot_spheres,
-                                        keep_right, low_flying)
+                                        keep_right, low_flying, people_as_spheres)
 from orca_nav.core.fleet.kinematics import (CAR, DIFF_DRIVE, QUADROTOR, RobotLimits,
                                             limit_twist, limit_velocity_3d, tracking_error_bound)
 from orca_nav.core.fleet.robots import RobotSpec
@@ -55,7 +55,8 @@ from orca_nav.core.fleet.fleet_state import FleetState
 from orca_nav.core.fleet.map_model import MapModel
 from orca_nav.core.fleet.steering import Steering
 from orca_nav.core.fleet.state_estimate import project_positions
-from orca_nav.core.fleet.status import Level, RobotStatus
+from orca_nav.core.fleet.control_status import ControlFacts, control_status
+from orca_nav.core.fleet.status import RobotStatus
 from orca_nav.core.fleet.tracking import tracking_twist
 from orca_nav.core.fleet.velocity_filter import filtered_twists, preferred_from_twists
 from orca_nav.core.geometry import body_to_world, world_to_body
@@ -583,7 +584,8 @@ class FleetController:
                           max_speed=limits.max_speed)
         solution = solve(positions, velocities, pref, orca,
                          self._map_3d.obstacles if self._map_3d is not None else None,
-                         responsibility=self._responsibility[rows], others=self._people_3d())
+                         responsibility=self._responsibility[rows], others=people_as_spheres(
+                             self._others, (p.safety or SafetyParams()).person_height))
         drones = rows[flying]
         self._orca_velocity[drones] = solution.velocities[flying, :2]
         self._orca_cycles[drones] += run[flying]
@@ -600,67 +602,34 @@ class FleetController:
             self._climb_out[moving] = linear[:, 2]
         return twist
 
-    def _people_3d(self) -> NonCooperative:
-        """The non-cooperative agents as the drones' 3-D ORCA sees them: each the sphere that
-        encloses its cylinder (its radius, `person_height` tall), as ground robots are seen."""
-        others = self._others
-        height = (self.params.safety or SafetyParams()).person_height
-        centre_z, radii = ground_robot_spheres(others.radii, height)
-        count = len(others.radii)
-        return NonCooperative(np.column_stack([others.positions, np.full(count, centre_z)]),
-                              np.column_stack([others.velocities, np.zeros(count)]), radii)
-
     # ------------------------------------------------------------------ outputs
     def status(self, now: float, rows: Optional[np.ndarray] = None) -> List[RobotStatus]:
         """Every commanded robot's health (or that of the commanded ones among `rows`), and
         restarts their infeasibility counts."""
         rows = np.flatnonzero(self.commanded) if rows is None else \
             np.asarray(rows, dtype=np.intp)[self.commanded[rows]]
-        out = []
         breaker = self.steering.breaker
-        yielding = breaker.yielding(now) if breaker is not None else None
-        detouring = breaker.detouring(now) if breaker is not None else None
-        waiting_for_map = self.params.require_map and self._map is None
+        yielding = breaker.yielding(now) if breaker is not None else np.zeros(len(self.names))
+        detouring = breaker.detouring(now) if breaker is not None else np.zeros(len(self.names))
+        p, steering = self.params, self.steering
+        out = []
         for i in rows:
-            age = now - self.state.stamp[i]
-            cycles, infeasible = int(self._orca_cycles[i]), int(self._infeasible_cycles[i])
-            if not np.isfinite(age):
-                level, message = Level.WARN, 'no odometry yet'
-                if i in self.state.input_problem:
-                    message += f'; odometry refused: {self.state.input_problem[i]}'
-            elif age > self.params.odom_timeout:
-                level, message = Level.WARN, f'stale odometry ({age:.2f} s old): stopped'
-                if i in self.state.input_problem:
-                    message += f'; newer odometry refused: {self.state.input_problem[i]}'
-            elif waiting_for_map:
-                level, message = Level.WARN, 'waiting for the map: holding still'
-            elif self._flying[i] and self.params.require_map_3d and self._map_3d is None:
-                level, message = Level.WARN, 'waiting for the 3-D map: holding still'
-            elif self.params.filter_mode:
-                input_age = now - self._input_stamp[i]
-                level, message = Level.OK, ('ok: filtering its input twist'
-                                            if input_age <= self.params.source_timeout else
-                                            'no input twist within source_timeout: stopped')
-            elif self.steering.tracked[i] and self.steering.reference(i) is None:
-                level, message = Level.OK, 'holding still: no trajectory'
-            elif not self.steering.tracked[i] and not np.isfinite(self.steering.goal[i, 0]):
-                level, message = Level.OK, 'ok: no goal'
-            elif self.steering.arrived[i]:
-                level, message = Level.OK, 'goal reached'
-            elif 2 * infeasible > cycles:
-                level, message = Level.WARN, (f'ORCA infeasible in {infeasible} of {cycles} '
-                                              'cycles: jammed, moving at the least-penetrating '
-                                              'velocity')
-            elif yielding is not None and yielding[i]:
-                level, message = Level.OK, 'ok: yielding (deadlock breaker)'
-            elif detouring is not None and detouring[i]:
-                level, message = Level.OK, 'ok: detouring (deadlock breaker)'
-            else:
-                level, message = Level.OK, 'ok'
-            out.append(RobotStatus(self.names[i], level, message, {
-                'odom_age_s': f'{age:.3f}',
-                'speed': f'{float(np.hypot(*self._orca_velocity[i])):.3f}',
-                'orca_cycles': str(cycles), 'orca_infeasible_cycles': str(infeasible)}))
+            waiting = ('the map' if p.require_map and self._map is None else
+                       'the 3-D map' if self._flying[i] and p.require_map_3d and
+                       self._map_3d is None else None)
+            out.append(control_status(self.names[i], ControlFacts(
+                odom_age=now - self.state.stamp[i], odom_timeout=p.odom_timeout,
+                input_problem=self.state.input_problem.get(i), waiting_for=waiting,
+                filtering=(now - self._input_stamp[i] <= p.source_timeout
+                           if p.filter_mode else None),
+                holding=bool(steering.tracked[i] and steering.reference(i) is None),
+                goal=bool(steering.tracked[i] or np.isfinite(steering.goal[i, 0])),
+                arrived=bool(steering.arrived[i]), orca_cycles=int(self._orca_cycles[i]),
+                infeasible_cycles=int(self._infeasible_cycles[i]), yielding=bool(yielding[i]),
+                detouring=bool(detouring[i]),
+                speed=float(np.hypot(*self._orca_velocity[i])),
+                safety_scale=float(self._safety_scale[i]),
+                safety_reason=int(self._safety_reason[i]))))
         self._orca_cycles[rows] = 0
         self._infeasible_cycles[rows] = 0
         return out

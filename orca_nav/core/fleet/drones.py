@@ -31,6 +31,7 @@ from typing import Optional
 
 import numpy as np
 
+from orca_nav.core.avoidance import NonCooperative
 from orca_nav.core.avoidance.voxel_obstacles import (
     DEFAULT_MAX_OBSTACLES,
     VoxelObstacles,
@@ -109,3 +110,12 @@ def goal_problem_3d(grid: Optional[OccupancyGrid], goal, radius: float) -> Optio
         return (f'{text} is inside an obstacle of the 3-D map (clearance {clearance:.3f} m '
                 f'<= radius {radius:.3f} m)')
     return None
+
+
+def people_as_spheres(others: NonCooperative, height: float) -> NonCooperative:
+    """Non-cooperative agents (discs on the ground) as the drones' 3-D ORCA sees them: each the
+    sphere that encloses its cylinder (its radius, `height` tall), as ground robots are seen."""
+    centre_z, radii = ground_robot_spheres(others.radii, height)
+    count = len(others.radii)
+    return NonCooperative(np.column_stack([others.positions, np.full(count, centre_z)]),
+                          np.column_stack([others.velocities, np.zeros(count)]), radii)

@@ -27,10 +27,16 @@ and the others see it as a static agent at its last pose. A robot commanded by n
 (per-robot mode) keeps its measured velocity as its preferred velocity; ORCA's answer for it is
 not used.
 
-The map: `prepare_map` turns an occupancy grid into what avoidance needs (ORCA polygons and the
-goal guidance fields). It is slow on big maps and touches no controller state, so a caller may
-run it on a worker thread and hand the result to `set_map` on the controller's own thread.
-The controller is not thread-safe: one thread calls all its methods.
+The map arrives prepared (`map_model.prepare_map`, slow on big maps: a caller may run it on a
+worker thread and hand the result to `set_map` on the controller's own thread). The controller
+is not thread-safe: one thread calls all its methods.
+
+Its parts, each in its own module: the robots' states (`fleet_state`), the parameters
+(`controller_params`), the cycle's timing (`cycle_timing`), preferred velocities from goals and
+trajectories (`steering`), sensor edges (`sensed_obstacles`), the safety layer (`safety`), the
+drones' layer rule (`drones`) and the status ladder (`control_status`). What stays here (over
+600 lines) is the one cycle that joins them, for every robot at once, and the inputs that must
+be checked against the controller's own state (goals against its maps).
 """
 from __future__ import annotations
 
@@ -41,22 +47,34 @@ from scipy.spatial import cKDTree
 
 from orca_nav.core.avoidance import NonCooperative, OrcaLines, OrcaParams, prepare_obstacles, solve
 from orca_nav.core.avoidance.neighbors import AgentNeighborList
-from orca_nav.core.avoidance.obstacles import ObstacleSet
-from orca_nav.core.fleet.drones import (Map3dModel, goal_problem_3d, ground_robot_spheres,
-                                        keep_right, low_flying, people_as_spheres)
-from orca_nav.core.fleet.kinematics import (CAR, DIFF_DRIVE, QUADROTOR, RobotLimits,
-                                            limit_twist, limit_velocity_3d, tracking_error_bound)
+from orca_nav.core.fleet.control_status import ControlFacts, control_status
+from orca_nav.core.fleet.controller_params import ControllerParams
+from orca_nav.core.fleet.cycle_timing import CycleTiming
+from orca_nav.core.fleet.drones import (
+    Map3dModel,
+    goal_problem_3d,
+    ground_robot_spheres,
+    keep_right,
+    low_flying,
+    people_as_spheres,
+)
+from orca_nav.core.fleet.fleet_state import FleetState
+from orca_nav.core.fleet.kinematics import (
+    CAR,
+    DIFF_DRIVE,
+    QUADROTOR,
+    RobotLimits,
+    limit_twist,
+    limit_velocity_3d,
+    tracking_error_bound,
+)
+from orca_nav.core.fleet.map_model import MapModel
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.safety import SafetyInput, SafetyLayer, SafetyParams
 from orca_nav.core.fleet.sensed_obstacles import SensedObstacles
-from orca_nav.core.fleet.controller_params import ControllerParams
-from orca_nav.core.fleet.cycle_timing import CycleTiming
-from orca_nav.core.fleet.fleet_state import FleetState
-from orca_nav.core.fleet.map_model import MapModel
-from orca_nav.core.fleet.steering import Steering
 from orca_nav.core.fleet.state_estimate import project_positions
-from orca_nav.core.fleet.control_status import ControlFacts, control_status
 from orca_nav.core.fleet.status import RobotStatus
+from orca_nav.core.fleet.steering import Steering
 from orca_nav.core.fleet.tracking import tracking_twist
 from orca_nav.core.fleet.velocity_filter import filtered_twists, preferred_from_twists
 from orca_nav.core.geometry import body_to_world, world_to_body
@@ -115,7 +133,6 @@ class FleetController:
         self._cycle_xy = np.nan_to_num(self._cycle_position)   # ... 0 before a robot's first state
         self._others = NonCooperative.empty()       # non-cooperative agents, at the cycle time
         self._sensed = SensedObstacles(n, params.sensor_persistence, params.sensor_max_points)
-        self._sensed_set: Tuple[int, Optional[ObstacleSet]] = (0, None)   # (version, obstacles)
         self._climb_out = np.zeros(n)               # drones: last commanded vz
         self._map_3d: Optional[Map3dModel] = None
         self._twist = np.zeros((n, 3))              # last commanded twist
@@ -230,7 +247,8 @@ class FleetController:
         age = np.clip(stamp - self.state.stamp[i], -self.params.max_extrapolation,
                       self.params.max_extrapolation)
         c, s = np.cos(self.state.yaw[i]), np.sin(self.state.yaw[i])
-        world = self.state.position[i] + self.state.velocity[i] * age + points @ np.array([[c, s], [-s, c]])
+        world = (self.state.position[i] + self.state.velocity[i] * age
+                 + points @ np.array([[c, s], [-s, c]]))
         self._sensed.add_scan(i, stamp, world, *self._clear_discs(stamp))
         return None
 
@@ -509,7 +527,7 @@ class FleetController:
                                                          self.state.yaw[rows]), velocities)
         solution = solve(positions, velocities, pref, orca, self._obstacles,
                          responsibility=self._responsibility[rows], others=self._others,
-                         extra_obstacles=self._sensed_obstacles(now),
+                         extra_obstacles=self._sensed.obstacles(now),
                          neighbor_list=self._neighbor_list, reach_from=commanded)
         self._orca_velocity[rows] = solution.velocities
         self._orca_cycles[rows] += run
@@ -538,16 +556,6 @@ class FleetController:
             return sensed
         return np.minimum(self._map.grid.clearance_near(points, 2.0 * float(self._radius.max())),
                           sensed)
-
-    def _sensed_obstacles(self, now: float) -> Optional[ObstacleSet]:
-        """The recent sensor edges as obstacles, rebuilt only when they changed."""
-        edges = self._sensed.edges(now)
-        if self._sensed.version != self._sensed_set[0]:
-            # Rebuilt often: no RVO2 tree (its build is quadratic), the kd-tree over edges.
-            obstacles = (prepare_obstacles(list(edges), rvo2_tree_max_vertices=0) if len(edges)
-                         else None)
-            self._sensed_set = (self._sensed.version, obstacles)
-        return self._sensed_set[1]
 
     def _command_layers(self, rows: np.ndarray, live: np.ndarray, run: np.ndarray, now: float,
                         dt: float) -> np.ndarray:
@@ -635,7 +643,8 @@ class FleetController:
         return out
 
     def view(self, now: float) -> FleetView:
-        return FleetView(self.state.position.copy(), self._radius.copy(), self._orca_velocity.copy(),
+        return FleetView(self.state.position.copy(), self._radius.copy(),
+                         self._orca_velocity.copy(),
                          self.steering.goal.copy(), self.commanded & ~self.live(now),
                          self.commanded.copy(), self._limits.max_speed.copy(), self._lines,
                          self._flying.copy(), np.where(self._flying, self.state.altitude, 0.0),

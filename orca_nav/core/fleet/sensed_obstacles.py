@@ -17,18 +17,18 @@ by robots x max_points whatever the sensor. When a scan comes in:
   points becomes one edge, so what ORCA gets scales with the shapes seen, not the beams;
 - a lone point becomes a short segment.
 
-The edges become RVO2 segment obstacles (2-vertex obstacles). They are shared: what one robot
-sees, every robot avoids. `version` changes whenever the set of edges does, so a caller can
-keep the obstacles it built from them until then.
+The edges become RVO2 segment obstacles (2-vertex obstacles, `obstacles`). They are shared:
+what one robot sees, every robot avoids. `version` changes whenever the set of edges does; the
+obstacles are rebuilt only then.
 """
 from __future__ import annotations
 
 from collections import deque
-from typing import Deque, List, Tuple
+from typing import Deque, List, Optional, Tuple
 
 import numpy as np
 
-from orca_nav.core.avoidance.obstacles import dist_sq_point_segment
+from orca_nav.core.avoidance.obstacles import ObstacleSet, dist_sq_point_segment, prepare_obstacles
 
 LONE_POINT_SEGMENT = 0.02   # m: length of the segment a lone point becomes
 
@@ -50,6 +50,7 @@ class SensedObstacles:
         # The robots with scans kept: a fleet without scans (or with few sensing robots) does
         # not walk every robot's empty queue on every cycle.
         self._holding: set = set()
+        self._obstacles: Tuple[int, Optional[ObstacleSet]] = (0, None)     # (version, built)
 
     def add_scan(self, robot: int, stamp: float, points: np.ndarray, clear_centres: np.ndarray,
                  clear_radii: np.ndarray) -> None:
@@ -85,6 +86,16 @@ class SensedObstacles:
                 self._holding.discard(robot)
             out.extend(edges for _, _, edges in scans)
         return np.concatenate(out) if out else np.zeros((0, 2, 2))
+
+    def obstacles(self, now: float) -> Optional[ObstacleSet]:
+        """The edges of the last `persistence` s as ORCA obstacles (None: none), rebuilt only
+        when they changed."""
+        edges = self.edges(now)
+        if self.version != self._obstacles[0]:
+            # Rebuilt often: no RVO2 tree (its build is quadratic), the kd-tree over edges.
+            built = prepare_obstacles(list(edges), rvo2_tree_max_vertices=0) if len(edges) else None
+            self._obstacles = (self.version, built)
+        return self._obstacles[1]
 
     def distance(self, points, now: float) -> np.ndarray:
         """(K,) distance from each point to the nearest edge of the last `persistence` s

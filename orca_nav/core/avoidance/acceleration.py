@@ -47,9 +47,9 @@ def reachable_velocities(px, py, dx, dy, valid, num_hard, velocities, reach, max
     Lines (L, K) as in `linear_program` (the first `num_hard` (K,) of each agent are obstacle
     lines); velocities (K, 2) the current ones, reach (K,) the radius of the reachable disc,
     max_speed (K,), target (K, 2) the velocity to come closest to (RVO2's choice), jammed (K,)
-    where RVO2's own program was infeasible (target is then linearProgram3's choice). For the fallback: the agents' positions (K, 2) and radii (K,),
-    their neighbours (K, M) as indices into all_positions / all_velocities / all_radius, keep
-    (K, M)."""
+    where RVO2's own program was infeasible (target is then linearProgram3's choice). For the
+    fallback: the agents' positions (K, 2) and radii (K,), their neighbours (K, M) as indices
+    into all_positions / all_velocities / all_radius, keep (K, M)."""
     v0x, v0y = velocities[:, 0], velocities[:, 1]
     speed0 = np.hypot(v0x, v0y)
     # The speed circle inside the disc: RVO2's program as it is (no shift, no fan).

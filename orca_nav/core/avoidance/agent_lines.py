@@ -80,7 +80,8 @@ def _agent_lines_block(columns, block, other, inv_horizon, inv_step, keep_t, sha
     any_circle = special.any()
 
     if any_legs:
-        # Legs: left (rx*leg - ry*cr, rx*cr + ry*leg) / d2, right -(rx*leg + ry*cr, -rx*cr + ry*leg) / d2.
+        # Legs: left (rx*leg - ry*cr, rx*cr + ry*leg) / d2,
+        # right -(rx*leg + ry*cr, -rx*cr + ry*leg) / d2.
         leg = np.sqrt(np.maximum(dist_sq - combined_sq, f32(0.0)))
         sign = (rel_x * w_y - rel_y * w_x > 0.0).astype(f32) * f32(2.0) - f32(1.0)
         cr = combined * sign
@@ -144,7 +145,8 @@ def _separating_fallback(unit_x, unit_y, rel_x, rel_y, other, flat, first_agent)
     dist = np.hypot(rx, ry)
     apart = dist > 0.0
     safe = np.where(apart, dist, 1.0)
-    unit_x.ravel()[flat] = np.where(apart, -rx / safe, np.where(me < other.ravel()[flat], -1.0, 1.0))
+    unit_x.ravel()[flat] = np.where(apart, -rx / safe,
+                                    np.where(me < other.ravel()[flat], -1.0, 1.0))
     unit_y.ravel()[flat] = np.where(apart, -ry / safe, 0.0)
     return unit_x, unit_y
 

@@ -42,10 +42,10 @@ def _interval_on_lines(cpx, cpy, cdx, cdy, px, py, dx, dy, pair_mask, radius):
     feasible interval [t_left, t_right] along each candidate.
 
     Candidates (C, X), bounding lines (J, X), pair_mask (C, J, X) or broadcastable says
-    which j bound which c (None: all of them), radius (X,). Returns (t_left, t_right, usable), each (C, X);
-    usable False where the candidate misses the speed circle, a parallel line excludes it,
-    or the interval is empty. A candidate line among its own bounding lines adds nothing
-    (its denominator and numerator are exactly 0: parallel, not failing).
+    which j bound which c (None: all of them), radius (X,). Returns (t_left, t_right, usable),
+    each (C, X); usable False where the candidate misses the speed circle, a parallel line
+    excludes it, or the interval is empty. A candidate line among its own bounding lines adds
+    nothing (its denominator and numerator are exactly 0: parallel, not failing).
     """
     dot = cpx * cdx + cpy * cdy
     disc = dot * dot + radius * radius - (cpx * cpx + cpy * cpy)

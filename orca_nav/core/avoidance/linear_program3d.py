@@ -115,10 +115,10 @@ def _on_line(point, normal, mask, line_point, line_dir, radius, opt, direction_o
         t = numerator / denominator
         # std::max(tLeft, t) / std::min(tRight, t) keep tLeft / tRight when t is NaN: fmax/fmin.
         bounding = mask & ~parallel
-        t_left = np.fmax(t_left, np.fmax.reduce(np.where(bounding & (denominator >= 0.0), t, -np.inf),
-                                                axis=-1).astype(F32))
-        t_right = np.fmin(t_right, np.fmin.reduce(np.where(bounding & ~(denominator >= 0.0), t, np.inf),
-                                                  axis=-1).astype(F32))
+        t_left = np.fmax(t_left, np.fmax.reduce(
+            np.where(bounding & (denominator >= 0.0), t, -np.inf), axis=-1).astype(F32))
+        t_right = np.fmin(t_right, np.fmin.reduce(
+            np.where(bounding & ~(denominator >= 0.0), t, np.inf), axis=-1).astype(F32))
         fail |= t_left > t_right
     if direction_opt:
         t = np.where(dot(opt, line_dir) > 0.0, t_right, t_left)

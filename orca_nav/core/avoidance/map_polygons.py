@@ -50,7 +50,8 @@ def grid_to_polygons(grid, inflation=0.0, tolerance=None, border_is_wall=True, m
         raise ValueError(f'tolerance: must be in [0, resolution={resolution}], got {tolerance}')
     if inflation > 0.0:
         grid = grid.inflated(inflation)
-    occupied = np.pad(np.asarray(grid.occupied, dtype=bool), 1, constant_values=bool(border_is_wall))
+    occupied = np.pad(np.asarray(grid.occupied, dtype=bool), 1,
+                      constant_values=bool(border_is_wall))
 
     start, end = _crack_edges(occupied)
     if len(start) == 0:
@@ -186,12 +187,14 @@ def _douglas_peucker(points, loop_starts, tolerance):
         ab, ap = b - a, ext[active] - a
         ab_len = np.hypot(ab[:, 0], ab[:, 1])
         cross = np.abs(ab[:, 0] * ap[:, 1] - ab[:, 1] * ap[:, 0])
-        dist = np.where(ab_len > 0, cross / np.where(ab_len > 0, ab_len, 1.0), np.hypot(ap[:, 0], ap[:, 1]))
+        dist = np.where(ab_len > 0, cross / np.where(ab_len > 0, ab_len, 1.0),
+                        np.hypot(ap[:, 0], ap[:, 1]))
         group_starts = np.flatnonzero(np.diff(span, prepend=-1))
         best = _group_argmax(dist, group_starts)
         coarse = dist[best] > tolerance
         keep[active[best[coarse]]] = True
-        group_id = np.repeat(np.arange(len(group_starts)), np.diff(np.append(group_starts, len(span))))
+        group_id = np.repeat(np.arange(len(group_starts)),
+                             np.diff(np.append(group_starts, len(span))))
         still = coarse[group_id]
         still[best] = False
         active = active[still]
@@ -201,7 +204,8 @@ def _douglas_peucker(points, loop_starts, tolerance):
 def _group_argmax(values, group_starts):
     """Index (into values) of the first maximum of each contiguous group."""
     group_max = np.maximum.reduceat(values, group_starts)
-    group_id = np.repeat(np.arange(len(group_starts)), np.diff(np.append(group_starts, len(values))))
+    group_id = np.repeat(np.arange(len(group_starts)),
+                         np.diff(np.append(group_starts, len(values))))
     is_max = values == group_max[group_id]
     hit = np.flatnonzero(is_max)
     first = np.unique(group_id[hit], return_index=True)[1]

@@ -103,9 +103,9 @@ class AgentNeighborList:
     candidates are ranked by their current distances; where every point left out cannot have
     come closer than the agent's last kept neighbour (or its neighbor_dist) -- it came closer by
     at most the agent's own move since plus the largest move of any point (agents and others,
-    by index) -- the candidates hold the answer. Otherwise, or when the point count changes, the list is
-    built again; a list that serves no call after its build (a crowd packed so densely that it
-    cannot hold) gives way to fresh kd-trees for a while.
+    by index) -- the candidates hold the answer. Otherwise, or when the point count changes, the
+    list is built again; a list that serves no call after its build (a crowd packed so densely
+    that it cannot hold) gives way to fresh kd-trees for a while.
     Answers equal agent_neighbors' except the order of neighbours at exactly equal distances.
     """
 

@@ -113,7 +113,8 @@ def _complete(pos, found, d32, valid, range_sq, max_neighbors):
     own = np.arange(count)
     diff = pos[far].astype(np.float64) - pos[own].astype(np.float64)
     last_sq = (diff * diff).sum(axis=1)
-    return ~full_window | (last_sq > bound.astype(np.float64) * (1.0 + _RELATIVE_SLACK)) | (max_neighbors == 0)
+    return (~full_window | (last_sq > bound.astype(np.float64) * (1.0 + _RELATIVE_SLACK))
+            | (max_neighbors == 0))
 
 
 def _rvo_order(pos, cand, d32, valid, max_neighbors):
@@ -206,12 +207,15 @@ class AgentTree3d:
             boxes = np.empty((len(segments), 12), dtype=F32)  # per child: lo xyz, hi xyz
             for child, (b, e) in enumerate(((begin, left_end), (left_end, end))):
                 sub_coords = pos[order[_ranges(b, e)]]
-                boxes[:, 6 * child:6 * child + 3] = np.minimum.reduceat(sub_coords, _starts(e - b), axis=0)
-                boxes[:, 6 * child + 3:6 * child + 6] = np.maximum.reduceat(sub_coords, _starts(e - b), axis=0)
+                starts = _starts(e - b)
+                boxes[:, 6 * child:6 * child + 3] = np.minimum.reduceat(sub_coords, starts, axis=0)
+                boxes[:, 6 * child + 3:6 * child + 6] = np.maximum.reduceat(sub_coords, starts,
+                                                                            axis=0)
             self.node_of.append(node)
             self.side_of.append(side)
             self.child_boxes.append(boxes)
-            children = np.concatenate([np.stack([begin, left_end], 1), np.stack([left_end, end], 1)])
+            children = np.concatenate([np.stack([begin, left_end], 1),
+                                       np.stack([left_end, end], 1)])
             segments = children[children[:, 1] - children[:, 0] > MAX_LEAF_SIZE]
             segments = segments[np.argsort(segments[:, 0])]
         self.pos = pos

@@ -29,9 +29,10 @@ vectorised over agents. RVO2's tree costs O(V^2) per level to build, so above
 is not built: the edges stay whole (no splits) and neighbours come from a kd-tree over points
 sampled along the edges (asked with a margin, and its answer kept while the agents stay within
 that margin: they move little per cycle), with the same exact side and distance tests, ordered
-by distance then edge index. Nothing is dropped or moved: every edge within range of an agent is still its
-neighbour, only RVO2's tie order and its tree-induced edge cuts are not reproduced. Keep the ObstacleSet and pass it to `solver.compute_velocities`
-when the obstacles do not change between calls.
+by distance then edge index. Nothing is dropped or moved: every edge within range of an agent is
+still its neighbour, only RVO2's tie order and its tree-induced edge cuts are not reproduced. Keep
+the ObstacleSet and pass it to `solver.compute_velocities` when the obstacles do not change
+between calls.
 """
 import itertools
 from dataclasses import dataclass
@@ -269,7 +270,8 @@ class ObstacleSet:
         (p1x, p1y), (p2x, p2y) = self._points[edge], self._points[end]
         ux, uy = line_b[0] - line_a[0], line_b[1] - line_a[1]
         # t = det(b - a, p1 - a) / det(b - a, p1 - p2)
-        t = (ux * (p1y - line_a[1]) - uy * (p1x - line_a[0])) / (ux * (p1y - p2y) - uy * (p1x - p2x))
+        t = ((ux * (p1y - line_a[1]) - uy * (p1x - line_a[0]))
+             / (ux * (p1y - p2y) - uy * (p1x - p2x)))
         new = len(self._points)
         self._points.append((p1x + t * (p2x - p1x), p1y + t * (p2y - p1y)))
         self._unit_dir.append(self._unit_dir[edge])
@@ -326,7 +328,8 @@ class ObstacleSet:
             self._sample_spacing = max(float(np.median(lengths)), 1e-6)
             pieces = np.maximum(1, np.ceil(lengths / self._sample_spacing).astype(np.intp))
             self._sample_edge = np.repeat(np.arange(count), pieces)
-            offsets = np.arange(len(self._sample_edge)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+            offsets = (np.arange(len(self._sample_edge))
+                       - np.repeat(np.cumsum(pieces) - pieces, pieces))
             fraction = (offsets + 0.5) / np.repeat(pieces, pieces)
             self._sample_points = (self.points[self._sample_edge]
                                    + fraction[:, None] * vector[self._sample_edge])

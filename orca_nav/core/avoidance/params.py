@@ -49,7 +49,8 @@ class OrcaParams:
             if value.ndim == 0:
                 value = np.full(count, value.item())
             elif value.shape != (count,):
-                raise ValueError(f'{label}: expected a scalar or shape ({count},), got {value.shape}')
+                raise ValueError(f'{label}: expected a scalar or shape ({count},), '
+                                 f'got {value.shape}')
             try:
                 value = value.astype(np.float64)
             except (TypeError, ValueError):
@@ -58,7 +59,8 @@ class OrcaParams:
                 whole = np.isfinite(value) & (value >= 0.0) & (value == np.floor(value))
                 bad = np.flatnonzero(~whole)
                 if bad.size:
-                    raise ValueError(f'{label}[{bad[0]}] must be an integer >= 0, got {value[bad[0]]}')
+                    raise ValueError(f'{label}[{bad[0]}] must be an integer >= 0, '
+                                     f'got {value[bad[0]]}')
                 arrays[name] = value.astype(np.int64)
                 continue
             check_finite(label, value)

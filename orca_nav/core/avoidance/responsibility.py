@@ -54,7 +54,8 @@ def check_responsibility(weights, count) -> Optional[np.ndarray]:
     if value.ndim == 0:
         value = np.full(count, value.item())
     if value.shape != (count,):
-        raise ValueError(f'responsibility: expected a scalar or shape ({count},), got {value.shape}')
+        raise ValueError(f'responsibility: expected a scalar or shape ({count},), '
+                         f'got {value.shape}')
     check_finite('responsibility', value)
     bad = np.flatnonzero((value < 0.0) | (value > 1.0))
     if bad.size:

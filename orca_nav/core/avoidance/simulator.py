@@ -119,7 +119,8 @@ class OrcaSimulator:
     def obstacles(self):
         """The processed ObstacleSet (RVO2's processObstacles runs lazily)."""
         if self._obstacle_set is None:
-            self._obstacle_set = ObstacleSet(self._polygons, allow_enclosures=self._enclosures_allowed)
+            self._obstacle_set = ObstacleSet(self._polygons,
+                                             allow_enclosures=self._enclosures_allowed)
         return self._obstacle_set
 
     # -- state --
@@ -156,5 +157,6 @@ class OrcaSimulator:
     def params(self):
         """The current per-agent parameters as an OrcaParams (arrays in agent order)."""
         self._flush()
-        return OrcaParams(self.time_step, **{n: self._agent_params[n].copy() for n in PER_AGENT_FIELDS})
+        return OrcaParams(self.time_step,
+                          **{n: self._agent_params[n].copy() for n in PER_AGENT_FIELDS})
 

@@ -53,7 +53,13 @@ import numpy as np
 
 from .acceleration import reachable_velocities
 from .agent_lines import agent_lines
-from .linear_program import clamp_to_speed, closest_point, min_max_penetration, take_columns, violation
+from .linear_program import (
+    clamp_to_speed,
+    closest_point,
+    min_max_penetration,
+    take_columns,
+    violation,
+)
 from .neighbors import agent_neighbors
 from .obstacle_lines import obstacle_lines
 from .obstacles import as_obstacle_set

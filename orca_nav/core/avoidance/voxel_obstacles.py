@@ -36,7 +36,8 @@ class VoxelObstacles:
         if occupied is None or np.ndim(occupied) != 3:
             raise ValueError('obstacles: a 3-D occupancy grid ([iz, iy, ix]) is needed for 3-D '
                              f'ORCA, got {type(grid).__name__}'
-                             + (f' with {np.ndim(occupied)} dimensions' if occupied is not None else ''))
+                             + (f' with {np.ndim(occupied)} dimensions'
+                                if occupied is not None else ''))
         if int(max_obstacles) != max_obstacles or max_obstacles < 1:
             raise ValueError(f'max_obstacles must be an integer >= 1, got {max_obstacles!r}')
         occupied = np.asarray(occupied, dtype=bool)
@@ -67,7 +68,8 @@ class VoxelObstacles:
         dist, found = self._tree.query(positions, k=width, distance_upper_bound=float(reach.max()))
         dist, found = dist.reshape(count, width), found.reshape(count, width)
         rank = np.arange(width)[None, :]
-        keep = (dist < reach[:, None]) & ((rank < self.max_obstacles) | (dist <= step_reach[:, None]))
+        keep = ((dist < reach[:, None])
+                & ((rank < self.max_obstacles) | (dist <= step_reach[:, None])))
         used = width
         while used > 0 and not keep[:, used - 1].any():
             used -= 1

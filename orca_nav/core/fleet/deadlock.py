@@ -65,7 +65,8 @@ class DeadlockParams:
         if not (np.isfinite(self.detour_angle) and 0.0 < self.detour_angle < np.pi / 2):
             raise ValueError(f'detour_angle must be in (0, pi/2), got {self.detour_angle}')
         if not (np.isfinite(self.detour_spread) and 0.0 <= self.detour_spread <= self.detour_angle):
-            raise ValueError(f'detour_spread must be in [0, detour_angle], got {self.detour_spread}')
+            raise ValueError('detour_spread must be in [0, detour_angle], '
+                             f'got {self.detour_spread}')
 
 
 class DeadlockBreaker:

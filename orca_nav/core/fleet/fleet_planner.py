@@ -30,8 +30,9 @@ start velocity (vx, vy, vz), and it plans with the 3-D kinodynamic A* on the 3-D
 robot's poses are (x, y, yaw) on the 2-D map. The supervisor keeps one map per dimension
 (``set_map`` files a grid by its ``ndim``), so a mixed fleet plans ground robots on ``/map`` and
 drones through the 3-D map at once. A drone goal at z = 0 (a goal pose from a 2-D tool such as
-RViz's) keeps the altitude the drone flies at when the goal is planned, as orca_node does. A goal outside its map's bounds or in an occupied cell ends
-at once (``out_of_map`` / ``goal_in_collision``), naming the robot's goal field and value.
+RViz's) keeps the altitude the drone flies at when the goal is planned, as orca_node does. A goal
+outside its map's bounds or in an occupied cell ends at once (``out_of_map`` /
+``goal_in_collision``), naming the robot's goal field and value.
 
 A goal ends (``Actions.ended``, what a navigate_to_pose server reports): reached; planning
 failed (the planner's status says why: goal in an obstacle, outside the map, no path, budget

@@ -12,8 +12,11 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from orca_nav.core.fleet.state_estimate import (covariance_problem, project_positions,
-                                                uncertainty_margins)
+from orca_nav.core.fleet.state_estimate import (
+    covariance_problem,
+    project_positions,
+    uncertainty_margins,
+)
 
 # A state more than this far from where the previous one's velocity leads is a localization
 # jump (odometry noise and one cycle's acceleration stay far below it).

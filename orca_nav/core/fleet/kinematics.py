@@ -145,7 +145,8 @@ def limit_velocity_3d(command, previous, max_speed, max_accel, dt: float) -> np.
     if not (np.isfinite(dt) and dt > 0.0):
         raise ValueError(f'dt must be finite and > 0, got {dt}')
     n = len(np.atleast_2d(command))
-    target = _clip_norm(finite_array('command', command, (n, 3)), _per_robot('max_speed', max_speed, n))
+    target = _clip_norm(finite_array('command', command, (n, 3)),
+                        _per_robot('max_speed', max_speed, n))
     previous = finite_array('previous', previous, (n, 3))
     step = _clip_norm(target - previous, _per_robot('max_accel', max_accel, n) * dt)
     return previous + step
@@ -174,7 +175,8 @@ def integrate_pose(pose, twist, dt: float) -> np.ndarray:
 # Desired planar velocity (what ORCA outputs) -> commands a non-holonomic robot can execute.
 
 def _desired_heading(v_des, yaw, max_speed, allow_reverse: bool):
-    """Validated inputs -> (speed (N,) clipped to max_speed, heading error alpha (N,), backwards (N,)).
+    """Validated inputs -> (speed (N,) clipped to max_speed, heading error alpha (N,),
+    backwards (N,)).
 
     With `allow_reverse`, a desired direction behind the robot (|alpha| > pi/2) is driven
     backwards: alpha is then the error of the robot's tail, so |alpha| <= pi/2.

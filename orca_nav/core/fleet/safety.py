@@ -330,7 +330,8 @@ class SafetyLayer:
         end = np.where((last_held > 0)[:, None], ramp[np.maximum(last_held - 1, 0), np.arange(m)],
                        start)
         end_speed = np.linalg.norm(end, axis=1)
-        braked = np.maximum(0.0, 1.0 - (steps - held_steps[None, :]) * (self.decel[rows] * h)[None, :]
+        braked = np.maximum(0.0, 1.0 - (steps - held_steps[None, :])
+                            * (self.decel[rows] * h)[None, :]
                             / np.maximum(end_speed, 1e-300)[None, :])
         linear = np.where(holding[..., None], ramp, end[None] * braked[..., None])  # (S-1, M, 3)
         curvature = np.divide(commands[:, 2], commands[:, 0], out=np.zeros(m),

@@ -34,13 +34,18 @@ from typing import Optional
 
 import numpy as np
 
-from orca_nav.core.fleet.kinematics import (CAR, DIFF_DRIVE, RobotLimits, admissible_twist,
-                                            finite_array, planar_velocity_to_car,
-                                            planar_velocity_to_twist, planar_velocity_to_unicycle)
+from orca_nav.core.fleet.kinematics import (
+    CAR,
+    DIFF_DRIVE,
+    RobotLimits,
+    admissible_twist,
+    finite_array,
+    planar_velocity_to_car,
+    planar_velocity_to_twist,
+    planar_velocity_to_unicycle,
+)
 from orca_nav.core.geometry import wrap_angle
 from orca_nav.core.planning.reference import Reference
-
-
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,8 @@ class TrackingParams:
     position_tolerance: float = 0.15  # m: goal reached
     yaw_tolerance: float = 0.2        # rad: goal reached (yaw-aware robots)
     cusp_tolerance: float = 0.25      # m: a cusp counts as reached
-    car_lateral_tolerance: float = 0.4   # m: sideways goal error a car accepts (it cannot fix it in place)
+    # m: sideways goal error a car accepts (it cannot fix it in place)
+    car_lateral_tolerance: float = 0.4
 
     def __post_init__(self):
         for name in ('position_gain', 'yaw_gain', 'lookahead_time', 'progress_window',
@@ -71,7 +77,8 @@ class TrackingCommand:
     """Output of one :meth:`FleetTracker.update` (arrays over all N robots)."""
 
     pref_velocity: np.ndarray    # (N, d) preferred velocity; zero for robots without a reference
-    direction: np.ndarray        # (N,) +1 forward, -1 reversing segment (car/diff-drive drive backward)
+    # (N,) +1 forward, -1 reversing segment (car/diff-drive drive backward)
+    direction: np.ndarray
     yaw_rate: np.ndarray         # (N,) heading command for yaw-aware robots, 0 for the others
     reference_position: np.ndarray   # (N, d) carrot / reference point (current position if idle)
     active: np.ndarray           # (N,) bool: robot has a reference it has not finished
@@ -89,7 +96,8 @@ class FleetTracker:
         self.steered = np.zeros(self.yaw_aware.size, dtype=bool) if steered is None else \
             np.asarray(steered, dtype=bool).reshape(-1)
         if self.steered.size != self.yaw_aware.size:
-            raise ValueError(f'steered must have {self.yaw_aware.size} values, got {self.steered.size}')
+            raise ValueError(f'steered must have {self.yaw_aware.size} values, '
+                             f'got {self.steered.size}')
         if dim not in (2, 3):
             raise ValueError(f'dim must be 2 or 3, got {dim}')
         self.dim = dim
@@ -110,7 +118,8 @@ class FleetTracker:
             raise ValueError(f'index {index} out of range for {self.n} robots')
         if reference is not None:
             if reference.dim != self.dim:
-                raise ValueError(f'reference for robot {index} is {reference.dim}-D, tracker is {self.dim}-D')
+                raise ValueError(f'reference for robot {index} is {reference.dim}-D, '
+                                 f'tracker is {self.dim}-D')
             if not np.isfinite(start_time):
                 raise ValueError(f'start_time must be finite, got {start_time}')
         self._refs[index] = reference
@@ -159,8 +168,10 @@ class FleetTracker:
             self._seg_end[i, :k], self._seg_end[i, k:] = ref.segment_ends(), k - 1
 
     # ------------------------------------------------------------------ control step
-    def update(self, now: float, positions, yaws, max_speed, max_yaw_rate=np.inf) -> TrackingCommand:
-        """One tracking step at wall time ``now`` for robots at ``positions`` (N, d) with ``yaws`` (N,)."""
+    def update(self, now: float, positions, yaws, max_speed,
+               max_yaw_rate=np.inf) -> TrackingCommand:
+        """One tracking step at wall time ``now`` for robots at ``positions`` (N, d) with
+        ``yaws`` (N,)."""
         p = finite_array('positions', positions, (self.n, self.dim))
         yaw = finite_array('yaws', np.reshape(yaws, -1), (self.n,))
         vmax = np.broadcast_to(finite_array('max_speed', max_speed, np.shape(max_speed)), (self.n,))
@@ -187,7 +198,8 @@ class FleetTracker:
         window = (k >= prog[:, None]) & (k <= seg_end[:, None]) & (self._t <= horizon[:, None])
         dist2 = np.sum((self._p - p[:, None, :]) ** 2, axis=2)
         yaw_err2 = wrap_angle(self._yaw - yaw[:, None]) ** 2
-        match = dist2 + np.where(self.yaw_aware, prm.yaw_distance_scale ** 2, 0.0)[:, None] * yaw_err2
+        match = dist2 + (np.where(self.yaw_aware, prm.yaw_distance_scale ** 2, 0.0)[:, None]
+                         * yaw_err2)
         prog = np.argmin(np.where(window, match, np.inf), axis=1)
         # A cusp (end of a segment that is not the last) is passed once the robot is close to it,
         # or past it: its nearest sample is the segment's last (a car overshooting sideways).
@@ -207,7 +219,8 @@ class FleetTracker:
         v_ref = (1 - a) * self._v[rows, idx] + a * self._v[rows, idx + 1]
         yaw0 = self._yaw[rows, idx]
         yaw_ref = yaw0 + alpha * wrap_angle(self._yaw[rows, idx + 1] - yaw0)
-        yaw_rate_ref = (1 - alpha) * self._yaw_rate[rows, idx] + alpha * self._yaw_rate[rows, idx + 1]
+        yaw_rate_ref = ((1 - alpha) * self._yaw_rate[rows, idx]
+                        + alpha * self._yaw_rate[rows, idx + 1])
         direction = self._dir[rows, prog].astype(np.int64)
 
         pref = v_ref + prm.position_gain * (p_ref - p)
@@ -226,7 +239,8 @@ class FleetTracker:
             heading[:, 0], heading[:, 1] = np.cos(yaw), np.sin(yaw)
             along = np.sum(goal_vec * heading, axis=1)
             pref[car_end] = (prm.position_gain * along[:, None] * heading)[car_end]
-            pref = pref * np.minimum(1.0, vmax / np.maximum(np.linalg.norm(pref, axis=1), 1e-12))[:, None]
+            pref = pref * np.minimum(
+                1.0, vmax / np.maximum(np.linalg.norm(pref, axis=1), 1e-12))[:, None]
             car_in = (np.abs(along) <= prm.position_tolerance) & \
                 (goal_err <= prm.car_lateral_tolerance)
             direction = np.where(car_end, np.where(along >= 0.0, 1, -1), direction)
@@ -244,7 +258,8 @@ class FleetTracker:
         self._progress = np.where(has, prog, 0)
         self._last_now = np.where(has, now, np.nan)
         return TrackingCommand(pref_velocity=pref, direction=np.where(has, direction, 1),
-                               yaw_rate=yaw_cmd, reference_position=np.where(has[:, None], p_ref, p),
+                               yaw_rate=yaw_cmd,
+                               reference_position=np.where(has[:, None], p_ref, p),
                                active=has & ~reached, reached=reached)
 
     def _idle(self, p: np.ndarray) -> TrackingCommand:

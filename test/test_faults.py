@@ -54,6 +54,14 @@ def test_each_fault_ends_without_collision_and_with_every_able_robot_at_its_goal
         assert result['resumed_after'] is not None, result
 
 
+def test_the_rows_that_need_no_wall_time_run_in_lockstep():
+    """Faults inside the simulated robots run in lockstep (the same run whatever the load);
+    lost or late odometry, killed nodes and busy loops must be able to cost time."""
+    assert {case.name for case in CASES.values() if case.lockstep} == {
+        'no fault', 'one robot dead mid-path', 'one robot faulty (speed x0.6, turned 30 deg)',
+        'localization jump 0.5 m'}
+
+
 def test_outage_times_are_when_the_robot_stood_and_moved_not_a_window_later():
     """A robot at 1 m/s brakes at 2 m/s^2 from 0.5 s after the kill (it stands 1.0 s after it)
     and starts again at 2 m/s^2 0.2 s after the restart: speed 0.05 m/s, the threshold, 0.975 s

@@ -1,13 +1,15 @@
 """`orca-nav faults`: a fleet scenario run under each fault, with counts.
 
 Every case runs the same fleet (default: the 8-robot circle) on the embedded simulator over real
-DDS topics, on simulated time paced at `real_time_factor` against the wall clock (not in
-lockstep: lost and late odometry, a dead node and a loaded machine must be able to cost time, as
-they do on real robots). The simulator injects the fault (`fleet_sim_node` `fault.*`
-parameters, `orca_nav.core.sim.faults.Faults`); a node kill takes the node out of the running
-graph and starts a fresh one `OUTAGE_S` later; busy loops are processes spinning for the whole
-run; the CPU-starved case runs every node on the wall clock with more busy loops than cores. Fault
-times count from the robots' start: `FAULT_TIME_S` in, mid-path.
+DDS topics. A fault inside the simulated robots (a dead or faulty robot, a localization jump)
+and the baseline run in lockstep on simulated time, as fast as the machine allows: the same run
+whatever the load. The others run on simulated time paced at `real_time_factor` against the wall
+clock (not in lockstep: lost and late odometry, a dead node and a loaded machine must be able to
+cost time, as they do on real robots). The simulator injects the fault (`fleet_sim_node`
+`fault.*` parameters, `orca_nav.core.sim.faults.Faults`); a node kill takes the node out of the
+running graph and starts a fresh one `OUTAGE_S` later; busy loops are processes spinning for the
+whole run; the CPU-starved case runs every node on the wall clock with more busy loops than
+cores. Fault times count from the robots' start: `FAULT_TIME_S` in, mid-path.
 
 Per case and over its runs: contacts (the simulator's reports, by class: robot-robot,
 robot-obstacle, robot-person, and whether a robot in it moved), robots at their goal
@@ -53,6 +55,17 @@ class FaultCase:
     planner: bool = False               # the fleet plans (needed to kill the planner)
     dead_robot: Optional[str] = None    # a robot that cannot reach its goal
     wall_clock: bool = False            # no simulated time: every node on the wall clock
+
+    @property
+    def lockstep(self) -> bool:
+        """The row runs in lockstep: nothing in it needs time to pass on the wall clock (the
+        simulator refuses lost or late odometry in lockstep)."""
+        return not (self.kill or self.busy_loops or self.wall_clock
+                    or any(self.sim.get(name, 0.0) > 0.0 for name in ODOMETRY_FAULTS))
+
+
+# The simulator's faults that lose or delay odometry.
+ODOMETRY_FAULTS = ('fault.odom_drop_rate', 'fault.odom_delay', 'fault.odom_jitter')
 
 
 def fault_cases(robot: str) -> List[FaultCase]:
@@ -146,9 +159,9 @@ def run_case(cfg: FleetConfig, case: FaultCase, real_time_factor: float = 1.0,
     loops = [subprocess.Popen([sys.executable, '-c', 'while True: pass'])
              for _ in range(case.busy_loops)]
     try:
-        report = run_demo(cfg, None, executor=executor,
-                          real_time_factor=None if case.wall_clock else real_time_factor,
-                          lockstep=False, sim_overrides=dict(case.sim), during=outage,
+        pace = None if case.wall_clock else 0.0 if case.lockstep else real_time_factor
+        report = run_demo(cfg, None, executor=executor, real_time_factor=pace,
+                          lockstep=case.lockstep, sim_overrides=dict(case.sim), during=outage,
                           progress=Progress(plain_every_s=math.inf))
     finally:
         for loop in loops:
@@ -295,7 +308,8 @@ def add_parser(commands, help_text: str) -> None:
     faults.add_argument('--runs', type=int, default=1, help='runs per fault (default: 1)')
     faults.add_argument('--duration', type=float, help='time limit of a run (s)')
     faults.add_argument('--real-time-factor', type=float, default=1.0, metavar='RTF',
-                        help='simulated seconds per wall second (default 1: real time)')
+                        help='simulated seconds per wall second of the rows not in lockstep '
+                        '(default 1: real time)')
     faults.add_argument('--only', nargs='+', metavar='FAULT', help='these faults only (and the '
                         'no-fault baseline), by their names in the table')
     faults.add_argument('--out', default='orca_nav_faults/faults.json', help='JSON output file')

@@ -38,9 +38,11 @@ def test_every_family_generates_a_scene_from_a_seed(family):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('family', ['dense_swap', 'people_threatening', 'starved'])
-def test_generated_fleets_have_no_contact_while_moving(family):
-    """A small sample of bench generalize in the suite (the bench runs 208 scenes)."""
-    row = run_job(Job(family, 0))
+@pytest.mark.parametrize('family, seed', [('dense_swap', 0), ('people_threatening', 3),
+                                          ('starved', 0)])
+def test_generated_fleets_have_no_contact_while_moving(family, seed):
+    """A small sample of bench generalize in the suite (the bench runs 208 scenes). Seed 3 of
+    people_threatening: 8 robots among the people, done in half the time of seed 0's 6."""
+    row = run_job(Job(family, seed))
     assert row['moving_contacts'] == [], row
     assert 'all' in '\n'.join(table([row]))

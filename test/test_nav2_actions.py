@@ -158,8 +158,14 @@ def test_compute_path_returns_the_plan_without_executing_it(ros):
     ros.start(HOLONOMIC)
     ros.publish_map(room())
     compute = Client(ros, ComputePathToPose, 'compute_path_to_pose')
-    # Without the robot's pose yet, as Nav2's planner server: TF_ERROR.
-    early = compute.result(compute.send(ComputePathToPose.Goal(goal=pose(8.0, 5.0))))
+    # Without the robot's pose yet, as Nav2's planner server: TF_ERROR (once planner_node has
+    # the latched map; before, it says it has no map).
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        early = compute.result(compute.send(ComputePathToPose.Goal(goal=pose(8.0, 5.0))))
+        if 'no map yet' not in early.result.error_msg:
+            break
+        assert time.monotonic() < deadline, early.result.error_msg
     assert early.status == GoalStatus.STATUS_ABORTED
     assert early.result.error_code == ComputePathToPose.Result.TF_ERROR
     ros.odom(2.0, 5.0, stamp_s=10.0)

@@ -28,6 +28,15 @@ def test_path_length_of_a_polyline():
     assert path_length(np.zeros((1, 2))) == 0.0
 
 
+def test_path_length_does_not_change_with_samples_at_rest():
+    """A lockstep demo's report is the same twice although the recording may stop a sample or
+    two later: a robot standing at its goal adds zero-length segments."""
+    rng = np.random.default_rng(3)
+    xy = np.cumsum(rng.uniform(-0.05, 0.05, (280, 2)), axis=0)
+    for extra in range(1, 9):
+        assert path_length(np.vstack([xy, np.repeat(xy[-1:], extra, axis=0)])) == path_length(xy)
+
+
 def test_head_on_pair_closest_at_the_midpoint():
     """Two robots on parallel lanes 1 m apart pass each other at t = 5 s."""
     a = straight('a', [-5.0, 0.0], [5.0, 0.0], 10.0)

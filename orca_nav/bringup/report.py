@@ -70,9 +70,12 @@ class RobotTrack:
 
 
 def path_length(xy: np.ndarray) -> float:
-    """Length of the polyline through the (K, 2) or (K, 3) points."""
+    """Length of the polyline through the (K, 2) or (K, 3) points, summed exactly rounded: a
+    robot standing at its goal for a few more samples (how many depends on when the recording
+    stopped) adds zero-length segments, which must not change the last digit (numpy's pairwise
+    sum regroups the terms when their count changes)."""
     xy = np.asarray(xy, dtype=float)
-    return float(np.linalg.norm(np.diff(xy, axis=0), axis=1).sum()) if len(xy) > 1 else 0.0
+    return math.fsum(np.linalg.norm(np.diff(xy, axis=0), axis=1).tolist()) if len(xy) > 1 else 0.0
 
 
 def resample(tracks: Sequence[RobotTrack], sample_dt: float) -> Tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,8 @@ def wrap_angle(angle) -> np.ndarray:
 def rotate(vectors: np.ndarray, yaw: np.ndarray) -> np.ndarray:
     c, s = np.cos(yaw), np.sin(yaw)
     x, y = vectors[:, 0], vectors[:, 1]
-    out = np.empty(np.broadcast_shapes(x.shape, c.shape) + (2,))
+    shape = x.shape if x.shape == c.shape else np.broadcast_shapes(x.shape, c.shape)
+    out = np.empty(shape + (2,))
     out[:, 0] = c * x - s * y
     out[:, 1] = s * x + c * y
     return out

@@ -299,7 +299,7 @@ class OccupancyGrid:
             pts = pts.reshape(1, -1)
         if pts.ndim != 2 or pts.shape[1] != self.ndim:
             raise ValueError(f'{name} must have shape (K, {self.ndim}), got {np.shape(points)}')
-        if not np.all(np.isfinite(pts)):
+        if not np.isfinite(pts).all():
             bad = np.argwhere(~np.isfinite(pts))[0]
             raise ValueError(f'{name}[{bad[0]}] is not finite: {pts[bad[0]].tolist()}')
         return pts

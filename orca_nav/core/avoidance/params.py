@@ -46,6 +46,13 @@ class OrcaParams:
                 arrays[name] = np.full(count, value.item(), dtype=np.int64 if
                                        name == 'max_neighbors' else np.float64)
                 continue
+            strict = name in ('time_horizon', 'time_horizon_obst')
+            if (name != 'max_neighbors' and value.shape == (count,) and count
+                    and value.dtype == np.float64 and value.max() < np.inf
+                    and (value.min() > 0.0 if strict else value.min() >= 0.0)):
+                # Valid per-agent floats (the usual case; NaN fails the comparisons).
+                arrays[name] = value.copy()
+                continue
             if value.ndim == 0:
                 value = np.full(count, value.item())
             elif value.shape != (count,):
@@ -64,7 +71,6 @@ class OrcaParams:
                 arrays[name] = value.astype(np.int64)
                 continue
             check_finite(label, value)
-            strict = name in ('time_horizon', 'time_horizon_obst')
             bad = np.flatnonzero(value <= 0.0 if strict else value < 0.0)
             if bad.size:
                 relation = '> 0' if strict else '>= 0'
@@ -79,7 +85,10 @@ def _velocity_change(value, count):
     label = 'params.max_velocity_change'
     if value is None:
         return np.full(count, np.inf)
-    array = np.broadcast_to(np.asarray(value, dtype=np.float64), (count,)).copy()
+    array = np.asarray(value, dtype=np.float64)
+    array = array.copy() if array.shape == (count,) else np.broadcast_to(array, (count,)).copy()
+    if count and array.min() > 0.0:     # the usual case (NaN fails it)
+        return array
     bad = np.flatnonzero(np.isnan(array) | (array <= 0.0))
     if bad.size:
         raise ValueError(f'{label}[{bad[0]}] must be > 0 (inf: unlimited), got {array[bad[0]]}')

@@ -37,7 +37,9 @@ class NonCooperative(NamedTuple):
         positions = as_vectors('others.positions', self.positions, dims=(dims,))
         count = len(positions)
         velocities = as_vectors('others.velocities', self.velocities, count, dims=(dims,))
-        radii = np.broadcast_to(np.asarray(self.radii, dtype=np.float64), (count,)).copy()
+        radii = np.asarray(self.radii, dtype=np.float64)
+        radii = radii.copy() if radii.shape == (count,) else \
+            np.broadcast_to(radii, (count,)).copy()
         check_finite('others.radii', radii)
         bad = np.flatnonzero(radii < 0.0)
         if bad.size:

@@ -44,6 +44,14 @@ _MAX_BLOCKS = 250_000      # coarser blocks above this many graph nodes (Dijkstr
 _OFFSETS = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if (dy, dx) != (0, 0)]
 
 
+def _radius_classes(radius: np.ndarray) -> np.ndarray:
+    """The distinct radii, ascending (np.unique): one radius class per size of robot, and
+    usually a fleet of one size, found without a sort."""
+    if radius.size and (radius == radius[0]).all():
+        return radius[:1]
+    return np.unique(radius)
+
+
 class _RadiusClass:
     """The graph of one inflation radius, and the fields of the goals seen with it."""
 
@@ -72,8 +80,8 @@ class _RadiusClass:
     def block_of(self, points: np.ndarray) -> np.ndarray:
         """Flat index of the nearest free block to each point (points outside: clipped in)."""
         cells = np.floor((points - self.inflated.origin) / self.cell_size).astype(np.int64)
-        ix = np.clip(cells[:, 0], 0, self.shape[1] - 1)
-        iy = np.clip(cells[:, 1], 0, self.shape[0] - 1)
+        ix = np.minimum(np.maximum(cells[:, 0], 0), self.shape[1] - 1)
+        iy = np.minimum(np.maximum(cells[:, 1], 0), self.shape[0] - 1)
         return self.snap[iy * self.shape[1] + ix]
 
     def centres(self, flat: np.ndarray) -> np.ndarray:
@@ -158,7 +166,7 @@ class GeodesicGuidance:
         goals = np.asarray(goals, dtype=float).reshape(-1, 2)
         radius = np.broadcast_to(np.asarray(radius, dtype=float), (len(goals),))
         known = np.isfinite(goals).all(axis=1)
-        for r in np.unique(radius[known]):   # radius classes, not robots
+        for r in _radius_classes(radius[known]):
             cls = self._radius_class(float(r))
             if not cls.empty:
                 cls.rows_of(goals[known & (radius == r)])
@@ -177,19 +185,21 @@ class GeodesicGuidance:
         if positions.shape != (n, 2) or goals.shape != (n, 2):
             raise ValueError(f'positions and goals must have shape (N, 2), got '
                              f'{positions.shape} and {goals.shape}')
-        if not np.all(np.isfinite(positions)):
+        if not np.isfinite(positions).all():
             bad = int(np.flatnonzero(~np.isfinite(positions).all(axis=1))[0])
             raise ValueError(f'positions[{bad}] is not finite: {positions[bad].tolist()}')
-        radius = np.broadcast_to(np.asarray(radius, dtype=float), (n,))
-        bad = np.flatnonzero(~np.isfinite(radius) | (radius <= 0.0))
-        if bad.size:
+        radius = np.asarray(radius, dtype=float)
+        if radius.shape != (n,):
+            radius = np.broadcast_to(radius, (n,))
+        if not (n == 0 or radius.min() > 0.0 and radius.max() < np.inf):   # NaN fails too
+            bad = np.flatnonzero(~np.isfinite(radius) | (radius <= 0.0))
             raise ValueError(f'radius[{bad[0]}] must be finite and > 0, got {radius[bad[0]]}')
         has_goal = np.isfinite(goals).all(axis=1)
         offset = np.where(has_goal[:, None], goals - positions, 0.0)
         length = np.where(has_goal, np.hypot(offset[:, 0], offset[:, 1]), np.nan)
         target = np.where(has_goal[:, None], goals, positions)
         routed = np.zeros(n, dtype=bool)
-        for r in np.unique(radius[has_goal]):      # radius classes, not robots
+        for r in _radius_classes(radius[has_goal]):
             rows = np.flatnonzero(has_goal & (radius == r))
             visible = self.grid.segment_free(positions[rows], goals[rows], float(r))
             rows = rows[~visible]
@@ -203,9 +213,10 @@ class GeodesicGuidance:
                             where=norm[:, None] > 0.0)
         turn = np.where(routed, -self.lane_bias, 0.0)   # keep right on routes
         c, s = np.cos(turn), np.sin(turn)
-        heading = np.stack([c * heading[:, 0] - s * heading[:, 1],
-                            s * heading[:, 0] + c * heading[:, 1]], axis=1)
-        return heading, length
+        turned = np.empty((n, 2))
+        turned[:, 0] = c * heading[:, 0] - s * heading[:, 1]
+        turned[:, 1] = s * heading[:, 0] + c * heading[:, 1]
+        return turned, length
 
     def _route_targets(self, cls: _RadiusClass, positions, goals, straight):
         """Farthest visible block along each robot's next-hop chain, the route length, and

@@ -36,12 +36,13 @@ def goal_velocities(positions, goals, max_speed, max_accel, goal_tolerance, time
     goals = np.asarray(goals, dtype=float)
     if goals.shape != (n, dim):
         raise ValueError(f'goals must have shape ({n}, {dim}), got {goals.shape}')
-    partial = np.flatnonzero(np.isnan(goals).any(axis=1) & ~np.isnan(goals).all(axis=1))
-    infinite = np.flatnonzero(np.isinf(goals).any(axis=1))
-    if partial.size or infinite.size:
-        i = int(np.concatenate([partial, infinite])[0])
-        raise ValueError(f'goals[{i}] must be finite (or all NaN for no goal), got '
-                         f'{goals[i].tolist()}')
+    if not np.isfinite(goals).all():      # robots without a goal, or a bad goal
+        partial = np.flatnonzero(np.isnan(goals).any(axis=1) & ~np.isnan(goals).all(axis=1))
+        infinite = np.flatnonzero(np.isinf(goals).any(axis=1))
+        if partial.size or infinite.size:
+            i = int(np.concatenate([partial, infinite])[0])
+            raise ValueError(f'goals[{i}] must be finite (or all NaN for no goal), got '
+                             f'{goals[i].tolist()}')
     max_speed = per_robot_values('max_speed', max_speed, n)
     max_accel = per_robot_values('max_accel', max_accel, n)
     goal_tolerance = per_robot_values('goal_tolerance', goal_tolerance, n, bound='>= 0')
@@ -62,9 +63,12 @@ def goal_velocities(positions, goals, max_speed, max_accel, goal_tolerance, time
         raise ValueError(f'headings and route_lengths must have shapes ({n}, {dim}) and ({n},), '
                          f'got {headings.shape} and {route.shape}')
     # Brake on the route length (never shorter than the straight distance).
-    route = np.fmax(np.nan_to_num(route, nan=0.0, posinf=0.0), distance)
+    # (NaN and -inf lose to the distance in fmax: only +inf needs replacing.)
+    route = np.fmax(np.where(route == np.inf, 0.0, route), distance)
     speed = np.minimum(max_speed, np.sqrt(2.0 * max_accel * route))
     if time_step is not None:
         speed = np.minimum(speed, route / time_step)
-    pref = np.nan_to_num(headings) * np.where(arrived, 0.0, speed)[:, None]
+    if not np.isfinite(headings).all():
+        headings = np.nan_to_num(headings)
+    pref = headings * np.where(arrived, 0.0, speed)[:, None]
     return pref, arrived

@@ -110,6 +110,25 @@ def test_field_is_built_once_per_goal_and_radius_class():
     assert sizes == [1, 2]   # 0.4 m class: two goals; 0.55 m class: one
 
 
+def test_remembered_route_ends_give_the_answer_of_a_fresh_guidance():
+    # Hidden goals: each robot's route end comes from its goal and block alone, so a later
+    # call from the same blocks (other points in them) reads it back; the answer must be the
+    # one a guidance that never saw those robots gives, to the bit.
+    goals = np.array([[5.0, 0.5], [5.0, -0.5], [5.0, 0.5]])
+    positions = np.array([[-5.0, 0.5], [-5.0, -0.5], [-4.3, 2.1]])
+    remembering = GeodesicGuidance(_block_map())
+    remembering.directions(positions, goals, RADIUS)
+    ends = next(iter(remembering._classes.values())).route_ends
+    for shift, remembered in ((0.03, 3), (0.07, 3), (0.25, 6)):   # same blocks, then new ones
+        moved = positions + shift
+        heading, length = remembering.directions(moved, goals, RADIUS)
+        assert len(ends) == remembered
+        fresh_heading, fresh_length = GeodesicGuidance(_block_map()).directions(
+            moved, goals, RADIUS)
+        np.testing.assert_array_equal(heading, fresh_heading)
+        np.testing.assert_array_equal(length, fresh_length)
+
+
 def test_rejects_bad_input_naming_it():
     guidance = GeodesicGuidance(_block_map())
     with pytest.raises(ValueError, match=r'positions\[1\]'):

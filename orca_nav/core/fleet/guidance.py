@@ -41,6 +41,7 @@ from orca_nav.core.grid import CoarseGeodesic, OccupancyGrid
 __all__ = ['GeodesicGuidance']
 
 _MAX_BLOCKS = 250_000      # coarser blocks above this many graph nodes (Dijkstra stays ~0.1 s)
+_MAX_ROUTE_ENDS = 65_536   # remembered route ends per radius class (forgotten all at once)
 _OFFSETS = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if (dy, dx) != (0, 0)]
 
 
@@ -76,6 +77,11 @@ class _RadiusClass:
         # float32 / int32: 8 bytes per block and goal.
         self.distance = np.empty((0, self.graph.free.size), dtype=np.float32)
         self.next_hop = np.empty((0, self.graph.free.size), dtype=np.int32)
+        # Route end (target x, y, field value there) of each (goal row, block) start, a flat
+        # index into the stacked fields: it depends on nothing else (the map and the goal's
+        # field do not change; rows are only ever added), and robots stay in a block for
+        # several cycles.
+        self.route_ends: Dict[int, Tuple[float, float, float]] = {}
 
     def block_of(self, points: np.ndarray) -> np.ndarray:
         """Flat index of the nearest free block to each point (points outside: clipped in)."""
@@ -221,9 +227,31 @@ class GeodesicGuidance:
     def _route_targets(self, cls: _RadiusClass, positions, goals, straight):
         """Farthest visible block along each robot's next-hop chain, the route length, and
         whether the goal is reachable (otherwise: the goal and the straight distance)."""
-        m = len(positions)
         nblocks = cls.distance.shape[1]
         first = cls.rows_of(goals) * nblocks + cls.block_of(positions)   # (fields of new goals)
+        keys = first.tolist()
+        ends = cls.route_ends
+        missing = [i for i, key in enumerate(keys) if key not in ends]
+        if missing:
+            if len(ends) + len(missing) > _MAX_ROUTE_ENDS:
+                ends.clear()
+            new = first[missing]
+            target, remaining = self._route_ends(cls, new)
+            ends.update(zip(new.tolist(), zip(target[:, 0].tolist(), target[:, 1].tolist(),
+                                              remaining.tolist())))
+        known = np.array([ends[key] for key in keys], dtype=float).reshape(-1, 3)
+        target, remaining = known[:, :2], known[:, 2]
+        reachable = np.isfinite(remaining)
+        route = remaining + np.hypot(*(target - positions).T)
+        target = np.where(reachable[:, None], target, goals)
+        return target, np.where(reachable, route, straight), reachable
+
+    def _route_ends(self, cls: _RadiusClass, first):
+        """The farthest visible block centre along the next-hop chains from the flat indices
+        `first` (goal row * blocks + block), and the goal field's value there (float32; inf
+        where the goal is unreachable)."""
+        m = len(first)
+        nblocks = cls.distance.shape[1]
         next_hop = cls.next_hop.reshape(-1)   # a view: the stack is not copied per cycle
         # (hop, robot): flat indices into the stacked fields, goal row * blocks + block (in
         # next_hop's own type, which holds them).
@@ -243,9 +271,4 @@ class GeodesicGuidance:
         # The farthest visible probe; the first hop when none is (it is always adjacent).
         last = np.where(seen.any(axis=1), len(hops) - 1 - np.argmax(seen[:, ::-1], axis=1), 0)
         rows = np.arange(m)
-        target = waypoints[rows, last]
-        remaining = cls.distance.reshape(-1)[chain[rows, hops[last]]]
-        reachable = np.isfinite(remaining)
-        route = remaining + np.hypot(*(target - positions).T)
-        target = np.where(reachable[:, None], target, goals)
-        return target, np.where(reachable, route, straight), reachable
+        return waypoints[rows, last], cls.distance.reshape(-1)[chain[rows, hops[last]]]

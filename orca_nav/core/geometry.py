@@ -8,6 +8,12 @@ def wrap_angle(angle) -> np.ndarray:
     return (np.asarray(angle, dtype=float) + np.pi) % (2.0 * np.pi) - np.pi
 
 
+def row_norms(vectors: np.ndarray) -> np.ndarray:
+    """Euclidean norms along the last axis: `np.linalg.norm(vectors, axis=-1)`'s own
+    computation for real arrays (the same values), without its per-call overhead."""
+    return np.sqrt(np.add.reduce(vectors * vectors, axis=-1))
+
+
 def rotate(vectors: np.ndarray, yaw: np.ndarray) -> np.ndarray:
     c, s = np.cos(yaw), np.sin(yaw)
     x, y = vectors[:, 0], vectors[:, 1]

@@ -44,6 +44,7 @@ from typing import Optional, Sequence, Tuple, Union
 import numpy as np
 from scipy import ndimage
 
+from orca_nav.core.geometry import row_norms
 from orca_nav.core.validation import finite_at_least_zero, finite_number
 
 # Values of nav_msgs/OccupancyGrid data.
@@ -443,7 +444,7 @@ class OccupancyGrid:
             raise ValueError(f'p0 and p1 must have the same shape, got {a.shape} and {b.shape}')
         if a.shape[0] == 0:
             return np.zeros(0, dtype=bool)
-        lengths = np.linalg.norm(b - a, axis=1)
+        lengths = row_norms(b - a)
         counts = np.ceil(lengths / (0.5 * self._resolution)).astype(np.int64) + 1
         radius = finite_at_least_zero('radius', radius)
         if radius > 0.0 or self._clearance is not None:

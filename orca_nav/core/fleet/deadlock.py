@@ -156,7 +156,9 @@ class DeadlockBreaker:
         if room is not None:
             turn = self._toward_room(turn, positions, pref, radius, room)
         c, s = np.cos(turn), np.sin(turn)
-        out = np.stack([c * pref[:, 0] - s * pref[:, 1], s * pref[:, 0] + c * pref[:, 1]], axis=1)
+        out = np.empty_like(pref)
+        out[:, 0] = c * pref[:, 0] - s * pref[:, 1]
+        out[:, 1] = s * pref[:, 0] + c * pref[:, 1]
         out[recovering & self._yielding] = 0.0
         return out
 

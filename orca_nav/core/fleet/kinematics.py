@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from orca_nav.core.fleet.robots import KINEMATICS
-from orca_nav.core.geometry import rotate, world_to_body, wrap_angle
+from orca_nav.core.geometry import rotate, row_norms, world_to_body, wrap_angle
 from orca_nav.core.validation import finite_array
 from orca_nav.core.validation import per_robot_values as _per_robot
 
@@ -81,8 +81,7 @@ class RobotLimits:
 
 
 def _clip_norm(vectors: np.ndarray, max_norm: np.ndarray) -> np.ndarray:
-    # np.linalg.norm's own computation, without its per-call overhead
-    norm = np.sqrt(np.add.reduce(vectors * vectors, axis=1))
+    norm = row_norms(vectors)
     scale = np.where(norm > max_norm, max_norm / np.maximum(norm, 1e-300), 1.0)
     return vectors * scale[:, None]
 
@@ -164,7 +163,9 @@ def integrate_pose(pose, twist, dt: float) -> np.ndarray:
     theta = twist[:, 2] * dt
     a = dt * np.sinc(theta / np.pi)                                   # sin(theta) / wz
     b = dt * np.sin(0.5 * theta) * np.sinc(0.5 * theta / np.pi)       # (1 - cos(theta)) / wz
-    body = np.stack([twist[:, 0] * a - twist[:, 1] * b, twist[:, 0] * b + twist[:, 1] * a], axis=1)
+    body = np.empty((len(twist), 2))
+    body[:, 0] = twist[:, 0] * a - twist[:, 1] * b
+    body[:, 1] = twist[:, 0] * b + twist[:, 1] * a
     out = np.empty_like(pose)
     out[:, :2] = pose[:, :2] + rotate(body, pose[:, 2])
     out[:, 2] = wrap_angle(pose[:, 2] + theta)
@@ -185,7 +186,7 @@ def _desired_heading(v_des, yaw, max_speed, allow_reverse: bool):
     n = v_des.shape[0]
     v_des = finite_array('v_des', v_des, (n, 2))
     yaw = finite_array('yaw', _along(yaw, n), (n,))
-    speed = np.minimum(np.linalg.norm(v_des, axis=1), _per_robot('max_speed', max_speed, n))
+    speed = np.minimum(row_norms(v_des), _per_robot('max_speed', max_speed, n))
     alpha = np.where(speed > 0.0, wrap_angle(np.arctan2(v_des[:, 1], v_des[:, 0]) - yaw), 0.0)
     backwards = np.zeros(n, dtype=bool)
     if allow_reverse:

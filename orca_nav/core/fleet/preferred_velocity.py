@@ -13,6 +13,7 @@ more than one step's worth of distance so a discrete controller does not oversho
 """
 import numpy as np
 
+from orca_nav.core.geometry import row_norms
 from orca_nav.core.validation import finite_at_least_zero, finite_vectors, per_robot_values
 
 __all__ = ['goal_velocities']
@@ -48,7 +49,7 @@ def goal_velocities(positions, goals, max_speed, max_accel, goal_tolerance, time
     goal_tolerance = per_robot_values('goal_tolerance', goal_tolerance, n, bound='>= 0')
     has_goal = ~np.isnan(goals[:, 0])
     offset = np.where(has_goal[:, None], goals - positions, 0.0)
-    distance = np.linalg.norm(offset, axis=1)
+    distance = row_norms(offset)
     arrived = ~has_goal | (distance <= goal_tolerance)
     speed = np.minimum(max_speed, np.sqrt(2.0 * max_accel * distance))
     if time_step is not None:

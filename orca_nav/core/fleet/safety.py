@@ -40,7 +40,7 @@ from scipy.spatial import cKDTree
 
 from orca_nav.core.avoidance import NonCooperative
 from orca_nav.core.fleet.kinematics import CAR, QUADROTOR, RobotLimits
-from orca_nav.core.geometry import body_to_world, world_to_body
+from orca_nav.core.geometry import body_to_world, row_norms, world_to_body
 from orca_nav.core.obstacle_distance import ObstacleDistance
 
 SCALES = np.array([1.0, 0.8, 0.6, 0.45, 0.3, 0.2, 0.12, 0.06, 0.0])
@@ -129,7 +129,7 @@ class SafetyLayer:
         fixed = state.known & ~state.adjustable & ~state.stale
         yaw = state.poses[:, 2]
         body = world_to_body(state.velocities[:, :2], yaw)
-        current = np.column_stack([body, state.yaw_rates])
+        current = np.concatenate([body, state.yaw_rates[:, None]], axis=1)
         held = np.where(state.adjustable[:, None], commands,
                         np.where(fixed[:, None], current, 0.0))
         held_climb = np.where(state.adjustable, climb,
@@ -235,7 +235,7 @@ class SafetyLayer:
 
     @staticmethod
     def _points(poses, altitudes) -> np.ndarray:
-        return np.column_stack([poses[:, :2], altitudes])
+        return np.concatenate([poses[:, :2], altitudes[:, None]], axis=1)
 
     def _clearance(self, points, robots, reach, sensed) -> np.ndarray:
         """(K,) lower bound of the distance from points (K, 3) of `robots` (K,) to the static
@@ -290,7 +290,8 @@ class SafetyLayer:
         gap = np.sqrt((xy[i, 0] - xy[j, 0]) ** 2 + (xy[i, 1] - xy[j, 1]) ** 2)
         near = gap < reach[i] + reach[j] + margin
         i, j = i[near], j[near]
-        pairs = np.column_stack([rows[i], rows[j]])
+        pairs = np.empty((len(i), 2), dtype=rows.dtype)
+        pairs[:, 0], pairs[:, 1] = rows[i], rows[j]
         return pairs[state.adjustable[pairs].any(axis=1)]
 
     # ------------------------------------------------------------------ braking paths
@@ -323,13 +324,13 @@ class SafetyLayer:
         held_steps = np.ceil(hold / h - 1e-9)                                # (M,)
         holding = steps <= held_steps[None, :]                               # (S-1, M)
         change = target - start
-        gap = np.linalg.norm(change, axis=1)
+        gap = row_norms(change)
         reach = np.minimum(steps * (self.limits.max_accel[rows] * h)[None, :], gap[None, :])
         ramp = start[None] + change[None] * (reach / np.maximum(gap, 1e-300)[None, :])[..., None]
         last_held = np.minimum(held_steps, samples - 1).astype(int)
         end = np.where((last_held > 0)[:, None], ramp[np.maximum(last_held - 1, 0), np.arange(m)],
                        start)
-        end_speed = np.linalg.norm(end, axis=1)
+        end_speed = row_norms(end)
         braked = np.maximum(0.0, 1.0 - (steps - held_steps[None, :])
                             * (self.decel[rows] * h)[None, :]
                             / np.maximum(end_speed, 1e-300)[None, :])
@@ -345,7 +346,9 @@ class SafetyLayer:
         b = h * np.sin(0.5 * theta) * np.sinc(0.5 * theta / np.pi)
         body_x = linear[..., 0] * a - linear[..., 1] * b
         body_y = linear[..., 0] * b + linear[..., 1] * a
-        heading = yaw0[None, :] + np.vstack([np.zeros((1, m)), np.cumsum(theta, axis=0)[:-1]])
+        turned = np.zeros((samples - 1, m))      # yaw change before each step
+        np.cumsum(theta[:-1], axis=0, out=turned[1:])
+        heading = yaw0[None, :] + turned
         c, s = np.cos(heading), np.sin(heading)
         moves = np.zeros((samples - 1, m, 3))          # world displacement of each step
         moves[..., 0] = c * body_x - s * body_y
@@ -357,7 +360,7 @@ class SafetyLayer:
         path[0, :, 2] = state.altitudes[rows]
         path[1:] = path[0][None] + np.cumsum(moves, axis=0)
         moving = np.zeros((samples, m), dtype=bool)
-        moving[1:] = np.linalg.norm(linear, axis=-1) > self.params.rest_speed
+        moving[1:] = row_norms(linear) > self.params.rest_speed
         return path, moving
 
     # ------------------------------------------------------------------ the checks
@@ -397,7 +400,7 @@ class SafetyLayer:
         a, b = np.searchsorted(rolled, pairs.T)     # local indices (rolled is sorted)
         need = self.radius[pairs[:, 0]] + self.radius[pairs[:, 1]] + p.robot_margin \
             + slack[pairs[:, 0]] + slack[pairs[:, 1]]
-        first = np.linalg.norm(paths.start[a] - paths.start[b], axis=1)   # factor-independent
+        first = row_norms(paths.start[a] - paths.start[b])   # factor-independent
         need = np.where(first >= need, need, first)          # already closer: not closer
         flying_a, flying_b = self.flying[pairs[:, 0]], self.flying[pairs[:, 1]]
         adjustable = state.adjustable[rolled]
@@ -432,7 +435,8 @@ class _Rollouts:
         self.layer, self.state, self.rolled = layer, state, rolled
         self.held, self.held_climb, self.hold, self.factors = held, held_climb, hold, factors
         self.samples, self.h = samples, h
-        self.start = np.column_stack([state.poses[rolled, :2], state.altitudes[rolled]])
+        self.start = np.concatenate([state.poses[rolled, :2], state.altitudes[rolled, None]],
+                                    axis=1)
         count, k = factors.shape
         self._path = np.empty((samples, count, k, 3))
         self._moving = np.empty((samples, count, k), dtype=bool)
@@ -468,12 +472,12 @@ def _pair_gap(pa, pb, flying_a, flying_b, ra, rb, ground_clearance):
     """(S, P) distance between two robots' centres as their contact rule measures it: in the
     plane for ground robots, in 3-D for two drones, in the plane for a drone low enough to meet
     a ground robot's cylinder (inf above it)."""
-    planar = np.linalg.norm(pa[..., :2] - pb[..., :2], axis=-1)
+    planar = row_norms(pa[..., :2] - pb[..., :2])
     both = flying_a & flying_b
     one = flying_a ^ flying_b
     gap = planar
     if both.any():
-        gap = np.where(both[None], np.linalg.norm(pa - pb, axis=-1), gap)
+        gap = np.where(both[None], row_norms(pa - pb), gap)
     if one.any():
         drone_z = np.where(flying_a[None], pa[..., 2], pb[..., 2])
         drone_r = np.where(flying_a, ra, rb)[None]

@@ -199,18 +199,16 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
     width = int(per_agent.max())
     present = np.zeros((count, width), dtype=bool)
     present[agent, rank] = True
-    cand_x, cand_y, cand_dx, cand_dy = (
-        np.zeros((count, width), dtype=f32), np.zeros((count, width), dtype=f32),
-        np.ones((count, width), dtype=f32), np.zeros((count, width), dtype=f32))
-    cand_x[agent, rank], cand_y[agent, rank] = line_x[candidates], line_y[candidates]
-    cand_dx[agent, rank], cand_dy[agent, rank] = line_dx[candidates], line_dy[candidates]
-    points = obstacles.points32
-    ends = []
-    for end in (vertex, obstacles.next_vertex[vertex]):
-        rx, ry = np.zeros((count, width), dtype=f32), np.zeros((count, width), dtype=f32)
-        rx[agent, rank] = points[end, 0] - pos[agent, 0]
-        ry[agent, rank] = points[end, 1] - pos[agent, 1]
-        ends.append((rx, ry))
+    # (point x, y, direction x, y) of each agent's candidates, padded with (0, 0, 1, 0); the
+    # edge's two end points relative to the agent, padded with 0. One array each, so that
+    # each is filled by one scatter.
+    candidate = np.zeros((4, count, width), dtype=f32)
+    candidate[2] = 1.0
+    candidate[:, agent, rank] = np.array([line_x, line_y, line_dx, line_dy])[:, candidates]
+    cand_x, cand_y, cand_dx, cand_dy = candidate
+    ends = np.zeros((2, 2, count, width), dtype=f32)     # (end, axis, agent, rank)
+    end_points = obstacles.points32[np.array([vertex, obstacles.next_vertex[vertex]])]
+    ends[:, :, agent, rank] = (end_points - pos[agent]).transpose(0, 2, 1)
     kept = np.zeros((count, width), dtype=bool)
     eps = f32(RVO_EPSILON)
     block = max(1, _COVERED_TEST_CELLS // (width * width))
@@ -242,12 +240,11 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
     a, k = np.nonzero(kept)
     slot = np.cumsum(kept, axis=1)[a, k] - 1
     width = int(num_lines.max())     # the kept lines, left-aligned: no all-padding columns
-    px, py = np.zeros((count, width), dtype=f32), np.zeros((count, width), dtype=f32)
-    dx, dy = np.ones((count, width), dtype=f32), np.zeros((count, width), dtype=f32)
-    px[a, slot], py[a, slot] = cand_x[a, k], cand_y[a, k]
-    dx[a, slot], dy[a, slot] = cand_dx[a, k], cand_dy[a, k]
+    lines = np.zeros((4, count, width), dtype=f32)
+    lines[2] = 1.0
+    lines[:, a, slot] = candidate[:, a, k]
+    px, py, dx, dy = lines.astype(np.float64)
     # Unit length in float64: the linear programs rely on it.
-    dx, dy = dx.astype(np.float64), dy.astype(np.float64)
     norm = np.sqrt(dx * dx + dy * dy)
-    return px.astype(np.float64), py.astype(np.float64), dx / norm, dy / norm, num_lines
+    return px, py, dx / norm, dy / norm, num_lines
 

@@ -108,15 +108,18 @@ class Steering:
         route = np.hypot(*(goals - positions).T)
         headings = None
         if guidance is not None:
-            headings = np.zeros_like(positions)
             steer = guided[rows] & ~tracked & np.isfinite(goals[:, 0])
-            headings[steer], route[steer] = guidance.directions(
-                positions[steer], goals[steer], orca_radius[rows[steer]])
-            # Robots not guided here keep the straight heading.
-            straight = goals[~steer] - positions[~steer]
-            norm = np.hypot(*straight.T)[:, None]
-            headings[~steer] = np.divide(straight, norm, out=np.zeros_like(straight),
-                                         where=norm > 0.0)
+            if steer.all():     # the usual cycle: every robot down the map's routes
+                headings, route = guidance.directions(positions, goals, orca_radius[rows])
+            else:
+                headings = np.zeros_like(positions)
+                headings[steer], route[steer] = guidance.directions(
+                    positions[steer], goals[steer], orca_radius[rows[steer]])
+                # Robots not guided here keep the straight heading.
+                straight = goals[~steer] - positions[~steer]
+                norm = np.hypot(*straight.T)[:, None]
+                headings[~steer] = np.divide(straight, norm, out=np.zeros_like(straight),
+                                             where=norm > 0.0)
         pref, arrived = goal_velocities(positions, goals, limits.max_speed, limits.max_accel,
                                         p.goal_tolerance, time_step=p.period, headings=headings,
                                         route_lengths=None if headings is None else route)

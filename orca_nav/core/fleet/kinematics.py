@@ -288,7 +288,8 @@ def planar_velocity_to_twist(v_des, yaw, limits: RobotLimits, heading_time: floa
     yaw = finite_array('yaw', _along(yaw, n), (n,))
     twist = np.zeros((n, 3))
     sideways = limits.planar_holonomic
-    twist[sideways, :2] = world_to_body(v_des[sideways], yaw[sideways])
+    if sideways.any():
+        twist[sideways, :2] = world_to_body(v_des[sideways], yaw[sideways])
     diff = limits.model == DIFF_DRIVE
     if diff.any():
         v, w = planar_velocity_to_unicycle(v_des[diff], yaw[diff], limits.max_speed[diff],

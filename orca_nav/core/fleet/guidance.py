@@ -41,7 +41,7 @@ from orca_nav.core.grid import CoarseGeodesic, OccupancyGrid
 __all__ = ['GeodesicGuidance']
 
 _MAX_BLOCKS = 250_000      # coarser blocks above this many graph nodes (Dijkstra stays ~0.1 s)
-_MAX_ROUTE_ENDS = 65_536   # remembered route ends per radius class (forgotten all at once)
+_MAX_ROUTE_ENDS = 16_384   # remembered route ends per radius class (forgotten all at once)
 _OFFSETS = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if (dy, dx) != (0, 0)]
 
 

@@ -127,13 +127,15 @@ class SafetyLayer:
         # What each robot does until it can brake: the chosen command (adjustable), its measured
         # velocity (another controller's robot), nothing (stale: it brakes now).
         fixed = state.known & ~state.adjustable & ~state.stale
-        yaw = state.poses[:, 2]
-        body = world_to_body(state.velocities[:, :2], yaw)
-        current = np.concatenate([body, state.yaw_rates[:, None]], axis=1)
-        held = np.where(state.adjustable[:, None], commands,
-                        np.where(fixed[:, None], current, 0.0))
-        held_climb = np.where(state.adjustable, climb,
-                              np.where(fixed, state.velocities[:, 2], 0.0))
+        if state.adjustable.all():      # the usual cycle: every robot commanded here
+            held, held_climb = commands, climb
+        else:
+            body = world_to_body(state.velocities[:, :2], state.poses[:, 2])
+            current = np.concatenate([body, state.yaw_rates[:, None]], axis=1)
+            held = np.where(state.adjustable[:, None], commands,
+                            np.where(fixed[:, None], current, 0.0))
+            held_climb = np.where(state.adjustable, climb,
+                                  np.where(fixed, state.velocities[:, 2], 0.0))
         hold = np.where(state.stale, 0.0, state.hold)
         speed_now = np.hypot(np.hypot(state.velocities[:, 0], state.velocities[:, 1]),
                              state.velocities[:, 2])

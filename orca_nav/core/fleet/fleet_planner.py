@@ -54,8 +54,11 @@ from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from orca_nav.core.fleet.coordination import (Coordinator, Gate, remaining, stop_before,
+                                               waiting_spot)
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.status import Level, RobotStatus
+from orca_nav.core.fleet.stuck import StuckWatch
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.path_timing import reference_from_samples, time_path
 from orca_nav.core.planning.reference import Reference
@@ -63,6 +66,8 @@ from orca_nav.core.planning.result import PlanResult, PlanStats, PlanStatus
 
 _START_SPEED_FRACTION = 0.95     # odometry may overshoot the speed limit a little
 JAM_PROGRESS = 0.1      # m the distance to go must shrink by within a goal's jam_timeout
+_GATE_STEP = 0.5        # m a gate moves on before the shortened reference is sent again
+_GATE_TIGHTER = 0.05    # m a gate moves back before it is
 RETRY_BUDGET_FACTOR = 4     # a query that spent its expansion budget is retried with this many
 
 
@@ -92,6 +97,8 @@ class ReplanPolicy:
     goal_tolerance: float               # this close to the end of its trajectory: done (m)
     replan_deviation: float = 1.0       # replan when farther than this from the trajectory (m)
     min_replan_interval: float = 2.0    # at most one deviation replan per robot in this time (s)
+    stuck_time: float = 10.0            # s without 0.1 m of progress: the next rung of stuck.LADDER
+    coordinate: bool = True             # ground robots take turns where paths meet (coordination)
 
     from_values = classmethod(_from_values)
 
@@ -196,6 +203,8 @@ class PlanRequest:
     settings: PlanSettings
     planners: PlannerCache              # the fleet's (shared, thread-safe)
     query: int = 0                      # > 0: a path query's id (`path_request`), not a plan
+    # Robots standing where the plan should not go: (K, 3) x, y, radius (`run_request`).
+    obstacles: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
 
 
 @dataclass(frozen=True)
@@ -207,6 +216,7 @@ class PlanOutcome:
     reference: Optional[Reference]      # None unless the planner succeeded
     planners: Mapping[PlannerKey, object] = field(default_factory=dict)   # the ones it used
     retried: bool = False               # the first attempt spent its budget (RETRY_BUDGET_FACTOR)
+    blocked: int = 0                    # standing robots the plan could not go around
 
 
 @dataclass(frozen=True)
@@ -340,10 +350,47 @@ def run_request(request: PlanRequest) -> PlanOutcome:
             retried = True
             result, reference = attempt(replace(
                 settings, plan_max_expansions=RETRY_BUDGET_FACTOR * settings.plan_max_expansions))
+        blocked = 0
+        if reference is not None and len(request.obstacles):
+            reference, blocked = _around_standing(request, settings, reference)
     except Exception as err:    # noqa: BLE001 -- a planner bug fails this plan, not the worker
         result = PlanResult(PlanStatus.INTERNAL_ERROR, f'planner error: {err!r}', PlanStats())
-        reference = None
-    return PlanOutcome(request, result, reference, planners, retried)
+        reference, blocked = None, 0
+    return PlanOutcome(request, result, reference, planners, retried, blocked)
+
+
+def _standing_in_way(request: PlanRequest, reference: Reference) -> np.ndarray:
+    """(K,) bool: the request's standing robots the reference passes through (their discs and
+    the robot's, with the safety margin, overlap)."""
+    discs = request.obstacles
+    reach = discs[:, 2] + request.spec.radius + request.settings.safety_margin
+    gaps = np.linalg.norm(reference.positions[:, None, :2] - discs[None, :, :2], axis=2)
+    return (gaps < reach[None, :]).any(axis=0)
+
+
+def _around_standing(request: PlanRequest, settings: PlanSettings,
+                     reference: Reference) -> Tuple[Reference, int]:
+    """The reference planned on the map, or one planned again around the standing robots it
+    passes through (on a copy of the map with their discs occupied; a planner built for it, not
+    cached). Robots standing on the start or the goal cannot be gone around and stay out of
+    it. Returns the reference and how many standing robots it still passes through."""
+    from orca_nav.core.fleet.coordination import with_discs
+    hit = _standing_in_way(request, reference)
+    if not hit.any():
+        return reference, 0
+    discs = request.obstacles
+    reach = discs[:, 2] + request.spec.radius + settings.safety_margin
+    ends = np.vstack([request.start.position[:2], request.goal[:2]])
+    on_ends = (np.linalg.norm(discs[:, None, :2] - ends[None], axis=2) < reach[:, None]).any(1)
+    around = discs[~on_ends]
+    if not len(around):
+        return reference, int(hit.sum())
+    grid = with_discs(request.grid, around[:, :2], around[:, 2])
+    result, detour = plan_reference(build_planner(grid, request.spec, settings), request.spec,
+                                    settings, request.start, request.goal)
+    if detour is None:
+        return reference, int(hit.sum())
+    return detour, int(_standing_in_way(request, detour).sum())
 
 
 def _goal_problem(grid: OccupancyGrid, goal: np.ndarray) -> Optional[Tuple[PlanStatus, str]]:
@@ -396,8 +443,16 @@ class _Robot:
     status: Optional[RobotStatus] = None
     replans: int = 0                     # since the goal was set
     jam_timeout: Optional[float] = None  # s without progress that ends the goal (None: never)
-    closest: float = np.inf              # the least distance to go so far ...
-    closer_at: float = 0.0               # ... and when it was reached
+    watch: StuckWatch = field(default_factory=lambda: StuckWatch(JAM_PROGRESS))
+    order: int = 0                       # place in the fleet: breaks ties of goal age
+    rank: Tuple[float, int] = (0.0, 0)   # who goes first (coordination): goal age, order
+    start_s: float = 0.0                 # the reference's t = 0 on the caller's clock
+    gate: Optional[float] = None         # published: stop at this arc length (None: go)
+    published: bool = False              # the current reference went out (as gated)
+    waypoint: Optional[np.ndarray] = None   # backing out: a place off the others' way first
+    around: bool = False                 # the next plan goes around every other robot
+    backed_out_at: float = -np.inf       # when it last tried to back out
+    blocked_by: int = 0                  # standing robots the current plan could not go around
 
 
 class FleetPlanner:
@@ -407,9 +462,12 @@ class FleetPlanner:
     def __init__(self, robots: Mapping[str, RobotSpec], settings: PlanSettings,
                  policy: ReplanPolicy):
         self.settings, self.policy = settings, policy
-        self._robots = {name: _Robot(spec) for name, spec in robots.items()}
+        self._robots = {name: _Robot(spec, order=k) for k, (name, spec) in
+                        enumerate(robots.items())}
         self._maps: Dict[int, _Map] = {}      # by dimension: 2 (/map), 3 (the 3-D map)
         self._planners = PlannerCache()
+        self._coordinator = Coordinator()
+        self._waits_for: Dict[str, str] = {}
         for name, robot in self._robots.items():
             robot.status = RobotStatus(name, Level.OK, 'idle: no goal yet', self._values(robot))
 
@@ -450,7 +508,8 @@ class FleetPlanner:
         robot = self._robots[name]
         robot.goal, robot.done = goal, False
         robot.replans, robot.jam_timeout = 0, jam_timeout
-        robot.closest, robot.closer_at = np.inf, now
+        robot.watch.reset(now)
+        robot.rank, robot.waypoint, robot.around = (now, robot.order), None, False
         return self._request(name, f'new goal {_fmt_pose(goal)}', now)
 
     def cancel(self, name: str, now: float) -> Actions:
@@ -459,6 +518,10 @@ class FleetPlanner:
         robot.goal, robot.done = None, True
         robot.generation += 1
         return self._hold(name, Level.OK, 'goal cancelled: holding still', now, waiting=False)
+
+    def gate(self, name: str) -> Optional[str]:
+        """Whom the robot waits for (coordination), None when it may go."""
+        return self._waits_for.get(name)
 
     def progress(self, name: str) -> Optional[Progress]:
         """How the robot's goal goes; None without a goal or before its first odometry."""
@@ -568,28 +631,146 @@ class FleetPlanner:
             robot.progress_time = ref.nearest_time(position, after=robot.progress_time)
             deviation = float(np.linalg.norm(position - ref.position_at(robot.progress_time)[0]))
             to_end = float(np.linalg.norm(position - ref.positions[-1]))
-            if to_end <= self.policy.goal_tolerance and \
-                    robot.progress_time >= last_segment_start(ref):
+            # A place to back out to need not be hit exactly: within the robot's radius will do.
+            tolerance = self.policy.goal_tolerance if robot.waypoint is None else \
+                max(self.policy.goal_tolerance, robot.spec.radius)
+            if to_end <= tolerance and robot.progress_time >= last_segment_start(ref):
+                if robot.waypoint is not None:      # out of the others' way: now the goal
+                    robot.waypoint = None
+                    actions += self._request(name, 'backed out; to the goal again', now)
+                    continue
                 robot.done = True
+                self._coordinator.drop(name)
                 self._set_status(actions, name, Level.OK, 'goal reached')
                 actions.ended.append(GoalEnd(name, True, 'reached', 'goal reached'))
-            elif self._jammed(name, now):
+                actions += self._make_way_for(name, now)
+                continue
+            robot.watch.observe(now, self.progress(name).distance_remaining,
+                                waiting=self._waiting_turn(name))
+            if robot.jam_timeout is not None and \
+                    robot.watch.stalled_for(now) > robot.jam_timeout:
                 actions += self._jam(name, now)
             elif deviation > self.policy.replan_deviation and \
                     now - robot.last_request >= self.policy.min_replan_interval:
                 robot.replans += 1
                 actions += self._request(name, f'{deviation:.2f} m off the trajectory', now)
+            else:
+                actions += self._escalate(name, now)
+        actions += self._coordinate(now)
         return actions
 
-    def _jammed(self, name: str, now: float) -> bool:
-        """The distance to go shrank by less than JAM_PROGRESS within the goal's jam_timeout."""
+    # -------------------------------------------------------------- liveness
+    def _waiting_turn(self, name: str) -> bool:
+        """The robot stands at (or brakes for) its gate: it waits its turn, by design."""
         robot = self._robots[name]
-        if robot.jam_timeout is None:
+        if robot.gate is None or not self._coordinator.has_path(name):
             return False
-        remaining = self.progress(name).distance_remaining
-        if remaining <= robot.closest - JAM_PROGRESS:
-            robot.closest, robot.closer_at = remaining, now
-        return now - robot.closer_at > robot.jam_timeout
+        return self._coordinator.progress(name) >= robot.gate - 1.0
+
+    def _escalate(self, name: str, now: float) -> Actions:
+        """The next rung of the stuck ladder (`stuck.LADDER`) when the robot is stuck."""
+        robot = self._robots[name]
+        step = robot.watch.climb(now, self.policy.stuck_time)
+        if step is None:
+            return Actions()
+        stalled = robot.watch.stalled_for(now)
+        robot.replans += 1
+        if step == 'replan_around':
+            robot.around = True
+            actions = self._request(name, f'stuck {stalled:.0f} s: replanning around the other '
+                                          'robots', now)
+        elif step == 'back_out' and self.dim(name) == 2:
+            actions = self._back_out(name, now, f'stuck {stalled:.0f} s')
+        else:
+            actions = Actions()
+            self._set_status(actions, name, Level.WARN, f'stuck {stalled:.0f} s: replanning '
+                             'around the others and backing out did not help; waiting')
+        return actions
+
+    def _back_out(self, name: str, now: float, why: str,
+                  partner: Optional[str] = None) -> Actions:
+        """Leaves for the nearest place off the other robots' way (off the whole rest of
+        `partner`'s path, off the nearby paths of the others), then plans to the goal again,
+        in its turn. Nothing to do when there is no such place."""
+        robot = self._robots[name]
+        robot.backed_out_at = now
+        here = robot.start.position[:2]
+        others = [n for n, r in self._robots.items() if n != name and r.start is not None
+                  and self.dim(n) == 2]
+        keep_out = [self._robots[n].start.position[None, :2] for n in others]
+        keep_out += [self._coordinator.remaining_points(n) for n in others
+                     if self._coordinator.has_path(n) and (n == partner or np.min(np.linalg.norm(
+                         self._coordinator.remaining_points(n) - here, axis=1)) < 5.0)]
+        radius = robot.spec.radius
+        reach = radius + max((self._robots[n].spec.radius for n in others), default=radius) + \
+            self._coordinator.params.clearance
+        spot = waiting_spot(self._maps[2].grid, here, radius + self.settings.safety_margin,
+                            np.vstack(keep_out) if keep_out else np.zeros((0, 2)), reach)
+        actions = Actions()
+        if spot is None:
+            self._set_status(actions, name, Level.WARN, f'{why}: no place off the others\' way '
+                             'to back out to; waiting')
+            return actions
+        robot.waypoint = np.array([spot[0], spot[1], robot.start.yaw])
+        robot.around = True
+        return self._request(name, f'{why}: backing out to ({spot[0]:.2f}, {spot[1]:.2f})', now)
+
+    def _make_way_for(self, name: str, now: float) -> Actions:
+        """Robot `name` stands (goal reached, held): the robots whose paths it is on plan
+        again, around it."""
+        actions = Actions()
+        if self.dim(name) != 2 or self._robots[name].start is None:
+            return actions
+        here = self._robots[name].start.position[:2]
+        radius = self._robots[name].spec.radius
+        for other, robot in self._robots.items():
+            if other == name or not self._coordinator.has_path(other) or robot.running:
+                continue
+            ahead = self._coordinator.remaining_points(other)
+            if np.min(np.linalg.norm(ahead - here, axis=1)) < \
+                    radius + robot.spec.radius + self.settings.safety_margin:
+                robot.replans += 1
+                actions += self._request(other, f'{name} stands on the path', now)
+        return actions
+
+    def _coordinate(self, now: float) -> Actions:
+        """Every coordinated robot's turn (`coordination`): publishes a reference that stops
+        at its gate, or the rest of its reference when the gate opened."""
+        actions = Actions()
+        coordinator = self._coordinator
+        for name, robot in self._robots.items():
+            if coordinator.has_path(name):
+                coordinator.set_progress(name, robot.progress_time, robot.start.position)
+        gates = coordinator.update() if self.policy.coordinate else {
+            name: Gate() for name, robot in self._robots.items() if coordinator.has_path(name)}
+        self._waits_for = {}
+        for name, gate in gates.items():
+            robot = self._robots[name]
+            if gate.waits_for is not None:
+                self._waits_for[name] = gate.waits_for
+            partner = self._robots.get(gate.locked_with)
+            if partner is not None and partner.waypoint is None and robot.waypoint is None \
+                    and not robot.running and now - robot.backed_out_at >= self.policy.stuck_time:
+                actions += self._back_out(name, now, f'{gate.locked_with} and it stand on each '
+                                                     'other\'s path', gate.locked_with)
+                continue
+            stop = gate.stop_s
+            if robot.published and (stop is None) == (robot.gate is None) and (
+                    stop is None or -_GATE_TIGHTER < stop - robot.gate < _GATE_STEP):
+                continue
+            ref = robot.reference
+            if stop is None:
+                piece, offset = remaining(ref, robot.progress_time)
+            else:
+                piece, offset = stop_before(ref, robot.progress_time, stop, robot.spec.max_accel)
+            robot.gate, robot.published = stop, True
+            actions.publish.append(TrajectoryUpdate(name, piece, robot.start_s + offset))
+            if stop is not None:
+                self._set_status(actions, name, Level.OK, f'waiting for {gate.waits_for} to '
+                                                          'pass (coordination)')
+            elif robot.status is not None and robot.status.message.startswith('waiting for'):
+                self._set_status(actions, name, Level.OK, 'following its trajectory again')
+        return actions
 
     def _jam(self, name: str, now: float) -> Actions:
         robot = self._robots[name]
@@ -619,6 +800,9 @@ class FleetPlanner:
         reference = outcome.reference
         again = (f' (tried again with {RETRY_BUDGET_FACTOR}x the budget of '
                  f'{request.settings.plan_max_expansions} expansions)') if outcome.retried else ''
+        if reference is None and robot.waypoint is not None:    # no way out: the goal again
+            robot.waypoint = None
+            return self._request(name, 'no path to back out', now)
         if reference is None:
             result = outcome.result
             message = f'planning failed ({result.status.value}): {result.message}{again}'
@@ -631,7 +815,14 @@ class FleetPlanner:
             return self._request(name, 'a new map blocks the planned trajectory', now)
         robot.reference, robot.progress_time, robot.done = reference, 0.0, False
         robot.holding = False
-        actions.publish.append(TrajectoryUpdate(name, reference, request.start.stamp_s))
+        robot.start_s, robot.blocked_by = request.start.stamp_s, outcome.blocked
+        robot.watch.rebase()
+        if reference.dim == 2:      # published by _coordinate, stopping at its gate
+            self._coordinator.set_path(name, reference, robot.spec.radius, robot.rank)
+            robot.published = False
+        else:
+            self._coordinator.drop(name)
+            actions.publish.append(TrajectoryUpdate(name, reference, request.start.stamp_s))
         stats = outcome.result.stats
         self._set_status(actions, name, Level.OK, f'following a {reference.duration:.1f} s '
                          f'trajectory to {_fmt_pose(request.goal)}, planned in '
@@ -640,6 +831,8 @@ class FleetPlanner:
                              ('expanded_nodes', str(stats.expanded_nodes)),
                              ('duration', f'{reference.duration:.2f}'),
                              ('samples', str(len(reference)))))
+        if reference.dim == 2:
+            actions += self._coordinate(now)
         return actions
 
     # -------------------------------------------------------------- internals
@@ -680,10 +873,25 @@ class FleetPlanner:
         robot = self._robots[name]
         robot.running = True
         held = self._maps[self.dim(name)]
+        goal = robot.goal if robot.waypoint is None else robot.waypoint
         return PlanRequest(robot=name, generation=robot.generation, grid=held.grid,
                            map_generation=held.generation, start=robot.start,
-                           goal=robot.goal.copy(), spec=robot.spec, settings=self.settings,
-                           planners=self._planners)
+                           goal=goal.copy(), spec=robot.spec, settings=self.settings,
+                           planners=self._planners, obstacles=self._standing(name))
+
+    def _standing(self, name: str) -> np.ndarray:
+        """(K, 3) x, y, radius of the ground robots a plan of `name` should go around: those
+        standing without a plan, or, after `around` was asked for (stuck), all others where
+        they are now."""
+        robot = self._robots[name]
+        if self.dim(name) != 2:
+            return np.zeros((0, 3))
+        everyone, robot.around = robot.around, False
+        rows = [(*other.start.position[:2], other.spec.radius)
+                for n, other in self._robots.items()
+                if n != name and other.start is not None and self.dim(n) == 2 and
+                (everyone or not self._coordinator.has_path(n))]
+        return np.array(rows, dtype=float).reshape(-1, 3)
 
     def _hold(self, name: str, level: Level, message: str, now: float,
               waiting: bool) -> Actions:
@@ -691,7 +899,11 @@ class FleetPlanner:
         robot = self._robots[name]
         robot.waiting = waiting
         robot.reference = None
+        robot.waypoint = None
         actions = Actions()
+        if self._coordinator.has_path(name):
+            self._coordinator.drop(name)
+            actions += self._make_way_for(name, now)
         if not robot.holding:
             robot.holding = True
             actions.publish.append(TrajectoryUpdate(name, None, now))

@@ -60,6 +60,8 @@ class Scene:
     pedestrians: Optional[Pedestrians] = None
     person_radius: float = 0.25             # what the controller is told of each person
     planner: bool = False                   # robots follow the fleet planner's trajectories
+    coordinate: bool = True                 # ... taking turns where their paths meet
+    escalation_time: float = 10.0           # ... and the planner's stuck ladder (0: off)
     duration: float = 120.0                 # s of simulated time at the most
     params: ControllerParams = field(default_factory=ControllerParams)
     goal_tolerance: float = 0.25
@@ -86,6 +88,7 @@ class RunResult:
     makespan: Optional[float]               # when the last robot finished (None: not all did)
     duration: float                         # simulated time run
     plan_failures: int = 0
+    longest_wait: float = 0.0               # s the longest one robot waited its turns, in all
 
     def count(self, category: str, moving: bool) -> int:
         return sum(e.category == category and e.moving() == moving for e in self.contacts)
@@ -131,7 +134,9 @@ class _Loop:
         if s.planner:
             self.planner = FleetPlanner(dict(zip(self.names, robots)),
                                         PlanSettings(safety_margin=params.safety_margin),
-                                        ReplanPolicy(goal_tolerance=s.goal_tolerance))
+                                        ReplanPolicy(goal_tolerance=s.goal_tolerance,
+                                                     stuck_time=s.escalation_time,
+                                                     coordinate=s.coordinate))
             for grid in (s.grid, s.grid_3d):
                 if grid is not None:
                     self.planner.set_map(grid, 0.0)
@@ -139,6 +144,7 @@ class _Loop:
         self.closest = np.full(len(robots), np.inf)
         self.closer_at = np.zeros(len(robots))
         self.stuck = np.zeros(len(robots), dtype=bool)
+        self.waited = np.zeros(len(robots))     # s spent waiting for another robot's turn
         self.retry_at: Dict[int, float] = {}
         self.plan_failures = 0
 
@@ -167,7 +173,7 @@ class _Loop:
             int(sum(min(k, len(g)) for k, g in zip(self.index, self.goals))), len(self.names),
             int(finished.sum()), [n for n, bad in zip(self.names, self.stuck) if bad],
             float(np.nanmax(self.finish_time)) if finished.all() else None, now,
-            self.plan_failures)
+            self.plan_failures, float(self.waited.max(initial=0.0)))
 
     def _over(self, now: float) -> bool:
         """Every robot finished, or every robot still under way has made no progress for
@@ -243,6 +249,7 @@ class _Loop:
     def _follow_goals(self, now: float) -> None:
         """Next goals for the robots at theirs; the stuck ones noted."""
         pose, altitude = self.sim.poses, self.sim.altitudes
+        s_period = self.scene.params.period
         for i in np.flatnonzero(np.isnan(self.finish_time)):
             goal = np.asarray(self.goals[i][self.index[i]]) if self.goals[i] else None
             if goal is None:
@@ -259,5 +266,9 @@ class _Loop:
                 continue
             if distance <= self.closest[i] - _PROGRESS:
                 self.closest[i], self.closer_at[i] = distance, now
+            elif self.planner is not None and self.planner.gate(self.names[i]) is not None:
+                # Waiting its turn (coordination) is not being stuck; it is counted apart.
+                self.waited[i] += now - max(self.closer_at[i], now - s_period)
+                self.closer_at[i] = now
             elif now - self.closer_at[i] > self.scene.stuck_time:
                 self.stuck[i] = True

@@ -1,0 +1,401 @@
+"""Who goes first where planned paths share space: path coordination with a priority order.
+
+Every ground robot that follows a plan has a path (its reference's positions). Two paths
+*conflict* where the robots' discs, grown by ``clearance``, would overlap: robot j's path point
+b conflicts with robot i's path point a when ``|p_j(b) - p_i(a)| < r_i + r_j + clearance``. For
+each ordered pair the coordinator keeps, per point of j's path, the farthest point of i's path
+it conflicts with (``_Conflict.last``): an action dependency graph in the sense of Hönig et al.
+(2019, "Persistent and robust execution of MAPF schedules in warehouses"), kept per path point.
+
+Who goes first is a total order of the robots, rebuilt at every `update`:
+
+* the base rank is the age of the robot's goal (first come, first served; ties by the order the
+  robots were named in). A new goal ranks last, so it changes nobody else's waits: coordination
+  is incremental, one plan per new goal;
+* a robot that already stands in another's way (its current place conflicts with the other's
+  path ahead of the other) goes before it, whatever their ranks: it cannot wait where it is
+  without blocking the other for good. Where that makes a cycle, the oldest goal in it wins.
+
+A robot then waits (its *gate*, an arc length on its path) ``stop_buffer`` short of the first point
+of its path, at or ahead of where it is, that conflicts with a point not yet passed by a robot
+before it in the order (where it is, when that is closer). So it follows a robot ahead on the
+same aisle at a distance, waits before a crossing until the other has crossed, and waits before
+a one-robot lane until the other has come out. A robot counts as standing in another's way only
+within the two radii and half the clearance of the other's path: one that braked a little late
+for its turn waits where it stopped.
+
+Why it does not deadlock, on the paths: a waiting robot stands before its first conflict with
+every unpassed robot before it, so it is on no path of a robot before it; the first robot of
+the order waits for nobody and its path is free of waiting robots (and of parked ones: the
+supervisor plans around robots standing without a plan); when it has passed, the next one is
+first. The only exception is two robots each standing on the other's path ahead (``locked``):
+the later one has to back out (`waiting_spot`), the fleet supervisor plans that. Why no robot
+starves: ranks only rise (every older goal ends, new goals rank last), so every robot becomes
+first, and the first one is delayed only by robots that stood in its way when it was planned,
+each of which moves off its path.
+
+What it does not do: decide timing (robots wait for events, not for clock times, so late and
+early robots alike keep the order), plan around the others (the planner plans each robot on the
+map; the supervisor replans around standing robots), or guarantee anything between the
+samples of a path ORCA and the safety layer stay the last layers for what planning did not
+foresee. Drones (3-D plans) are not coordinated here.
+
+numpy and scipy only; time is passed in.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+from scipy import ndimage
+from scipy.spatial import cKDTree
+
+from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.planning.reference import Reference
+
+__all__ = ['CoordinationParams', 'Coordinator', 'Gate', 'arc_lengths', 'stop_before',
+           'remaining', 'waiting_spot', 'with_discs']
+
+
+@dataclass(frozen=True)
+class CoordinationParams:
+    """How close paths may come before their robots take turns (m)."""
+
+    clearance: float = 0.4      # free space kept between two robots' discs on their paths
+    spacing: float = 0.2        # arc length between the path points compared
+    stop_buffer: float = 0.2    # a waiting robot stops this much before its first conflict
+
+    def __post_init__(self):
+        for name in ('clearance', 'spacing', 'stop_buffer'):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0.0):
+                raise ValueError(f'{name} must be finite and >= 0, got {value}')
+        if self.spacing <= 0.0:
+            raise ValueError(f'spacing must be > 0, got {self.spacing}')
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A robot's turn: ``stop_s`` (arc length along its path) it must not pass yet (None: go),
+    the robot it waits for, and the robot it is locked with (each on the other's path)."""
+
+    stop_s: Optional[float] = None
+    waits_for: Optional[str] = None
+    locked_with: Optional[str] = None
+
+
+def arc_lengths(positions: np.ndarray) -> np.ndarray:
+    """(K,) cumulative arc length of a polyline (K, d)."""
+    steps = np.linalg.norm(np.diff(positions, axis=0), axis=1)
+    return np.concatenate([[0.0], np.cumsum(steps)])
+
+
+@dataclass
+class _Path:
+    radius: float
+    rank: Tuple[float, int]             # (goal time, robot order): smaller goes first
+    times: np.ndarray                   # (K,) reference times of the whole reference
+    arc: np.ndarray                     # (K,) their arc lengths
+    points: np.ndarray                  # (M, 2) path points compared, every `spacing`
+    s: np.ndarray                       # (M,) their arc lengths
+    tree: cKDTree = field(repr=False, default=None)
+    progress: float = 0.0               # arc length reached
+    position: Optional[np.ndarray] = None   # where the robot is (None: at its progress point)
+    generation: int = 0
+
+
+@dataclass
+class _Conflict:
+    """Robot j's path against robot i's: per point b of j's path, the farthest arc length of a
+    conflicting point of i's path (-inf: none)."""
+
+    last: np.ndarray
+    generations: Tuple[int, int]
+
+
+class Coordinator:
+    """Turns on shared path space for a fleet's ground robots (see the module docstring)."""
+
+    def __init__(self, params: CoordinationParams = CoordinationParams()):
+        self.params = params
+        self._paths: Dict[str, _Path] = {}
+        self._conflicts: Dict[Tuple[str, str], Optional[_Conflict]] = {}
+        self._generation = 0
+        self.order: List[str] = []      # the last update's order, first goes first
+
+    # ------------------------------------------------------------------ paths
+    def set_path(self, name: str, reference: Reference, radius: float,
+                 rank: Tuple[float, int]) -> None:
+        """Robot `name` follows `reference` (2-D) from its start; `rank` (goal time, robot
+        order) orders it against the others."""
+        arc = arc_lengths(reference.positions[:, :2])
+        wanted = np.arange(0.0, arc[-1], self.params.spacing)
+        picks = np.unique(np.append(np.searchsorted(arc, wanted), len(arc) - 1))
+        points = reference.positions[picks, :2]
+        self._generation += 1
+        self._paths[name] = _Path(float(radius), rank, reference.times.copy(), arc, points,
+                                  arc[picks], cKDTree(points), generation=self._generation)
+
+    def drop(self, name: str) -> None:
+        """Robot `name` follows no path (done, holding, or not planned)."""
+        self._paths.pop(name, None)
+
+    def has_path(self, name: str) -> bool:
+        return name in self._paths
+
+    def set_progress(self, name: str, time_on_reference: float,
+                     position: Optional[np.ndarray] = None) -> None:
+        """How far robot `name` is along its reference (the reference time of its progress
+        point, as the supervisor follows it), and where it is (x, y)."""
+        path = self._paths[name]
+        path.progress = float(np.interp(time_on_reference, path.times, path.arc))
+        path.position = None if position is None else np.asarray(position, dtype=float)[:2]
+
+    def progress(self, name: str) -> float:
+        return self._paths[name].progress
+
+    def remaining_points(self, name: str) -> np.ndarray:
+        """(M, 2) the points of the robot's path it has not passed yet."""
+        path = self._paths[name]
+        return path.points[path.s >= path.progress - self.params.spacing]
+
+    # ------------------------------------------------------------------ turns
+    def _reach(self, i: _Path, j: _Path) -> float:
+        return i.radius + j.radius + self.params.clearance
+
+    def _conflict(self, waiter: str, leader: str) -> Optional[_Conflict]:
+        """The conflict table of `waiter`'s path against `leader`'s (None: they never meet)."""
+        j, i = self._paths[waiter], self._paths[leader]
+        key = (waiter, leader)
+        held = self._conflicts.get(key)
+        if held is not None and held.generations == (j.generation, i.generation):
+            return held
+        pairs = i.tree.sparse_distance_matrix(j.tree, self._reach(i, j), output_type='ndarray')
+        last = np.full(len(j.s), -np.inf)
+        if len(pairs):
+            np.maximum.at(last, pairs['j'], i.s[pairs['i']])
+        conflict = _Conflict(last, (j.generation, i.generation))
+        self._conflicts[key] = conflict
+        return conflict
+
+    def _near(self) -> List[Tuple[str, str]]:
+        """Pairs of robots whose paths' bounding boxes come within reach of each other."""
+        names = list(self._paths)
+        if len(names) < 2:
+            return []
+        lower = np.array([self._paths[n].points.min(axis=0) for n in names])
+        upper = np.array([self._paths[n].points.max(axis=0) for n in names])
+        reach = np.array([self._paths[n].radius for n in names]) + self.params.clearance
+        lower -= reach[:, None]
+        upper += reach[:, None]
+        apart = (lower[:, None, :] > upper[None, :, :]).any(axis=2)
+        overlap = ~(apart | apart.T)
+        a, b = np.nonzero(np.triu(overlap, 1))
+        return [(names[x], names[y]) for x, y in zip(a, b)]
+
+    def _in_way(self, stander: str, mover: str) -> bool:
+        """`stander` stands on `mover`'s path beyond `mover`'s own place: closer to it than
+        the two radii and half the clearance (a robot that stopped a little late for its turn
+        is not in the way yet)."""
+        j, i = self._paths[stander], self._paths[mover]
+        here = j.position
+        if here is None:
+            here = j.points[min(int(np.searchsorted(j.s, j.progress)), len(j.s) - 1)]
+        near = i.tree.query_ball_point(here, i.radius + j.radius + 0.5 * self.params.clearance)
+        return bool(near) and float(i.s[near].max()) > i.progress + self._reach(i, j)
+
+    def update(self) -> Dict[str, Gate]:
+        """Every coordinated robot's gate (after `set_progress` for each)."""
+        names = sorted(self._paths, key=lambda n: self._paths[n].rank)
+        pairs = self._near()
+        before: Dict[str, set] = {n: set() for n in names}     # x: robots that go before x
+        locked: Dict[str, str] = {}
+        for a, b in pairs:
+            a_blocks, b_blocks = self._in_way(a, b), self._in_way(b, a)
+            if a_blocks and b_blocks:
+                early, late = sorted((a, b), key=lambda n: self._paths[n].rank)
+                locked[late] = early
+            elif a_blocks:
+                before[b].add(a)
+            elif b_blocks:
+                before[a].add(b)
+        self.order = _order(names, before, {n: self._paths[n].rank for n in names})
+        position = {n: k for k, n in enumerate(self.order)}
+        gates: Dict[str, Gate] = {}
+        partners: Dict[str, List[str]] = {n: [] for n in names}
+        for a, b in pairs:
+            first, second = sorted((a, b), key=position.__getitem__)
+            partners[second].append(first)
+        for name in names:
+            gates[name] = self._gate(name, partners[name], locked.get(name))
+        return gates
+
+    def _gate(self, name: str, leaders: Sequence[str], locked_with: Optional[str]) -> Gate:
+        """Where `name` must stop for the robots before it that have not passed yet."""
+        j = self._paths[name]
+        spacing = self.params.spacing
+        stop, waits_for = np.inf, None
+        for leader in leaders:
+            i = self._paths[leader]
+            conflict = self._conflict(name, leader)
+            pending = (conflict.last >= i.progress - spacing) & (j.s >= j.progress - spacing)
+            if not pending.any():
+                continue
+            first = j.s[int(np.argmax(pending))]
+            if first < stop:
+                stop, waits_for = first, leader
+        if waits_for is None:
+            return Gate(locked_with=locked_with)
+        # Near the other's path already (not in its way, or it would go first): wait here.
+        return Gate(max(stop - self.params.stop_buffer, j.progress), waits_for, locked_with)
+
+
+def _order(names: Sequence[str], before: Mapping[str, set],
+           rank: Mapping[str, Tuple[float, int]]) -> List[str]:
+    """A total order honouring `before` (x after every robot in before[x]), earliest rank
+    first among the free choices; on a cycle the earliest rank in it goes first."""
+    waiting = {n: set(before[n]) for n in names}
+    after: Dict[str, List[str]] = {n: [] for n in names}
+    for n, earlier in waiting.items():
+        for e in earlier:
+            after[e].append(n)
+    ready = [(rank[n], n) for n in names if not waiting[n]]
+    heapq.heapify(ready)
+    out: List[str] = []
+    placed = set()
+    while len(out) < len(names):
+        if not ready:       # a cycle: the earliest rank left goes first
+            n = min((x for x in names if x not in placed), key=rank.__getitem__)
+            waiting[n] = set()
+            heapq.heappush(ready, (rank[n], n))
+        _, n = heapq.heappop(ready)
+        if n in placed:
+            continue
+        placed.add(n)
+        out.append(n)
+        for m in after[n]:
+            waiting[m].discard(n)
+            if not waiting[m] and m not in placed:
+                heapq.heappush(ready, (rank[m], m))
+    return out
+
+
+# ---------------------------------------------------------------------- references
+def remaining(reference: Reference, progress_time: float) -> Tuple[Reference, float]:
+    """The part of `reference` from the sample at `progress_time` on, and the time it starts at
+    on the original's clock (a tracker told of a new reference looks for the robot in its first
+    driving-direction segment, so a car past a cusp gets only what is ahead of it)."""
+    k = min(int(np.searchsorted(reference.times, progress_time, side='right')) - 1,
+            len(reference) - 2)
+    k = max(k, 0)
+    return _slice(reference, k, len(reference)), float(reference.times[k])
+
+
+def stop_before(reference: Reference, progress_time: float, stop_s: float,
+                decel: float) -> Tuple[Reference, float]:
+    """The part of `reference` from `progress_time` to arc length `stop_s` (from its start),
+    braking at `decel` to stand there; and the time it starts at on the original's clock. Its
+    timing is the original's up to where braking begins."""
+    arc = arc_lengths(reference.positions)
+    k0 = max(min(int(np.searchsorted(reference.times, progress_time, side='right')) - 1,
+                 len(reference) - 1), 0)
+    k1 = int(np.searchsorted(arc, stop_s, side='right')) - 1
+    if k1 <= k0:        # at (or past) the stop already: stand where the progress point is
+        return _standing(reference, k0), float(reference.times[k0])
+    piece = _slice(reference, k0, k1 + 1)
+    s = arc[k0:k1 + 1] - arc[k0]
+    speed = np.linalg.norm(piece.velocities, axis=1)
+    cap = np.sqrt(2.0 * decel * np.maximum(s[-1] - s, 0.0))
+    slowed = np.minimum(speed, cap)
+    scale = np.divide(slowed, speed, out=np.zeros_like(speed), where=speed > 0.0)
+    times = piece.times.copy()
+    ds = np.diff(s)
+    mean = 0.5 * (slowed[:-1] + slowed[1:])
+    original = np.diff(piece.times)
+    braking = (slowed[:-1] < speed[:-1] - 1e-9) | (slowed[1:] < speed[1:] - 1e-9)
+    step = np.where(braking & (ds > 1e-9),
+                    np.divide(ds, mean, out=np.full_like(ds, np.inf), where=mean > 0.0),
+                    original)
+    # The last step ends at rest: mean speed is half the entry speed (finite unless both 0).
+    step = np.where(np.isfinite(step), step,
+                    np.maximum(original, np.sqrt(2.0 * ds / max(decel, 1e-6))))
+    times[1:] = np.cumsum(np.maximum(step, 1e-3))
+    velocities = piece.velocities * scale[:, None]
+    accelerations = (np.gradient(velocities, times, axis=0) if len(times) > 1
+                     else np.zeros_like(velocities))
+    return Reference(times, piece.positions, velocities, accelerations, piece.yaw,
+                     piece.yaw_rate, piece.direction), float(reference.times[k0])
+
+
+def _slice(reference: Reference, a: int, b: int) -> Reference:
+    if b - a < 2:
+        return _standing(reference, a)
+    return Reference(reference.times[a:b], reference.positions[a:b], reference.velocities[a:b],
+                     reference.accelerations[a:b], reference.yaw[a:b], reference.yaw_rate[a:b],
+                     reference.direction[a:b])
+
+
+def _standing(reference: Reference, k: int) -> Reference:
+    """Stand at sample k (1 s of it; a tracker holds the end of a reference)."""
+    position = np.repeat(reference.positions[k:k + 1], 2, axis=0)
+    zeros = np.zeros_like(position)
+    return Reference(np.array([0.0, 1.0]), position, zeros, zeros,
+                     np.repeat(reference.yaw[k], 2), np.zeros(2),
+                     np.repeat(reference.direction[k], 2))
+
+
+# ---------------------------------------------------------------------- room
+def with_discs(grid: OccupancyGrid, centres: np.ndarray, radii: np.ndarray) -> OccupancyGrid:
+    """A copy of 2-D `grid` with the discs (centres (K, 2), radii (K,)) occupied: robots
+    standing where a plan must not go."""
+    occupied = grid.occupied.copy()
+    if len(centres):
+        mark = np.zeros(occupied.shape, dtype=bool)
+        cells = grid.world_to_cell(np.asarray(centres, dtype=float))      # (K, 2) as x, y
+        inside = (cells >= 0).all(axis=1) & (cells < np.array(occupied.shape[::-1])).all(axis=1)
+        mark[cells[inside, 1], cells[inside, 0]] = True
+        # Grow every marked cell by its disc's radius (the largest of them: conservative).
+        distance = ndimage.distance_transform_edt(~mark) * grid.resolution
+        occupied |= distance <= float(np.max(radii))
+    return OccupancyGrid(occupied, grid.resolution, grid.origin)
+
+
+def waiting_spot(grid: OccupancyGrid, start: np.ndarray, radius: float,
+                 keep_out: np.ndarray, keep_out_radius: float,
+                 max_distance: float = 15.0) -> Optional[np.ndarray]:
+    """The free place nearest to `start` (by a flood over the free cells, so never through a
+    wall) where a disc of `radius` is clear of the map and at least `keep_out_radius` from every
+    point of `keep_out` (K, 2): where a robot can wait off the others' way. None within
+    `max_distance`."""
+    free = grid.clearance() > radius
+    reach = np.ones(free.shape, dtype=bool)
+    if len(keep_out):
+        mark = np.zeros(free.shape, dtype=bool)
+        cells = grid.world_to_cell(np.asarray(keep_out, dtype=float))
+        inside = (cells >= 0).all(axis=1) & (cells < np.array(free.shape[::-1])).all(axis=1)
+        mark[cells[inside, 1], cells[inside, 0]] = True
+        reach = ndimage.distance_transform_edt(~mark) * grid.resolution >= keep_out_radius
+    target = free & reach
+    cell = grid.world_to_cell(np.asarray(start, dtype=float)[None, :2])[0]
+    if not (0 <= cell[0] < free.shape[1] and 0 <= cell[1] < free.shape[0]):
+        return None
+    front = np.zeros(free.shape, dtype=bool)
+    front[cell[1], cell[0]] = True
+    # The robot may stand a little inside the clearance it needs (pushed by others): the flood
+    # starts from wherever it is and spreads through cells with room for half of it.
+    passable = grid.clearance() > 0.5 * radius
+    passable[cell[1], cell[0]] = True
+    for _ in range(int(max_distance / grid.resolution)):
+        hit = front & target
+        if hit.any():
+            rows, cols = np.nonzero(hit)
+            centres = grid.cell_centers(np.column_stack([cols, rows]))
+            nearest = np.argmin(np.linalg.norm(centres - start[:2], axis=1))
+            return centres[nearest]
+        grown = ndimage.binary_dilation(front) & passable
+        if (grown == front).all():
+            return None
+        front = grown
+    return None

@@ -1,0 +1,67 @@
+"""Stuck detection and the escalation ladder of one robot with a goal.
+
+A robot is *stuck* when the distance it still has to go has not shrunk by ``min_progress``
+within ``stuck_time``, except while it waits its turn by design (`waiting`): then the clock does
+not run, and what it waits for is said in its status. Each further ``stuck_time`` without
+progress climbs one rung of ``LADDER``; progress steps back to the bottom:
+
+1. ``replan_around``: plan again from where it stands, with the other robots' current places
+   as obstacles (a robot pushed off its path, a car short of its goal or nosed into a corner
+   gets a new manoeuvre, reversing where it must; a robot behind a standing one goes around);
+2. ``back_out``: leave for the nearest place off the other robots' way (the one-lane aisle, the
+   door), then plan to the goal again and wait there for its turn;
+3. ``blocked``: nothing helped; the robot says so (its status, at WARN) and the ladder starts
+   again after another ``stuck_time``. A navigate_to_pose goal ends at its ``jam_timeout``.
+
+Time is passed in; no numpy needed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+LADDER = ('replan_around', 'back_out', 'blocked')
+
+
+@dataclass
+class StuckWatch:
+    """One robot's progress toward its goal and its rung on the ladder."""
+
+    min_progress: float = 0.1       # m the distance to go must shrink by ...
+    closest: float = float('inf')   # ... below the least distance so far
+    closer_at: float = 0.0          # when it last did (or the goal was set)
+    rung: int = 0                   # rungs climbed since the last progress
+    rebased: bool = False           # a new path: its first distance is the new baseline
+
+    def reset(self, now: float) -> None:
+        """A new goal: no progress owed yet."""
+        self.closest, self.closer_at, self.rung, self.rebased = float('inf'), now, 0, False
+
+    def rebase(self) -> None:
+        """A new path to the same goal (a detour is longer): progress is counted along it from
+        the next observation on, without counting the change itself as progress."""
+        self.rebased = self.closest < float('inf')
+
+    def observe(self, now: float, distance: float, waiting: bool = False) -> None:
+        """The distance still to go at `now`; `waiting`: the robot waits its turn by design,
+        which is not being stuck."""
+        if self.rebased:
+            self.closest, self.rebased = distance, False
+        elif distance <= self.closest - self.min_progress:
+            self.closest, self.closer_at, self.rung = distance, now, 0
+        elif waiting:
+            self.closer_at = now
+            self.rung = 0
+
+    def stalled_for(self, now: float) -> float:
+        """Seconds since the last progress."""
+        return now - self.closer_at
+
+    def climb(self, now: float, stuck_time: float) -> Optional[str]:
+        """The next rung of LADDER when another `stuck_time` passed without progress, else
+        None. After the last rung the ladder starts again."""
+        if stuck_time <= 0.0 or self.stalled_for(now) < (self.rung + 1) * stuck_time:
+            return None
+        step = LADDER[self.rung % len(LADDER)]
+        self.rung += 1
+        return step

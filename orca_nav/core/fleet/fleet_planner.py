@@ -675,16 +675,21 @@ class FleetPlanner:
             return Actions()
         stalled = robot.watch.stalled_for(now)
         robot.replans += 1
+        why = f'stuck {stalled:.0f} s: no {JAM_PROGRESS:g} m closer to the goal'
         if step == 'replan_around':
             robot.around = True
-            actions = self._request(name, f'stuck {stalled:.0f} s: replanning around the other '
-                                          'robots', now)
+            actions = self._request(name, why, now)
+            self._set_status(actions, name, Level.WARN, f'{why}; replanning around the other '
+                                                        'robots')
         elif step == 'back_out' and self.dim(name) == 2:
-            actions = self._back_out(name, now, f'stuck {stalled:.0f} s')
+            actions = self._back_out(name, now, why)
+            self._set_status(actions, name, Level.WARN, f'{why}; backing out of the others\' '
+                                                        'way' if robot.waypoint is not None else
+                             f'{why}; no place to back out to; waiting')
         else:
             actions = Actions()
-            self._set_status(actions, name, Level.WARN, f'stuck {stalled:.0f} s: replanning '
-                             'around the others and backing out did not help; waiting')
+            self._set_status(actions, name, Level.WARN, f'{why}; replanning around the others '
+                             'and backing out did not help; waiting')
         return actions
 
     def _back_out(self, name: str, now: float, why: str,
@@ -924,9 +929,10 @@ class FleetPlanner:
 
     def _set_status(self, actions: Actions, name: str, level: Level, message: str,
                     values=()) -> None:
-        """Records the status; reports it when it changed."""
+        """Records the status; reports it when it changed (once per robot in `actions`:
+        the last word counts)."""
         robot = self._robots[name]
         status = RobotStatus(name, level, message, self._values(robot, values))
         if (robot.status.level, robot.status.message) != (level, message):
-            actions.status.append(status)
+            actions.status[:] = [s for s in actions.status if s.robot != name] + [status]
         robot.status = status

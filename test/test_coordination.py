@@ -1,0 +1,243 @@
+"""Coordination of planned paths and stuck detection: the core parts, then closed loops that
+deadlock without them (a one-lane swap of six robots, two cars meeting in a lane)."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from orca_nav.core.fleet.coordination import (CoordinationParams, Coordinator, arc_lengths,
+                                              stop_before, waiting_spot, with_discs)
+from orca_nav.core.fleet.fleet_planner import (FleetPlanner, Level, PlanOutcome, PlanSettings,
+                                               ReplanPolicy, StartState)
+from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.fleet.stuck import LADDER, StuckWatch
+from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.planning.path_timing import time_path
+from orca_nav.core.planning.result import PlanResult, PlanStats, PlanStatus
+from orca_nav.core.sim.closed_loop import Scene, run
+from scenes import room
+
+
+def straight(x0, y0, x1, y1, speed=1.0):
+    yaw = float(np.arctan2(y1 - y0, x1 - x0))
+    return time_path([x0, x1], [y0, y1], [yaw, yaw], [1, 1], max_speed=speed, max_accel=1.0)
+
+
+def at(coordinator, name, reference, s):
+    """Robot `name` at arc length s of `reference`."""
+    arc = arc_lengths(reference.positions)
+    time = float(np.interp(s, arc, reference.times))
+    coordinator.set_progress(name, time, reference.position_at(time)[0])
+
+
+# ---------------------------------------------------------------------- coordination core
+def test_the_later_goal_waits_before_a_crossing_until_the_earlier_has_crossed():
+    coordinator = Coordinator()
+    a, b = straight(0.0, 5.0, 10.0, 5.0), straight(5.0, 0.0, 5.0, 10.0)
+    coordinator.set_path('a', a, 0.3, (0.0, 0))
+    coordinator.set_path('b', b, 0.3, (1.0, 1))
+    at(coordinator, 'a', a, 0.0)
+    at(coordinator, 'b', b, 0.0)
+    gates = coordinator.update()
+    assert gates['a'].stop_s is None
+    reach = 0.3 + 0.3 + CoordinationParams().clearance
+    assert gates['b'].waits_for == 'a' and gates['b'].stop_s < 5.0 - reach
+    at(coordinator, 'a', a, 5.0)        # on the crossing: b still waits
+    assert coordinator.update()['b'].stop_s is not None
+    at(coordinator, 'a', a, 5.0 + reach + 0.3)      # past it: b goes
+    assert coordinator.update()['b'].stop_s is None
+
+
+def test_a_robot_follows_one_ahead_on_the_same_path_at_a_distance():
+    coordinator = Coordinator()
+    lead, follow = straight(2.0, 5.0, 12.0, 5.0), straight(0.0, 5.0, 10.0, 5.0)
+    coordinator.set_path('lead', lead, 0.3, (0.0, 0))
+    coordinator.set_path('follow', follow, 0.3, (1.0, 1))
+    for s_lead in (0.0, 3.0, 6.0):
+        at(coordinator, 'lead', lead, s_lead)
+        at(coordinator, 'follow', follow, 0.0)
+        stop = coordinator.update()['follow'].stop_s
+        # The follower may come up to where the leader's disc and clearance begin.
+        assert stop == pytest.approx(2.0 + s_lead - (0.3 + 0.3 + 0.4) - 0.2, abs=0.25)
+
+
+def test_the_later_robot_waits_outside_a_lane_the_earlier_one_drives_through():
+    coordinator = Coordinator()
+    east, west = straight(0.0, 5.0, 12.0, 5.0), straight(12.0, 5.0, 0.0, 5.0)
+    coordinator.set_path('east', east, 0.3, (0.0, 0))
+    coordinator.set_path('west', west, 0.3, (1.0, 1))
+    at(coordinator, 'east', east, 1.0)
+    at(coordinator, 'west', west, 0.0)
+    gates = coordinator.update()
+    assert gates['west'].waits_for == 'east' and gates['west'].stop_s == pytest.approx(0.0)
+    assert gates['east'].stop_s is None
+
+
+def test_a_robot_standing_in_the_way_goes_first_whatever_its_rank():
+    """b (the later goal) already stands on a's path: a waits for it to get out of the way."""
+    coordinator = Coordinator()
+    a, b = straight(0.0, 5.0, 10.0, 5.0), straight(6.0, 5.0, 6.0, 10.0)
+    coordinator.set_path('a', a, 0.3, (0.0, 0))
+    coordinator.set_path('b', b, 0.3, (1.0, 1))
+    at(coordinator, 'a', a, 0.0)
+    at(coordinator, 'b', b, 0.0)
+    gates = coordinator.update()
+    assert coordinator.order == ['b', 'a']
+    assert gates['b'].stop_s is None and gates['a'].waits_for == 'b'
+    assert gates['a'].stop_s < 6.0 - 1.0
+
+
+def test_two_robots_each_on_the_others_path_are_locked_and_the_later_backs_out():
+    coordinator = Coordinator()
+    a, b = straight(0.0, 5.0, 10.0, 5.0), straight(4.0, 5.0, -4.0, 5.0)
+    coordinator.set_path('a', a, 0.3, (0.0, 0))
+    coordinator.set_path('b', b, 0.3, (1.0, 1))
+    at(coordinator, 'a', a, 0.0)
+    at(coordinator, 'b', b, 0.0)
+    gates = coordinator.update()
+    assert gates['b'].locked_with == 'a' and gates['a'].locked_with is None
+
+
+def test_a_gated_reference_brakes_to_a_stand_at_the_gate():
+    reference = straight(0.0, 0.0, 10.0, 0.0)
+    piece, offset = stop_before(reference, 2.0, 6.0, decel=1.0)
+    assert offset == pytest.approx(2.0, abs=0.11)
+    assert piece.positions[-1, 0] == pytest.approx(6.0, abs=0.11)
+    speed = np.linalg.norm(piece.velocities, axis=1)
+    assert speed[-1] == 0.0
+    left = 6.0 - piece.positions[:, 0]
+    assert (speed ** 2 <= 2.0 * 1.0 * left + 1e-9).all()     # can always stop by the gate
+    # Before braking begins it keeps the original timing (its clock is the original's).
+    early = piece.positions[:, 0] < 3.0
+    np.testing.assert_allclose(piece.times[early] + offset,
+                               np.interp(piece.positions[early, 0], reference.positions[:, 0],
+                                         reference.times), atol=1e-6)
+
+
+def test_a_waiting_spot_is_off_the_kept_out_points_and_reached_around_walls():
+    grid = room(10.0, blocks=[(4.0, 0.0, 4.4, 8.0)])        # a wall with a gap at the top
+    path = np.column_stack([np.linspace(0.5, 3.5, 31), np.full(31, 5.0)])
+    spot = waiting_spot(grid, np.array([2.0, 5.0]), 0.35, path, 1.0)
+    assert spot is not None and spot[0] < 4.0               # not through the wall
+    assert np.min(np.linalg.norm(path - spot, axis=1)) >= 1.0 - 0.1
+    assert grid.clearance_at(spot[None])[0] > 0.35
+
+
+def test_standing_robots_become_obstacles_on_a_copy_of_the_map():
+    grid = room(10.0)
+    marked = with_discs(grid, np.array([[5.0, 5.0]]), np.array([0.4]))
+    assert marked.occupied_at(np.array([[5.0, 5.3]]))[0]
+    assert not marked.occupied_at(np.array([[5.0, 5.6]]))[0]
+    assert not grid.occupied_at(np.array([[5.0, 5.0]]))[0]      # the map itself is untouched
+
+
+# ---------------------------------------------------------------------- stuck detection
+def test_stuck_watch_climbs_the_ladder_every_stuck_time_without_progress():
+    watch = StuckWatch()
+    watch.reset(0.0)
+    watch.observe(0.0, 10.0)
+    rungs = []
+    for now in np.arange(0.5, 31.0, 0.5):
+        watch.observe(now, 10.0 - 0.05)         # never 0.1 m closer
+        step = watch.climb(now, 10.0)
+        if step is not None:
+            rungs.append((now, step))
+    assert rungs == [(10.0, LADDER[0]), (20.0, LADDER[1]), (30.0, LADDER[2])]
+    watch.observe(31.0, 9.0)                    # progress: back to the bottom
+    assert watch.rung == 0 and watch.climb(35.0, 10.0) is None
+
+
+def test_waiting_ones_turn_is_not_being_stuck():
+    watch = StuckWatch()
+    watch.reset(0.0)
+    for now in np.arange(0.0, 60.0, 0.5):
+        watch.observe(now, 10.0, waiting=True)
+        assert watch.climb(now, 10.0) is None
+
+
+ROBOT = RobotSpec('robot0', kinematics='holonomic', radius=0.25, max_speed=1.0, max_accel=1.0)
+
+
+def _outcome(request, reference):
+    return PlanOutcome(request, PlanResult(PlanStatus.SUCCESS, 'ok', PlanStats()), reference, {})
+
+
+def test_a_robot_without_progress_is_reported_stuck_at_stuck_time_and_replanned_around_others():
+    """robot0 stands still (something unseen holds it). robot1 stands idle, robot2 drives
+    elsewhere: robot0's plans always go around robot1; at stuck_time it is reported stuck and
+    planned again around every other robot."""
+    names = ('robot0', 'robot1', 'robot2')
+    planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
+                           PlanSettings(safety_margin=0.05),
+                           ReplanPolicy(goal_tolerance=0.15, stuck_time=4.0))
+    planner.set_map(room(), 0.0)
+    places = {'robot0': (2.0, 5.0), 'robot1': (5.0, 8.0), 'robot2': (8.0, 2.0)}
+
+    def observe(now):
+        for n, (x, y) in places.items():
+            planner.set_start_state(n, StartState([x, y, 0.0], [0.0, 0.0], now), now)
+    observe(0.0)
+    (request,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], 0.0).plan
+    np.testing.assert_allclose(request.obstacles, [[5.0, 8.0, 0.25], [8.0, 2.0, 0.25]])
+    (other,) = planner.set_goal('robot2', [9.0, 1.0, 0.0], 0.0).plan
+    planner.finish(_outcome(request, straight(2.0, 5.0, 8.0, 5.0)), 0.0)
+    planner.finish(_outcome(other, straight(8.0, 2.0, 9.0, 1.0)), 0.0)
+    escalated = None
+    for now in np.arange(0.25, 6.0, 0.25):
+        observe(now)
+        actions = planner.check_progress(now)
+        assert planner.gate('robot0') is None       # nobody it waits for: it is stuck
+        replans = [r for r in actions.plan if r.robot == 'robot0']
+        if replans:
+            escalated = now
+            break
+    assert escalated == pytest.approx(4.25)          # the first check after 4 s standing
+    (replan,) = replans
+    np.testing.assert_allclose(replan.obstacles, [[5.0, 8.0, 0.25], [8.0, 2.0, 0.25]])
+    status = next(s for s in actions.status if s.robot == 'robot0')
+    assert status.level is Level.WARN and 'stuck 4 s' in status.message
+
+
+# ---------------------------------------------------------------------- closed loops
+def _lane_swap(coordinate, escalation_time=10.0):
+    """Two rooms joined by an 8 m lane 1 m wide (one robot at a time); three diff-drive robots
+    in each room go to the other."""
+    grid = OccupancyGrid.from_rectangles((0.0, 0.0, 20.0, 8.0), 0.1,
+                                         [(6.0, 0.0, 14.0, 3.5), (6.0, 4.5, 14.0, 8.0)], wall=0.3)
+    robots = [RobotSpec(f'robot{i}', kinematics='diff_drive', radius=0.3, max_speed=1.0,
+                        max_accel=1.5, max_yaw_rate=2.0) for i in range(6)]
+    rows = (2.0, 4.0, 6.0)
+    starts = np.array([(2.0, y, 0.0) for y in rows] + [(18.0, y, np.pi) for y in rows])
+    goals = [[(16.0, y)] for y in rows] + [[(4.0, y)] for y in rows]
+    return Scene('lane_swap', robots, starts, goals, grid=grid, planner=True, duration=120.0,
+                 coordinate=coordinate, escalation_time=escalation_time)
+
+
+def _cars_in_a_lane(coordinate, escalation_time=10.0):
+    """Two cars (1.2 m wide) cross a 12 m lane 2.4 m wide from opposite ends."""
+    grid = OccupancyGrid.from_rectangles((0.0, 0.0, 24.0, 9.0), 0.1,
+                                         [(6.0, 0.0, 18.0, 3.0), (6.0, 5.4, 18.0, 9.0)], wall=0.3)
+    robots = [RobotSpec(f'car{i}', kinematics='car', radius=0.6, max_speed=1.5, max_accel=1.0,
+                        max_yaw_rate=1.0, wheelbase=0.8, min_turning_radius=2.0)
+              for i in range(2)]
+    starts = np.array([(2.5, 2.0, 0.0), (21.5, 2.0, np.pi)])
+    goals = [[(21.5, 7.0)], [(2.5, 7.0)]]
+    return Scene('car_lane', robots, starts, goals, grid=grid, planner=True, duration=90.0,
+                 coordinate=coordinate, escalation_time=escalation_time)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('make', [_lane_swap, _cars_in_a_lane], ids=['six_robot_swap', 'cars'])
+def test_robots_take_turns_in_a_one_robot_lane(make):
+    result = run(make(coordinate=True))
+    assert result.finished == result.robots and result.stuck == []
+    assert result.moving_contacts == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('make', [_lane_swap, _cars_in_a_lane], ids=['six_robot_swap', 'cars'])
+def test_without_coordination_the_lane_deadlocks(make):
+    """The same scenes with every robot planned on its own (and no stuck ladder): they meet
+    in the lane and nobody arrives."""
+    result = run(make(coordinate=False, escalation_time=0.0))
+    assert result.finished == 0 and len(result.stuck) == result.robots

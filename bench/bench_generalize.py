@@ -62,11 +62,11 @@ def open_map(rng, size: float = 24.0, pillars: int = 10) -> OccupancyGrid:
     return OccupancyGrid.from_rectangles((0.0, 0.0, size, size), 0.1, rects, wall=0.3)
 
 
-def warehouse_map(rng) -> OccupancyGrid:
+def warehouse_map(rng, rows: Optional[int] = None) -> OccupancyGrid:
     """Rows of shelves (1 m deep) with aisles of a width drawn from 1.4, 1.8 and 2.4 m, split by
     a cross-aisle, open at both ends."""
     aisle = float(rng.choice([1.4, 1.8, 2.4]))
-    rows = int(rng.integers(3, 6))
+    rows = int(rng.integers(3, 6)) if rows is None else rows
     length = float(rng.uniform(8.0, 12.0))
     cross = 2.5
     width = 2 * 3.0 + 2 * length + cross
@@ -306,16 +306,63 @@ def dense_swap(rng) -> Scene:
                  [[tuple(-p)] for p in xy], duration=60.0 + 3.0 * radius)
 
 
+def warehouse_throughput(rng) -> Scene:
+    """Throughput: 20 - 26 diff-drive robots in a warehouse of 4 - 5 shelf rows, each on
+    continuous pick tasks (a pick at a shelf face in an aisle, then a drop at a station in the
+    open bands at either end, and so on) for a fixed 240 s; counted in goals reached per
+    robot-hour. Run with coordination on and off (`--throughput`)."""
+    grid = warehouse_map(rng, rows=int(rng.integers(4, 6)))
+    count = int(rng.integers(20, 27))
+    robots = fleet(['diff_drive'] * count)
+    radii = np.array([r.radius for r in robots])
+    room = radii + 0.35
+    starts = free_points(rng, grid, count, room, radii + 0.3)
+    lower, upper = grid.extent
+    band = 2.5                              # the open bands at the ends, where drops are
+    drops = _in_band(rng, grid, count * THROUGHPUT_TASKS, lower[0] + 0.6, lower[0] + band,
+                     upper[0] - band, upper[0] - 0.6, room.max())
+    picks = _in_band(rng, grid, count * THROUGHPUT_TASKS, lower[0] + band + 0.5,
+                     upper[0] - band - 0.5, None, None, room.max())
+    goals = [[tuple(p) for k in range(THROUGHPUT_TASKS)
+              for p in (picks[i * THROUGHPUT_TASKS + k], drops[i * THROUGHPUT_TASKS + k])]
+             for i in range(count)]
+    yaw = rng.uniform(-math.pi, math.pi, count)
+    return Scene('warehouse_throughput', robots, np.column_stack([starts, yaw]), goals,
+                 grid=grid, planner=True, duration=THROUGHPUT_SECONDS)
+
+
+THROUGHPUT_TASKS = 20           # pick-and-drop tasks queued per robot (more than it can do)
+THROUGHPUT_SECONDS = 240.0
+
+
+def _in_band(rng, grid: OccupancyGrid, count: int, x0: float, x1: float,
+             x2: Optional[float], x3: Optional[float], clearance: float) -> np.ndarray:
+    """`count` free points (clearance from the map) with x in [x0, x1] (or [x2, x3])"""
+    lower, upper = grid.extent
+    out = []
+    while len(out) < count:
+        if x2 is not None and rng.random() < 0.5:
+            x = rng.uniform(x2, x3)
+        else:
+            x = rng.uniform(x0, x1)
+        p = np.array([x, rng.uniform(lower[1] + 0.6, upper[1] - 0.6)])
+        if grid.clearance_at(p[None])[0] >= clearance:
+            out.append(p)
+    return np.array(out)
+
+
 FAMILIES: Dict[str, Callable] = {f.__name__: f for f in (
     open_holonomic, open_diff_drive, open_mixed_planned, warehouse_aisles, warehouse_shipped,
     office_doors, parking_cars, blocks_mixed, people_impassive, people_threatening,
     people_curious_scared, drones_forest, drones_people, starved, odometry_loss, dense_swap)}
+# Run apart (`--throughput`): for a fixed time, with coordination on and off.
+THROUGHPUT_FAMILIES: Dict[str, Callable] = {warehouse_throughput.__name__: warehouse_throughput}
 
 
 def scene(family: str, seed: int, params: Optional[ControllerParams] = None) -> Scene:
     """Family `family`'s scene of seed `seed` (a fresh generator per family and seed)."""
     rng = np.random.default_rng([seed, sum(map(ord, family))])
-    out = FAMILIES[family](rng)
+    out = {**FAMILIES, **THROUGHPUT_FAMILIES}[family](rng)
     out.seed = seed
     if params is not None:
         out.params = params
@@ -328,12 +375,17 @@ class Job:
     family: str
     seed: int
     params: Optional[ControllerParams] = None
+    coordinate: bool = True         # planned robots take turns; False: planned on their own,
+                                    # no stuck ladder either (the fleet planner as it was)
 
 
 def run_job(job: Job) -> dict:
     start = time.perf_counter()
     try:
-        result = run(scene(job.family, job.seed, job.params))
+        setup = scene(job.family, job.seed, job.params)
+        if not job.coordinate:
+            setup.coordinate, setup.escalation_time = False, 0.0
+        result = run(setup)
     except Exception as error:
         raise RuntimeError(f'{job.family} seed {job.seed}: {error}') from error
     return summary(job, result, time.perf_counter() - start)
@@ -342,7 +394,12 @@ def run_job(job: Job) -> dict:
 def summary(job: Job, result: RunResult, seconds: float) -> dict:
     contacts = {f'{c}_{state}': result.count(c, moving=state == 'moving')
                 for c in CONTACT_CATEGORIES for state in ('moving', 'rest')}
-    return {'family': job.family, 'seed': job.seed, 'robots': result.robots,
+    return {'family': job.family, 'seed': job.seed, 'coordinate': job.coordinate,
+            'longest_wait_s': round(result.longest_wait, 1),
+            'goals_per_robot_hour': round(result.reached / result.robots * 3600.0 /
+                                          THROUGHPUT_SECONDS, 1)
+            if job.family in THROUGHPUT_FAMILIES else None,
+            'robots': result.robots,
             'goals': result.goals, 'reached': result.reached, 'finished': result.finished,
             'stuck': len(result.stuck), 'plan_failures': result.plan_failures,
             'makespan': result.makespan, 'simulated_s': result.duration,
@@ -364,9 +421,9 @@ def table(runs: List[dict]) -> List[str]:
             f'{"r-pers mov/rest":>15} {"goals":>9} {"finished":>9} {"stuck":>5} '
             f'{"plan fail":>9} {"makespan":>8}')
     lines = [head]
-    families = list(dict.fromkeys(r['family'] for r in runs))
+    families = list(dict.fromkeys(_label(r) for r in runs))
     for family in families + ['all']:
-        rows = runs if family == 'all' else [r for r in runs if r['family'] == family]
+        rows = runs if family == 'all' else [r for r in runs if _label(r) == family]
 
         def total(key):
             return sum(r[key] for r in rows)
@@ -383,6 +440,37 @@ def table(runs: List[dict]) -> List[str]:
     return lines
 
 
+def _label(run: dict) -> str:
+    """A run's row in the table: its family, marked when run without coordination."""
+    return run['family'] + ('' if run.get('coordinate', True) else ' -coord')
+
+
+def throughput_table(runs: List[dict]) -> List[str]:
+    """Goals reached per robot-hour with coordination on and off, per seed and in all."""
+    lines = [f'{"family":<22} {"seed":>4} {"robots":>6} {"goals/robot-h on":>16} '
+             f'{"off":>6} {"ratio":>6} {"stuck on/off":>12} {"longest wait on":>15}']
+    pairs = {}
+    for r in runs:
+        pairs.setdefault((r['family'], r['seed']), {})[r['coordinate']] = r
+    ratios = []
+    for (family, seed), pair in sorted(pairs.items()):
+        on, off = pair.get(True), pair.get(False)
+        if on is None or off is None:
+            continue
+        ratio = on['goals_per_robot_hour'] / max(off['goals_per_robot_hour'], 1e-9)
+        ratios.append(ratio)
+        lines.append(f'{family:<22} {seed:>4} {on["robots"]:>6} {on["goals_per_robot_hour"]:>16.1f} '
+                     f'{off["goals_per_robot_hour"]:>6.1f} {ratio:>6.2f} '
+                     f'{on["stuck"]:>5}/{off["stuck"]:<6} {on["longest_wait_s"]:>15.1f}')
+    if ratios:
+        total_on = sum(p[True]['reached'] for p in pairs.values() if len(p) == 2)
+        total_off = sum(p[False]['reached'] for p in pairs.values() if len(p) == 2)
+        lines.append(f'all: {total_on} goals with coordination, {total_off} without '
+                     f'({total_on / max(total_off, 1):.2f}x); per seed '
+                     f'{min(ratios):.2f}x - {max(ratios):.2f}x')
+    return lines
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--quick', action='store_true', help=f'{QUICK_SEEDS} seeds per family')
@@ -391,15 +479,30 @@ def main(argv=None):
     parser.add_argument('--jobs', type=int, default=os.cpu_count() or 1, help='processes')
     parser.add_argument('--safety-off', action='store_true',
                         help='without the safety layer and acceleration-aware ORCA (a baseline)')
+    parser.add_argument('--first-seed', type=int, default=0,
+                        help='seeds first..first+N-1 (seeds nobody tuned on)')
+    parser.add_argument('--coordination', choices=('on', 'off', 'both'), default='on',
+                        help='planned robots take turns and climb the stuck ladder (on), are '
+                             'planned each on its own (off), or both in the same run')
+    parser.add_argument('--throughput', action='store_true',
+                        help='the throughput family (continuous pick tasks for a fixed time) '
+                             'with coordination on and off, instead of the families')
     parser.add_argument('--out', type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    seeds = range(QUICK_SEEDS if args.quick else args.seeds)
+    count = QUICK_SEEDS if args.quick else args.seeds
+    seeds = range(args.first_seed, args.first_seed + count)
     params = ControllerParams(safety=None, acceleration_aware=False) if args.safety_off else None
-    jobs = [Job(f, s, params) for f in (args.family or FAMILIES) for s in seeds]
+    modes = {'on': [True], 'off': [False]}.get(args.coordination, [True, False])
+    families = args.family or FAMILIES
+    if args.throughput:
+        families, modes = list(THROUGHPUT_FAMILIES), [True, False]
+    jobs = [Job(f, s, params, mode) for f in families for mode in modes for s in seeds]
     start = time.perf_counter()
     runs = run_all(jobs, args.jobs)
     elapsed = time.perf_counter() - start
     lines = table(runs)
+    if args.throughput:
+        lines += [''] + throughput_table(runs)
     print('\n'.join(lines))
     moving = [r for r in runs if r['moving_contacts']]
     print(f'\n{len(runs)} runs in {elapsed:.0f} s on {args.jobs} processes; '

@@ -69,6 +69,7 @@ JAM_PROGRESS = 0.1      # m the distance to go must shrink by within a goal's ja
 _GATE_STEP = 0.5        # m a gate moves on before the shortened reference is sent again
 _GATE_TIGHTER = 0.05    # m a gate moves back before it is
 RETRY_BUDGET_FACTOR = 4     # a query that spent its expansion budget is retried with this many
+BACK_OUT_BUDGET_DIVISOR = 5     # a plan to back out to a place nearby gets this much less
 
 
 def _from_values(cls, values: Mapping[str, object]):
@@ -98,7 +99,9 @@ class ReplanPolicy:
     replan_deviation: float = 1.0       # replan when farther than this from the trajectory (m)
     min_replan_interval: float = 2.0    # at most one deviation replan per robot in this time (s)
     stuck_time: float = 10.0            # s without 0.1 m of progress: the next rung of stuck.LADDER
-    coordinate: bool = True             # ground robots take turns where paths meet (coordination)
+    # Ground robots take turns where their paths meet and go around robots standing without a
+    # plan (coordination); False: each robot is planned on its own.
+    coordinate: bool = True
 
     from_values = classmethod(_from_values)
 
@@ -205,6 +208,7 @@ class PlanRequest:
     query: int = 0                      # > 0: a path query's id (`path_request`), not a plan
     # Robots standing where the plan should not go: (K, 3) x, y, radius (`run_request`).
     obstacles: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    retry: bool = True                  # a spent budget is tried again with a larger one
 
 
 @dataclass(frozen=True)
@@ -276,8 +280,10 @@ def planner_key(grid: OccupancyGrid, map_generation: int, spec: RobotSpec,
     return grid.ndim, map_generation, tuple(spec.field_values().items()), settings
 
 
-def build_planner(grid: OccupancyGrid, spec: RobotSpec, settings: PlanSettings):
-    """The core planner for the robot's kinematics."""
+def build_planner(grid: OccupancyGrid, spec: RobotSpec, settings: PlanSettings,
+                  refine_on_failure: bool = True):
+    """The core planner for the robot's kinematics (`refine_on_failure`: a hybrid A* search
+    that found no path is repeated on a finer lattice)."""
     if not spec.non_holonomic:     # holonomic robots and drones
         from orca_nav.core.planning.kinodynamic_astar import KinodynamicAStar, KinodynamicParams
         return KinodynamicAStar(grid, KinodynamicParams(
@@ -291,7 +297,8 @@ def build_planner(grid: OccupancyGrid, spec: RobotSpec, settings: PlanSettings):
         robot_radius=spec.radius, allow_reverse=settings.allow_reverse,
         model='diff_drive' if spec.kinematics == 'diff_drive' else 'car',
         collision_margin=max(settings.safety_margin, 1e-3),
-        max_expansions=settings.plan_max_expansions, timeout=settings.plan_time_budget))
+        max_expansions=settings.plan_max_expansions, timeout=settings.plan_time_budget,
+        refine_on_failure=refine_on_failure))
 
 
 def plan_reference(planner, spec: RobotSpec, settings: PlanSettings, start: StartState,
@@ -345,7 +352,7 @@ def run_request(request: PlanRequest) -> PlanOutcome:
         if result.status is PlanStatus.START_IN_COLLISION and settings.safety_margin > 0:
             settings = replace(settings, safety_margin=0.0)
             result, reference = attempt(settings)
-        if result.status is PlanStatus.TIMEOUT and \
+        if result.status is PlanStatus.TIMEOUT and request.retry and \
                 result.stats.expanded_nodes >= settings.plan_max_expansions:
             retried = True
             result, reference = attempt(replace(
@@ -386,8 +393,10 @@ def _around_standing(request: PlanRequest, settings: PlanSettings,
     if not len(around):
         return reference, int(hit.sum())
     grid = with_discs(request.grid, around[:, :2], around[:, 2])
-    result, detour = plan_reference(build_planner(grid, request.spec, settings), request.spec,
-                                    settings, request.start, request.goal)
+    # Where the standing robots close every way the search is exhausted: one budget, no finer
+    # lattice, then the plan on the map stands.
+    result, detour = plan_reference(build_planner(grid, request.spec, settings, False),
+                                    request.spec, settings, request.start, request.goal)
     if detour is None:
         return reference, int(hit.sum())
     return detour, int(_standing_in_way(request, detour).sum())
@@ -709,14 +718,17 @@ class FleetPlanner:
         radius = robot.spec.radius
         reach = radius + max((self._robots[n].spec.radius for n in others), default=radius) + \
             self._coordinator.params.clearance
-        spot = waiting_spot(self._maps[2].grid, here, radius + self.settings.safety_margin,
+        spot = waiting_spot(self._maps[2].grid, here, radius + self.settings.safety_margin + 0.15,
                             np.vstack(keep_out) if keep_out else np.zeros((0, 2)), reach)
         actions = Actions()
         if spot is None:
             self._set_status(actions, name, Level.WARN, f'{why}: no place off the others\' way '
                              'to back out to; waiting')
             return actions
-        robot.waypoint = np.array([spot[0], spot[1], robot.start.yaw])
+        # A car backs out as it stands (straight back where it can); the others face the place.
+        heading = robot.start.yaw if robot.spec.kinematics == 'car' else \
+            float(np.arctan2(*(spot - here)[::-1]))
+        robot.waypoint = np.array([spot[0], spot[1], heading])
         robot.around = True
         return self._request(name, f'{why}: backing out to ({spot[0]:.2f}, {spot[1]:.2f})', now)
 
@@ -724,7 +736,8 @@ class FleetPlanner:
         """Robot `name` stands (goal reached, held): the robots whose paths it is on plan
         again, around it."""
         actions = Actions()
-        if self.dim(name) != 2 or self._robots[name].start is None:
+        if self.dim(name) != 2 or self._robots[name].start is None or \
+                not self.policy.coordinate:
             return actions
         here = self._robots[name].start.position[:2]
         radius = self._robots[name].spec.radius
@@ -878,20 +891,25 @@ class FleetPlanner:
         robot = self._robots[name]
         robot.running = True
         held = self._maps[self.dim(name)]
-        goal = robot.goal if robot.waypoint is None else robot.waypoint
+        goal, settings = robot.goal, self.settings
+        if robot.waypoint is not None:      # a place nearby, or none: a small budget
+            goal = robot.waypoint
+            settings = replace(settings, plan_max_expansions=max(
+                1, settings.plan_max_expansions // BACK_OUT_BUDGET_DIVISOR))
         return PlanRequest(robot=name, generation=robot.generation, grid=held.grid,
                            map_generation=held.generation, start=robot.start,
-                           goal=goal.copy(), spec=robot.spec, settings=self.settings,
-                           planners=self._planners, obstacles=self._standing(name))
+                           goal=goal.copy(), spec=robot.spec, settings=settings,
+                           planners=self._planners, obstacles=self._standing(name),
+                           retry=robot.waypoint is None)
 
     def _standing(self, name: str) -> np.ndarray:
         """(K, 3) x, y, radius of the ground robots a plan of `name` should go around: those
         standing without a plan, or, after `around` was asked for (stuck), all others where
         they are now."""
         robot = self._robots[name]
-        if self.dim(name) != 2:
-            return np.zeros((0, 3))
         everyone, robot.around = robot.around, False
+        if self.dim(name) != 2 or not (everyone or self.policy.coordinate):
+            return np.zeros((0, 3))
         rows = [(*other.start.position[:2], other.spec.radius)
                 for n, other in self._robots.items()
                 if n != name and other.start is not None and self.dim(n) == 2 and

@@ -26,6 +26,7 @@ from orca_nav.core.fleet.controller import FleetController
 from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.drones import prepare_map_3d
 from orca_nav.core.fleet.fleet_planner import (
+    Actions,
     FleetPlanner,
     PlanSettings,
     ReplanPolicy,
@@ -153,8 +154,7 @@ class _Loop:
         period = s.params.period
         now = 0.0
         contacts: List[CollisionEvent] = []
-        for i in range(len(self.names)):
-            self._send_goal(i, now)
+        self._send_goals(range(len(self.names)), now)
         while now < s.duration - 1e-9 and not self._over(now):
             self._observe(now)
             if self.planner is not None:
@@ -233,14 +233,28 @@ class _Loop:
                 actions += self.planner.finish(run_request(request), now)
 
     def _send_goal(self, i: int, now: float) -> None:
+        self._send_goals([i], now)
+
+    def _send_goals(self, rows, now: float) -> None:
+        """The current goals of robots `rows`, all given before any is planned (a fleet
+        manager's batch: no robot is planned around others about to leave)."""
+        if self.planner is not None:
+            actions = Actions()
+            for i in rows:
+                if self.index[i] < len(self.goals[i]):
+                    self.closest[i], self.closer_at[i] = np.inf, now
+                    goal = tuple(self.goals[i][self.index[i]]) + (0.0,)       # yaw 0
+                    actions += self.planner.set_goal(self.names[i], goal, now)
+            self._apply(actions, now)
+            return
+        for i in rows:
+            self._send_controller_goal(i, now)
+
+    def _send_controller_goal(self, i: int, now: float) -> None:
         if self.index[i] >= len(self.goals[i]):
             return
         goal = self.goals[i][self.index[i]]
         self.closest[i], self.closer_at[i] = np.inf, now
-        if self.planner is not None:
-            yaw = 0.0
-            self._apply(self.planner.set_goal(self.names[i], tuple(goal) + (yaw,), now), now)
-            return
         altitude = goal[2] if len(goal) > 2 else None
         problem = self.controller.set_goal(i, goal[:2], altitude)
         if problem is not None:

@@ -198,6 +198,30 @@ def test_a_robot_without_progress_is_reported_stuck_at_stuck_time_and_replanned_
     assert status.level is Level.WARN and 'stuck 4 s' in status.message
 
 
+def test_a_jammed_goal_says_what_the_stuck_ladder_tried_last():
+    """A navigate_to_pose goal (jam_timeout) of a robot that stands still: at stuck_time it is
+    replanned around the others (WARN), at jam_timeout the goal ends saying so."""
+    planner = FleetPlanner({'robot0': ROBOT}, PlanSettings(safety_margin=0.05),
+                           ReplanPolicy(goal_tolerance=0.15, stuck_time=4.0))
+    planner.set_map(room(), 0.0)
+    planner.set_start_state('robot0', StartState([2.0, 5.0, 0.0], [0.0, 0.0], 0.0), 0.0)
+    (request,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], 0.0, jam_timeout=6.0).plan
+    planner.finish(_outcome(request, straight(2.0, 5.0, 8.0, 5.0)), 0.0)
+    ended = []
+    for now in np.arange(0.25, 8.0, 0.25):
+        planner.set_start_state('robot0', StartState([2.0, 5.0, 0.0], [0.0, 0.0], now), now)
+        actions = planner.check_progress(now)
+        for replan in actions.plan:
+            planner.finish(_outcome(replan, straight(2.0, 5.0, 8.0, 5.0)), now)
+        ended += actions.ended
+        if ended:
+            break
+    (end,) = ended
+    assert end.reason == 'jammed' and now == pytest.approx(6.5)    # 6 s after the first check
+    assert 'last: stuck 4 s' in end.message and 'replanning around the other robots' in \
+        end.message
+
+
 # ---------------------------------------------------------------------- closed loops
 def _lane_swap(coordinate, escalation_time=10.0):
     """Two rooms joined by an 8 m lane 1 m wide (one robot at a time); three diff-drive robots

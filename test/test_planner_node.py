@@ -198,6 +198,12 @@ def test_parameters_reach_the_supervisor_and_bad_ones_are_rejected(ros):
     assert node.supervisor.policy.goal_tolerance == 0.4
     assert node.set_parameters([Parameter('robot0.max_speed', value=0.5)])[0].successful
     assert node.supervisor.spec('robot0').max_speed == 0.5
+    assert node.supervisor.policy.coordinate and node.supervisor.policy.stuck_time == 10.0
+    assert node.set_parameters([Parameter('coordinate', value=False),
+                                Parameter('stuck_time', value=0.0)])[0].successful
+    assert not node.supervisor.policy.coordinate and node.supervisor.policy.stuck_time == 0.0
+    result = node.set_parameters([Parameter('stuck_time', value=-1.0)])[0]
+    assert not result.successful and 'stuck_time' in result.reason
     result = node.set_parameters([Parameter('replan_deviation', value=-1.0)])[0]
     assert not result.successful and 'replan_deviation' in result.reason
     result = node.set_parameters([Parameter('robot0.max_speed', value=float('nan'))])[0]

@@ -30,6 +30,15 @@ NODE_SPECS = [
               min=0.02, max=10.0, read_only=True),
     ParamSpec('min_replan_interval', _DEFAULTS['min_replan_interval'], 'Minimum time between '
               'two automatic replans of one robot (s)', min=0.0, max=120.0),
+    ParamSpec('coordinate', _DEFAULTS['coordinate'], 'Ground robots take turns where their '
+              'planned paths meet (older goal first, a robot standing in the way first): a '
+              'robot whose turn it is not gets a trajectory that brakes to a stop before the '
+              'shared stretch; plans go around robots standing without a plan. False: each '
+              'robot is planned on its own'),
+    ParamSpec('stuck_time', _DEFAULTS['stuck_time'], 'A robot with a goal that got no 0.1 m '
+              'closer in this time (waiting its turn does not count) climbs one rung of the '
+              'stuck ladder: replan around the other robots, back out of their way, say it is '
+              'blocked (WARN on /diagnostics); 0: no ladder (s)', min=0.0, max=3600.0),
     ParamSpec('planner_threads', 2, 'Worker threads running planning queries', min=1, max=64,
               read_only=True),
     ParamSpec('allow_reverse', _DEFAULTS['allow_reverse'], 'Car and diff-drive robots may '

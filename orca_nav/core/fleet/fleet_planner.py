@@ -462,6 +462,7 @@ class _Robot:
     around: bool = False                 # the next plan goes around every other robot
     backed_out_at: float = -np.inf       # when it last tried to back out
     blocked_by: int = 0                  # standing robots the current plan could not go around
+    escalated: str = ''                  # what the stuck ladder last did (said while rung > 0)
 
 
 class FleetPlanner:
@@ -699,6 +700,7 @@ class FleetPlanner:
             actions = Actions()
             self._set_status(actions, name, Level.WARN, f'{why}; replanning around the others '
                              'and backing out did not help; waiting')
+        robot.escalated = robot.status.message
         return actions
 
     def _back_out(self, name: str, now: float, why: str,
@@ -792,8 +794,10 @@ class FleetPlanner:
 
     def _jam(self, name: str, now: float) -> Actions:
         robot = self._robots[name]
+        # What the stuck ladder tried since the last progress goes with it (error_msg says it).
+        tried = f' (last: {robot.escalated})' if robot.watch.rung > 0 else ''
         message = (f'jammed: not {JAM_PROGRESS:g} m closer to the goal in '
-                   f'{robot.jam_timeout:g} s; holding still')
+                   f'{robot.jam_timeout:g} s{tried}; holding still')
         robot.goal, robot.done = None, True
         robot.generation += 1
         actions = self._hold(name, Level.WARN, message, now, waiting=False)

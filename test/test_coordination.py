@@ -198,6 +198,37 @@ def test_a_robot_without_progress_is_reported_stuck_at_stuck_time_and_replanned_
     assert status.level is Level.WARN and 'stuck 4 s' in status.message
 
 
+def test_a_goal_arriving_later_replans_that_robot_alone_and_takes_its_turn_after_the_others():
+    """robot0 and robot1 follow their plans, crossing nowhere; robot0 gets a new goal across
+    robot1's path: only robot0 is planned again, and as the newer goal it waits for robot1."""
+    names = ('robot0', 'robot1')
+    planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
+                           PlanSettings(safety_margin=0.05), ReplanPolicy(goal_tolerance=0.15))
+    planner.set_map(room(), 0.0)
+    places = {'robot0': (2.0, 2.0), 'robot1': (5.0, 1.5)}
+
+    def observe(now):
+        for n, (x, y) in places.items():
+            planner.set_start_state(n, StartState([x, y, 0.0], [0.0, 0.0], now), now)
+    observe(0.0)
+    (first,) = planner.set_goal('robot0', [3.0, 2.0, 0.0], 0.0).plan
+    (other,) = planner.set_goal('robot1', [5.0, 8.5, 0.0], 0.0).plan
+    planner.finish(_outcome(first, straight(2.0, 2.0, 3.0, 2.0)), 0.0)
+    planner.finish(_outcome(other, straight(5.0, 1.5, 5.0, 8.5)), 0.0)
+    observe(0.25)
+    assert planner.check_progress(0.25).plan == []
+    places['robot1'] = (5.0, 3.0)
+    observe(1.0)
+    actions = planner.set_goal('robot0', [8.0, 5.0, 0.0], 1.0)
+    assert [r.robot for r in actions.plan] == ['robot0']      # one robot replanned
+    published = planner.finish(_outcome(actions.plan[0], straight(2.0, 2.0, 8.0, 5.0)), 1.0)
+    actions = planner.check_progress(1.25)
+    assert actions.plan == []
+    assert planner.gate('robot0') == 'robot1' and planner.gate('robot1') is None
+    gated = [u for u in published.publish + actions.publish if u.robot == 'robot0'][-1]
+    assert gated.reference.positions[-1][0] < 4.5        # stops short of robot1's path
+
+
 def test_a_jammed_goal_says_what_the_stuck_ladder_tried_last():
     """A navigate_to_pose goal (jam_timeout) of a robot that stands still: at stuck_time it is
     replanned around the others (WARN), at jam_timeout the goal ends saying so."""

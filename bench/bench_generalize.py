@@ -417,7 +417,7 @@ def run_all(jobs: List[Job], workers: int) -> List[dict]:
 
 
 def table(runs: List[dict]) -> List[str]:
-    head = (f'{"family":<22} {"runs":>4} {"r-r mov/rest":>12} {"r-obst mov/rest":>15} '
+    head = (f'{"family":<28} {"runs":>4} {"r-r mov/rest":>12} {"r-obst mov/rest":>15} '
             f'{"r-pers mov/rest":>15} {"goals":>9} {"finished":>9} {"stuck":>5} '
             f'{"plan fail":>9} {"makespan":>8}')
     lines = [head]
@@ -430,7 +430,7 @@ def table(runs: List[dict]) -> List[str]:
         makespans = [r['makespan'] for r in rows if r['makespan'] is not None]
         median = f'{np.median(makespans):.1f}' if makespans else '-'
         lines.append(
-            f'{family:<22} {len(rows):>4} '
+            f'{family:<28} {len(rows):>4} '
             f'{total("robot_robot_moving"):>6}/{total("robot_robot_rest"):<5} '
             f'{total("robot_obstacle_moving"):>7}/{total("robot_obstacle_rest"):<7} '
             f'{total("robot_person_moving"):>7}/{total("robot_person_rest"):<7} '

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from bench.bench_generalize import FAMILIES, Job, run_job, scene, table
+from bench.bench_generalize import (FAMILIES, THROUGHPUT_FAMILIES, THROUGHPUT_TASKS, Job,
+                                    run_job, scene, table, throughput_table)
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.sim.closed_loop import Scene, run
 
@@ -35,6 +36,28 @@ def test_every_family_generates_a_scene_from_a_seed(family):
     assert one.name == family and len(one.robots) >= 3
     np.testing.assert_array_equal(one.starts, again.starts)
     assert [list(g) for g in one.goals] == [list(g) for g in again.goals]
+
+
+@pytest.mark.parametrize('family', sorted(THROUGHPUT_FAMILIES))
+def test_the_throughput_family_queues_more_pick_and_drop_tasks_than_a_run_can_do(family):
+    one, again = scene(family, 3), scene(family, 3)
+    assert 20 <= len(one.robots) <= 26 and one.planner
+    assert [list(g) for g in one.goals] == [list(g) for g in again.goals]
+    assert all(len(g) == 2 * THROUGHPUT_TASKS for g in one.goals)
+    lower, upper = one.grid.extent
+    drops = np.array([g[1::2] for g in one.goals]).reshape(-1, 2)   # in the open end bands
+    assert ((drops[:, 0] < lower[0] + 2.5) | (drops[:, 0] > upper[0] - 2.5)).all()
+
+
+def test_the_throughput_table_pairs_the_runs_with_and_without_coordination():
+    def row(seed, coordinate, reached):
+        return {'family': 'warehouse_throughput', 'seed': seed, 'coordinate': coordinate,
+                'robots': 20, 'reached': reached, 'stuck': 0, 'longest_wait_s': 0.0,
+                'goals_per_robot_hour': reached / 20 * 3600.0 / 240.0}
+    lines = throughput_table([row(0, True, 60), row(0, False, 30), row(1, True, 40),
+                              row(1, False, 40), row(2, True, 10)])   # seed 2 has no pair
+    assert len(lines) == 4 and ' 2.00 ' in lines[1] and ' 1.00 ' in lines[2]
+    assert lines[-1].startswith('all: 100 goals with coordination, 70 without (1.43x)')
 
 
 @pytest.mark.slow

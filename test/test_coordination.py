@@ -229,6 +229,37 @@ def test_a_goal_arriving_later_replans_that_robot_alone_and_takes_its_turn_after
     assert gated.reference.positions[-1][0] < 4.5        # stops short of robot1's path
 
 
+def test_a_stuck_robot_takes_its_turns_last_and_nobody_waits_behind_it_for_good():
+    """robot1 (the older goal) stands still before the crossing; robot0 waits for it, which is
+    not being stuck. At stuck_time robot1 climbs the ladder and ranks last: robot0 goes."""
+    names = ('robot0', 'robot1')
+    planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
+                           PlanSettings(safety_margin=0.05),
+                           ReplanPolicy(goal_tolerance=0.15, stuck_time=4.0))
+    planner.set_map(room(), 0.0)
+    places = {'robot0': (3.5, 5.0), 'robot1': (5.0, 1.5)}       # robot0 near its gate
+
+    def observe(now):
+        for n, (x, y) in places.items():
+            planner.set_start_state(n, StartState([x, y, 0.0], [0.0, 0.0], now), now)
+    observe(0.0)
+    (older,) = planner.set_goal('robot1', [5.0, 8.5, 0.0], 0.0).plan
+    planner.finish(_outcome(older, straight(5.0, 1.5, 5.0, 8.5)), 0.0)
+    (newer,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], 0.5).plan
+    planner.finish(_outcome(newer, straight(3.5, 5.0, 8.0, 5.0)), 0.5)
+    gates = {}
+    for now in np.arange(0.75, 6.0, 0.25):
+        observe(now)
+        actions = planner.check_progress(now)
+        for replan in actions.plan:
+            assert replan.robot == 'robot1'         # the waiting robot0 is not stuck
+            planner.finish(_outcome(replan, straight(5.0, 1.5, 5.0, 8.5)), now)
+        gates[float(now)] = planner.gate('robot0')
+    assert gates[1.0] == gates[4.5] == 'robot1'
+    assert gates[5.0] is None and gates[5.75] is None    # robot1 stuck since 0.75 s: last
+    assert planner.gate('robot1') == 'robot0'
+
+
 def test_a_jammed_goal_says_what_the_stuck_ladder_tried_last():
     """A navigate_to_pose goal (jam_timeout) of a robot that stands still: at stuck_time it is
     replanned around the others (WARN), at jam_timeout the goal ends saying so."""

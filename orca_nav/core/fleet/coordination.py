@@ -138,6 +138,10 @@ class Coordinator:
         self._paths[name] = _Path(float(radius), rank, reference.times.copy(), arc, points,
                                   arc[picks], cKDTree(points), generation=self._generation)
 
+    def set_rank(self, name: str, rank: Tuple[float, int]) -> None:
+        """Robot `name` takes its turns by `rank` from now on (a stuck robot goes last)."""
+        self._paths[name].rank = rank
+
     def drop(self, name: str) -> None:
         """Robot `name` follows no path (done, holding, or not planned)."""
         self._paths.pop(name, None)

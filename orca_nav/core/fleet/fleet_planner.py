@@ -671,9 +671,13 @@ class FleetPlanner:
 
     # -------------------------------------------------------------- liveness
     def _waiting_turn(self, name: str) -> bool:
-        """The robot stands at (or brakes for) its gate: it waits its turn, by design."""
+        """The robot stands at (or brakes for) its gate: it waits its turn, by design, as
+        long as the robot it waits for gets on (behind a stuck one it is stuck too)."""
         robot = self._robots[name]
         if robot.gate is None or not self._coordinator.has_path(name):
+            return False
+        leader = self._robots.get(self._waits_for.get(name))
+        if leader is not None and leader.watch.rung > 0:    # on the stuck ladder itself
             return False
         return self._coordinator.progress(name) >= robot.gate - 1.0
 
@@ -685,6 +689,11 @@ class FleetPlanner:
             return Actions()
         stalled = robot.watch.stalled_for(now)
         robot.replans += 1
+        # A stuck robot takes its turns last from now on (as if its goal were new): the robots
+        # waiting for it go first, and none waits behind it for good.
+        robot.rank = (now, robot.order)
+        if self._coordinator.has_path(name):
+            self._coordinator.set_rank(name, robot.rank)
         why = f'stuck {stalled:.0f} s: no {JAM_PROGRESS:g} m closer to the goal'
         if step == 'replan_around':
             robot.around = True

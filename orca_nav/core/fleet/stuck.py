@@ -2,8 +2,10 @@
 
 A robot is *stuck* when the distance it still has to go has not shrunk by ``min_progress``
 within ``stuck_time``, except while it waits its turn by design (`waiting`): then the clock does
-not run, and what it waits for is said in its status. Each further ``stuck_time`` without
-progress climbs one rung of ``LADDER``; progress steps back to the bottom:
+not run, and what it waits for is said in its status (the fleet supervisor counts a wait behind
+a robot that is on the ladder itself as being stuck). Each further ``stuck_time`` without
+progress climbs one rung of ``LADDER`` and puts the robot last in the order of turns (the
+robots waiting for it go first); progress steps back to the bottom:
 
 1. ``replan_around``: plan again from where it stands, with the other robots' current places
    as obstacles (a robot pushed off its path, a car short of its goal or nosed into a corner

@@ -32,7 +32,8 @@ first. The only exception is two robots each standing on the other's path ahead 
 the later one has to back out (`waiting_spot`), the fleet supervisor plans that. Why no robot
 starves: ranks only rise (every older goal ends, new goals rank last), so every robot becomes
 first, and the first one is delayed only by robots that stood in its way when it was planned,
-each of which moves off its path.
+each of which moves off its path. A robot that cannot get on (stuck: the supervisor's ladder)
+breaks that: the supervisor puts it last (`set_rank`), so the others do not wait behind it.
 
 What it does not do: decide timing (robots wait for events, not for clock times, so late and
 early robots alike keep the order), plan around the others (the planner plans each robot on the

@@ -459,7 +459,8 @@ def throughput_table(runs: List[dict]) -> List[str]:
             continue
         ratio = on['goals_per_robot_hour'] / max(off['goals_per_robot_hour'], 1e-9)
         ratios.append(ratio)
-        lines.append(f'{family:<22} {seed:>4} {on["robots"]:>6} {on["goals_per_robot_hour"]:>16.1f} '
+        lines.append(f'{family:<22} {seed:>4} {on["robots"]:>6} '
+                     f'{on["goals_per_robot_hour"]:>16.1f} '
                      f'{off["goals_per_robot_hour"]:>6.1f} {ratio:>6.2f} '
                      f'{on["stuck"]:>5}/{off["stuck"]:<6} {on["longest_wait_s"]:>15.1f}')
     if ratios:

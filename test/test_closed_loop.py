@@ -2,8 +2,16 @@
 import numpy as np
 import pytest
 
-from bench.bench_generalize import (FAMILIES, THROUGHPUT_FAMILIES, THROUGHPUT_TASKS, Job,
-                                    run_job, scene, table, throughput_table)
+from bench.bench_generalize import (
+    FAMILIES,
+    THROUGHPUT_FAMILIES,
+    THROUGHPUT_TASKS,
+    Job,
+    run_job,
+    scene,
+    table,
+    throughput_table,
+)
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.sim.closed_loop import Scene, run
 

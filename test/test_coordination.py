@@ -5,16 +5,29 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from orca_nav.core.fleet.coordination import (CoordinationParams, Coordinator, arc_lengths,
-                                              stop_before, waiting_spot, with_discs)
-from orca_nav.core.fleet.fleet_planner import (FleetPlanner, Level, PlanOutcome, PlanSettings,
-                                               ReplanPolicy, StartState)
+from orca_nav.core.fleet.coordination import (
+    CoordinationParams,
+    Coordinator,
+    arc_lengths,
+    stop_before,
+    waiting_spot,
+    with_discs,
+)
+from orca_nav.core.fleet.fleet_planner import (
+    FleetPlanner,
+    Level,
+    PlanOutcome,
+    PlanSettings,
+    ReplanPolicy,
+    StartState,
+)
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.stuck import LADDER, StuckWatch
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.path_timing import time_path
 from orca_nav.core.planning.result import PlanResult, PlanStats, PlanStatus
 from orca_nav.core.sim.closed_loop import Scene, run
+
 from scenes import room
 
 

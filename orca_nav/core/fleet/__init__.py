@@ -24,6 +24,8 @@ how ORCA's velocities become commands it can execute.
     robots              RobotSpec: one robot's kinematics, limits and size
     names               topic and frame names
     fleet_planner       the fleet planning supervisor: goals, requests, planner cache, replan policy
+    coordination        who goes first where planned paths meet (turns, gates, waiting spots)
+    stuck               stuck detection and the escalation ladder of one robot
     navigation_task     one navigate_to_pose-style task's progress and outcome
     goal_sequence       waypoints / through-poses as a sequence of goals
 """

@@ -54,8 +54,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from orca_nav.core.fleet.coordination import (Coordinator, Gate, remaining, stop_before,
-                                               waiting_spot)
+from orca_nav.core.fleet.coordination import Coordinator, Gate, remaining, stop_before, waiting_spot
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.status import Level, RobotStatus
 from orca_nav.core.fleet.stuck import StuckWatch

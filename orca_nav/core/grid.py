@@ -33,6 +33,9 @@ used without a copy and is exposed read-only). The clearance field is only built
 cached) when ``clearance()``, ``clearance_at`` or a radius > 0 check needs it; ``inflated``
 reuses a cached field but does not create one, so planners on big maps can hold one inflated
 bool copy instead of a 4-byte field.
+
+One file: the 2-D and 3-D grids share one indexing convention and the clearance field every
+query (segment checks, clearance, inflation) reads.
 """
 from __future__ import annotations
 

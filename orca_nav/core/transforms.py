@@ -24,6 +24,9 @@ about 35 ms for 100 `lookup` calls (`python -m bench.bench_transforms`).
 Differences, on purpose: a second sample at an existing stamp replaces it (tf2 keeps both and
 reads the first), and an edge whose child gets a new parent starts a new history (tf2 keeps
 the parent per sample). Times are float seconds; no clock is read here.
+
+One file: tf2's semantics (interpolation, extrapolation limits, static frames, chains) are one
+contract, tested as one.
 """
 from __future__ import annotations
 

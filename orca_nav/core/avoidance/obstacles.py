@@ -33,6 +33,10 @@ by distance then edge index. Nothing is dropped or moved: every edge within rang
 still its neighbour, only RVO2's tie order and its tree-induced edge cuts are not reproduced. Keep
 the ObstacleSet and pass it to `solver.compute_velocities` when the obstacles do not change
 between calls.
+
+One file, as in RVO2: the polygon checks, RVO2's obstacle kd-tree and the edge kd-tree prefilter
+are one preparation whose conventions (vertex order, convexity, `next`/`previous`) every part
+relies on; split, each part would restate them.
 """
 import itertools
 from dataclasses import dataclass

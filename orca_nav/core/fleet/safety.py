@@ -28,6 +28,10 @@ checked with. Pairs in conflict lower both robots' factors one step at a time.
 The paths are sampled every `h` s (about half a control period); a sample spacing of h hides
 at most `speed * h / 2` of travel and the sampled braking is shorter than the continuous one by
 at most that much again, so each check keeps `speed * h` more. Time is passed in; numpy only.
+
+One file: the braking paths, the three checks (static, passive, reciprocal) and the choice of
+factors share one closed-form braking model and one stated guarantee (docs/safety.md); they are
+read together.
 """
 from __future__ import annotations
 

@@ -49,6 +49,9 @@ naming the field. Yaw is accepted in any range and wrapped; +-pi are the same he
 A planner instance holds per-map precomputation (clearance field, heuristic graph, primitives,
 Reeds-Shepp table; see ``precompute_time``) and serves one ``plan()`` call at a time (concurrent
 calls wait for each other).
+
+One file: the search, its two heuristics and the analytic expansion share the flat per-cell
+arrays; footprints and Reeds-Shepp curves are modules of their own.
 """
 from __future__ import annotations
 

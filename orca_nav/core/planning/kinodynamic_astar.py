@@ -48,6 +48,9 @@ so with the grid itself about 3 bytes per cell, plus the search (about 100 bytes
 created; its arrays grow as nodes are created).
 Building the planner (distance transform, graphs) is the expensive part; plan() reuses it, so
 keep one planner per map and robot size.
+
+One file: the search, its OBVP heuristic and the analytic shot share the node arrays and the
+cost; the polynomial algebra lives in `obvp` and `polynomial`.
 """
 from __future__ import annotations
 

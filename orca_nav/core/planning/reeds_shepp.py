@@ -16,6 +16,10 @@ wrapped on input.
 
 :class:`DistanceTable` tabulates a distance once per (kind, radius) over relative goal poses so a
 search heuristic costs one array lookup per state.
+
+One file: the 48 Reeds-Shepp words and Dubins' six are evaluated the same way (vectorised over
+(start, goal) pairs, then the shortest word sampled by one routine); split, each family would
+restate that.
 """
 from __future__ import annotations
 

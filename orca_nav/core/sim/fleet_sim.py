@@ -37,6 +37,10 @@ noise, latency, collisions.
 
 Injected faults: `faults.Faults`. Time is the simulation's own (`FleetSim.time`, advanced by
 `step`); what a driver does around the steps (when odometry is due, lockstep): `lockstep`.
+
+One file: one simulation step (motion, noise, latency, collisions) reads and writes the same
+per-robot arrays; its separable parts (faults, lockstep, localization, scans, pedestrians) are
+modules of their own.
 """
 from __future__ import annotations
 

@@ -47,13 +47,13 @@ def baseline_run(cfg, dt: float = 0.05):
     Returns a dict: makespan (None unless every goal was reached), per-robot finish times,
     robot-robot and robot-map collision events.
     """
-    from orca_nav.core.fleet.fleet_planner import (
+    from orca_nav.core.fleet.kinematics import RobotLimits
+    from orca_nav.core.fleet.plan_jobs import (
         PlanSettings,
         StartState,
         build_planner,
         plan_reference,
     )
-    from orca_nav.core.fleet.kinematics import RobotLimits
     from orca_nav.core.fleet.robots import RobotSpec
     from orca_nav.core.fleet.tracking import FleetTracker, tracking_twist
     from orca_nav.core.grid import OccupancyGrid

@@ -30,10 +30,9 @@ import time
 import numpy as np
 
 from bench.bench_kinodynamic import PLANNERS, REPO, random_queries
-from orca_nav.core.fleet.fleet_planner import (
-    FleetPlanner,
+from orca_nav.core.fleet.fleet_planner import FleetPlanner, ReplanPolicy
+from orca_nav.core.fleet.plan_jobs import (
     PlanSettings,
-    ReplanPolicy,
     StartState,
     build_planner,
     planner_key,

@@ -13,14 +13,8 @@ from orca_nav.core.fleet.coordination import (
     waiting_spot,
     with_discs,
 )
-from orca_nav.core.fleet.fleet_planner import (
-    FleetPlanner,
-    Level,
-    PlanOutcome,
-    PlanSettings,
-    ReplanPolicy,
-    StartState,
-)
+from orca_nav.core.fleet.fleet_planner import FleetPlanner, Level, ReplanPolicy
+from orca_nav.core.fleet.plan_jobs import PlanOutcome, PlanSettings, StartState
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.stuck import LADDER, StuckWatch
 from orca_nav.core.grid import OccupancyGrid

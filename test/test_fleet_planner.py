@@ -4,11 +4,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from orca_nav.core.fleet.fleet_planner import (
-    FleetPlanner,
+from orca_nav.core.fleet.fleet_planner import FleetPlanner, ReplanPolicy
+from orca_nav.core.fleet.plan_jobs import (
     PlanOutcome,
     PlanSettings,
-    ReplanPolicy,
     StartState,
     build_planner,
     plan_reference,

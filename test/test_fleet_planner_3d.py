@@ -3,13 +3,8 @@ bad 3-D goals end at once naming the field; the 3-D reference is tracked in 3-D 
 import numpy as np
 import pytest
 
-from orca_nav.core.fleet.fleet_planner import (
-    FleetPlanner,
-    PlanSettings,
-    ReplanPolicy,
-    StartState,
-    run_request,
-)
+from orca_nav.core.fleet.fleet_planner import FleetPlanner, ReplanPolicy
+from orca_nav.core.fleet.plan_jobs import PlanSettings, StartState, run_request
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.status import Level
 from orca_nav.core.fleet.tracking import FleetTracker

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from orca_nav.core.fleet.fleet_planner import RETRY_BUDGET_FACTOR, PlanSettings, ReplanPolicy
+from orca_nav.core.fleet.fleet_planner import ReplanPolicy
+from orca_nav.core.fleet.plan_jobs import RETRY_BUDGET_FACTOR, PlanSettings
 from orca_nav.parameters.shared import SHARED_SPECS
 from orca_nav.parameters.spec import ParamSpec
 

@@ -40,10 +40,11 @@ from nav2_msgs.msg import MissedWaypoint
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.task import Future
 
-from orca_nav.core.fleet.fleet_planner import GoalEnd, PlanOutcome, Progress
+from orca_nav.core.fleet.fleet_planner import GoalEnd, Progress
 from orca_nav.core.fleet.goal_sequence import Pose
 from orca_nav.core.fleet.names import robot_names
 from orca_nav.core.fleet.navigation_task import NavigationTask, TaskOutcome
+from orca_nav.core.fleet.plan_jobs import PlanOutcome
 from orca_nav.ros.convert import (
     node_now,
     pose_from_msg,

@@ -41,16 +41,8 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import PointCloud2
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
-from orca_nav.core.fleet.fleet_planner import (
-    Actions,
-    FleetPlanner,
-    GoalEnd,
-    PlanOutcome,
-    PlanSettings,
-    ReplanPolicy,
-    StartState,
-    run_request,
-)
+from orca_nav.core.fleet.fleet_planner import Actions, FleetPlanner, GoalEnd, ReplanPolicy
+from orca_nav.core.fleet.plan_jobs import PlanOutcome, PlanSettings, StartState, run_request
 from orca_nav.core.fleet.status import Level, RobotStatus
 from orca_nav.parameters.planner_node import NODE_SPECS
 from orca_nav.parameters.shared import ROBOT_SPECS

@@ -23,7 +23,8 @@ how ORCA's velocities become commands it can execute.
     tracked_agents      people and foreign robots as non-cooperative agents
     robots              RobotSpec: one robot's kinematics, limits and size
     names               topic and frame names
-    fleet_planner       the fleet planning supervisor: goals, requests, planner cache, replan policy
+    fleet_planner       the fleet planning supervisor: goals, start states, maps; when to plan
+    plan_jobs           one planning query as plain data, run on any thread; the planner cache
     coordination        who goes first where planned paths meet (turns, gates, waiting spots)
     stuck               stuck detection and the escalation ladder of one robot
     navigation_task     one navigate_to_pose-style task's progress and outcome

@@ -25,16 +25,10 @@ from orca_nav.core.avoidance import NonCooperative
 from orca_nav.core.fleet.controller import FleetController
 from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.drones import prepare_map_3d
-from orca_nav.core.fleet.fleet_planner import (
-    Actions,
-    FleetPlanner,
-    PlanSettings,
-    ReplanPolicy,
-    StartState,
-    run_request,
-)
+from orca_nav.core.fleet.fleet_planner import Actions, FleetPlanner, ReplanPolicy
 from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.map_model import prepare_map
+from orca_nav.core.fleet.plan_jobs import PlanSettings, StartState, run_request
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.geometry import body_to_world
 from orca_nav.core.grid import OccupancyGrid

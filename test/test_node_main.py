@@ -240,6 +240,20 @@ def test_ctrl_c_while_the_demo_starts_ends_it_with_status_0(tmp_path):
     assert 'Traceback' not in run.output and not (tmp_path / 'out').exists(), run.output
 
 
+def test_ctrl_c_before_a_command_handles_it_ends_with_status_0_and_no_traceback():
+    """The first Ctrl-C can land anywhere before a command's own handler is in place (even in
+    the middle of printing the demo's first line): the CLI still ends quietly."""
+    code = ('import orca_nav.bringup.cli as cli\n'
+            'def interrupted(argv=None):\n'
+            '    raise KeyboardInterrupt\n'
+            'cli.main = interrupted\n'
+            'cli.console_main()\n')
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert 'interrupted while starting' in done.stderr and 'Traceback' not in done.stderr
+
+
 def test_ctrl_c_during_the_demo_writes_the_report_and_judges_it(tmp_path):
     run = demo(tmp_path / 'out')
     try:

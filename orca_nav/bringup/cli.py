@@ -197,7 +197,12 @@ def console_main() -> None:
     terminal and a wrapper may both send, is ignored), then the process ends at once
     (`orca_nav.process`)."""
     signal.signal(signal.SIGINT, _interrupt_once)
-    end_process(main())
+    try:
+        status = main()
+    except KeyboardInterrupt:       # before a command's own handling began (imports, loading)
+        print('\norca-nav: interrupted while starting; nothing was run', file=sys.stderr)
+        status = 0
+    end_process(status)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -44,6 +44,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from bench.bench_generalize import ROBOT_KINDS
 from orca_nav.core.avoidance.map_polygons import grid_to_polygons
 from orca_nav.core.fleet.controller import FleetController
 from orca_nav.core.fleet.controller_params import ControllerParams
@@ -59,13 +60,7 @@ SIZES = (4, 16, 20, 50, 100, 500)
 RATE = 20.0
 SPACING = 2.5           # m between lattice points
 PILLAR = 0.5            # m: side of a pillar
-KINDS = {
-    'holonomic': dict(kinematics='holonomic', radius=0.3, max_speed=1.0, max_accel=2.0),
-    'diff_drive': dict(kinematics='diff_drive', radius=0.3, max_speed=1.0, max_accel=1.5,
-                       max_yaw_rate=2.0),
-    'car': dict(kinematics='car', radius=0.6, max_speed=1.5, max_accel=1.0, max_yaw_rate=1.0,
-                wheelbase=0.8, min_turning_radius=2.0),
-}
+KINDS = {kind: ROBOT_KINDS[kind] for kind in ('holonomic', 'diff_drive', 'car')}
 FLEETS = {'ground': ('diff_drive',), 'mixed': ('holonomic', 'diff_drive', 'car')}
 WARMUP = 5              # cycles left out of each run's median
 

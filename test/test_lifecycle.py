@@ -137,6 +137,23 @@ def test_a_node_that_fails_to_start_leaves_nothing_behind(ros):
     assert ros.wait_for(lambda: any(entry.name == 'orca_node' and 'lifecycle manager' in entry.msg
                                     for entry in list(rosout)))
 
+def test_destroying_a_node_ends_its_worker_threads(ros):
+    """The map preparation and planning workers live as long as their node, not the process
+    (a process that makes nodes again, as a test suite does, would gather idle threads)."""
+    import threading
+    for make, prefix in ((OrcaNode, 'orca_map_'), (PlannerNode, 'planner_')):
+        before = set(threading.enumerate())
+        node = make(context=ros.context, parameter_overrides=[
+            MANUAL, Parameter('robots', value=['r0'])])
+        workers = [t for t in threading.enumerate()
+                   if t not in before and t.name.startswith(prefix)]
+        assert workers, prefix
+        node.destroy_node()
+        for worker in workers:
+            worker.join(timeout=10.0)
+        assert not any(worker.is_alive() for worker in workers), prefix
+
+
 def test_map_publisher_publishes_when_activated(ros):
     ros.add(MapPublisher(context=ros.context, parameter_overrides=[
         MANUAL, Parameter('yaml_filename', value=str(CORRIDOR))]))

@@ -52,6 +52,7 @@ class ManagedNode(NamesUndeclaredParameters, LifecycleNode):
         self._autostart = declare_parameters(self, [AUTOSTART])['autostart']
         self._permanent = set()
         self._owned: List[Any] = []
+        self._lifelong: List[Any] = []
 
     def start(self) -> None:
         """Call at the end of the subclass constructor: autostart, if asked. What exists by then
@@ -86,10 +87,18 @@ class ManagedNode(NamesUndeclaredParameters, LifecycleNode):
         self._owned.append(resource)
         return resource
 
+    def own_for_life(self, resource):
+        """`resource` (anything with close(), e.g. a worker pool made in the constructor) lives
+        as long as the node: closed when it is destroyed. Returns it."""
+        self._lifelong.append(resource)
+        return resource
+
     def destroy_node(self) -> None:
         """Also releases the waitables and rclpy's lifecycle state machine, which hold the rcl
         node (rclpy leaves them to the garbage collector: the node would stay on the graph)."""
         self._close_owned()
+        while self._lifelong:
+            self._lifelong.pop().close()
         # rclpy's destroy_node leaves waitables (action servers) to the garbage collector; each
         # keeps the rcl node, and with it the DDS participant, alive: the node would linger on
         # the graph for a DDS lease (~20 s) after its process ended.

@@ -82,7 +82,7 @@ class OrcaNode(ManagedNode):
         self._safety_cfg = declare_parameters(self, SAFETY_SPECS, prefix='safety.')
         self.global_frame = self._cfg['global_frame']
         self.fleet: Optional[controller.FleetController] = None
-        self._map_jobs = Offloaded(self, self._take_prepared_map, threads=1, name='orca_map')
+        self._map_jobs = self.own_for_life(Offloaded(self, self._take_prepared_map, 1, 'orca_map'))
         on_parameters_changed(self, self._on_parameters)
         self.start()
 

@@ -99,8 +99,8 @@ class PlannerNode(ManagedNode):
         self.frame = self.settings['global_frame']
         self.robot_configs = declare_robot_parameters(self, self.settings['robots'], ROBOT_SPECS)
         self.supervisor = None
-        self._jobs = Offloaded(self, self._on_outcome, threads=self.settings['planner_threads'],
-                               name='planner')
+        self._jobs = self.own_for_life(Offloaded(self, self._on_outcome,
+                                                 self.settings['planner_threads'], 'planner'))
         on_parameters_changed(self, self._on_parameters)
         self.serve_state_per_robot(self.robot_configs)
         self.start()
@@ -288,12 +288,6 @@ class PlannerNode(ManagedNode):
         msg.header.stamp = seconds_to_time(node_now(self))
         msg.status = [robot_status_msg('planner_node', s) for s in statuses]
         self._diag_pub.publish(msg)
-
-    def destroy_node(self):
-        if hasattr(self, '_jobs'):      # not when the constructor failed before the pool
-            self._jobs.close()
-        return super().destroy_node()
-
 
 def main(args=None):
     run_node(PlannerNode, 'planner_node', args)

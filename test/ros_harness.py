@@ -14,9 +14,10 @@ import threading
 
 import pytest
 import rclpy
+from rcl_interfaces.msg import Log
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
 
 WAIT_S = 30.0       # bound of every wait: fails a test whose condition never comes
@@ -58,6 +59,14 @@ class RosHarness:
         box = []
         self.probe.create_subscription(msg_type, topic, box.append, qos)
         return box
+
+    def rosout(self):
+        """A list that receives the nodes' log entries (rcl_interfaces/Log) from /rosout,
+        transient local: the lines logged before the call come too. Reading the captured stderr
+        while nodes write it could lose a line (the capture truncates its file after a read)."""
+        return self.collect(Log, '/rosout', QoSProfile(
+            depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL))
 
     def publisher(self, msg_type, topic, qos=10, subscribers=1):
         """A probe publisher, returned once `subscribers` subscriptions have matched it (so

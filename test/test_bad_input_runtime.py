@@ -98,11 +98,7 @@ def logged(ros, capfd, pattern, resend=None):
     callback, so each look is after re-sending /clock (the node's callbacks then run and wake
     the wait); `resend()`, when given, publishes the message that should be logged again (a
     best-effort sample may be lost on a loaded machine)."""
-    from rcl_interfaces.msg import Log
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-    rosout = ros.collect(Log, '/rosout', QoSProfile(
-        depth=1000, reliability=ReliabilityPolicy.RELIABLE,
-        durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    rosout = ros.rosout()
     seen = []
 
     def found():

@@ -123,15 +123,11 @@ def test_a_node_that_fails_to_start_leaves_nothing_behind(ros):
     """Its rcl node is destroyed at once: nothing stays on the graph, and a later node of the
     same name logs to /rosout (rcl keeps one /rosout publisher per name; a dead node's would
     swallow the new node's log)."""
-    from rcl_interfaces.msg import Log
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     with pytest.raises(ValueError, match='robot_name'):
         OrcaNode(context=ros.context, parameter_overrides=[
             Parameter('robots', value=['r0']), Parameter('mode', value='per_robot')])
     assert ros.wait_for(lambda: 'orca_node' not in ros.probe.get_node_names())
-    rosout = ros.collect(Log, '/rosout', QoSProfile(
-        depth=100, reliability=ReliabilityPolicy.RELIABLE,
-        durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    rosout = ros.rosout()
     ros.add(OrcaNode(context=ros.context, parameter_overrides=[
         MANUAL, Parameter('robots', value=['r0'])]))
     assert ros.wait_for(lambda: any(entry.name == 'orca_node' and 'lifecycle manager' in entry.msg

@@ -8,8 +8,7 @@ rclpy = pytest.importorskip('rclpy')
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PoseStamped, Twist  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rcl_interfaces.msg import Log as LogMsg  # noqa: E402
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data  # noqa: E402
+from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import PointCloud2  # noqa: E402
 from test_orca_node import Ros, _time  # noqa: E402
 
@@ -51,14 +50,10 @@ class DroneRos(Ros):
 
 
 class Log:
-    """Everything the nodes logged so far, from /rosout. Transient local, so lines logged before
-    the log was made come too; reading the captured stderr while nodes write it could lose a
-    line (the capture truncates its file after each read)."""
+    """Everything the nodes logged so far (`ros.rosout()`)."""
 
     def __init__(self, ros):
-        self.entries = ros.collect(LogMsg, '/rosout', QoSProfile(
-            depth=1000, reliability=ReliabilityPolicy.RELIABLE,
-            durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self.entries = ros.rosout()
 
     @property
     def text(self):

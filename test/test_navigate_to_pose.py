@@ -7,8 +7,8 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 nav2_msgs = pytest.importorskip('nav2_msgs.action')
 from action_msgs.msg import GoalStatus  # noqa: E402
-from rclpy.action import ActionClient  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from test_nav2_actions import Client  # noqa: E402
 from test_planner_node import HOLONOMIC, Ros, nonempty  # noqa: E402
 
 from orca_nav.ros.convert import yaw_to_quaternion  # noqa: E402
@@ -20,28 +20,18 @@ NavigateToPose = nav2_msgs.NavigateToPose
 pytestmark = pytest.mark.ros
 
 
-class Navigator:
-    """An ActionClient for robot0, as a fleet manager would hold one."""
+class Navigator(Client):
+    """robot0's navigate_to_pose client, as a fleet manager would hold one."""
 
     def __init__(self, ros):
-        self.ros = ros
-        self.client = ActionClient(ros.probe, NavigateToPose, '/robot0/navigate_to_pose')
-        assert ros.wait_for(self.client.server_is_ready)
-        self.feedback = []
+        super().__init__(ros, NavigateToPose, 'navigate_to_pose')
 
     def send(self, x, y, yaw=0.0, frame='map'):
         goal = NavigateToPose.Goal()
         goal.pose.header.frame_id = frame
         goal.pose.pose.position.x, goal.pose.pose.position.y = float(x), float(y)
         goal.pose.pose.orientation = yaw_to_quaternion(yaw)
-        sent = self.client.send_goal_async(goal, feedback_callback=self.feedback.append)
-        assert self.ros.wait_for(sent.done)
-        return sent.result()
-
-    def result(self, handle):
-        future = handle.get_result_async()
-        assert self.ros.wait_for(future.done)
-        return future.result()
+        return super().send(goal)
 
 
 ros = harness_fixture(Ros)

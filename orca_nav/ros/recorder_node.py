@@ -38,6 +38,7 @@ from orca_nav.parameters.recorder_node import NODE_SPECS
 from orca_nav.ros.construction import released_on_failure
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.params import declare_parameters
+from orca_nav.ros.robot_topics import wait_for_ready
 
 DISCOVERY_PERIOD_S = 0.2    # steady-clock period of the look for publishers not yet found
 HISTORY_DEPTH = 1000        # messages a subscription holds while the reader is busy
@@ -151,18 +152,11 @@ class _Reader:
                     wait_set = _rclpy.WaitSet(len(handles), 1, 0, 0, 0, 0, context.handle)
             if wait_set is None:
                 wait_set = _rclpy.WaitSet(0, 1, 0, 0, 0, 0, context.handle)
-            wait_set.clear_entities()
-            for handle in handles:
-                wait_set.add_subscription(handle)
-            wait_set.add_guard_condition(self._wake.handle)
-            try:
-                wait_set.wait(-1)
-            except Exception:       # rcl's error when the context shuts down under the wait
-                if context.ok():
-                    raise
+            ready = wait_for_ready(wait_set, handles, self._wake, context)
+            if ready is None:
                 return
             # Every message that is ready, one subscription after the other.
-            for pointer in wait_set.get_ready_entities('subscription'):
+            for pointer in ready:
                 take, msg_type, topic = by_pointer[pointer]
                 while (message := take(msg_type, True)) is not None:
                     self._write(topic, message[0])

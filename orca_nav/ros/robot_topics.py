@@ -25,12 +25,31 @@ from __future__ import annotations
 
 import collections
 import threading
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 
 from orca_nav.ros.qos_events import subscription_events
+
+
+def wait_for_ready(wait_set, handles: Sequence, guard, context) -> Optional[List[int]]:
+    """Fills the rcl `wait_set` with the subscription `handles` and the `guard` condition,
+    waits until one is ready and returns the pointers of the ready subscriptions; None when the
+    context shut down under the wait (rcl then fails it). A thread's wait set is filled again
+    on every pass: rcl clears it after each wait."""
+    wait_set.clear_entities()
+    add = wait_set.add_subscription
+    for handle in handles:
+        add(handle)
+    wait_set.add_guard_condition(guard.handle)
+    try:
+        wait_set.wait(-1)
+    except Exception:       # rcl's error when the context shuts down under the wait
+        if context.ok():
+            raise
+        return None
+    return wait_set.get_ready_entities('subscription')
 
 
 class RobotTopics:
@@ -104,7 +123,6 @@ class RobotTopics:
     def _read(self, entries, wake) -> None:
         context = self._node.context
         wait_set = _rclpy.WaitSet(len(entries), 1, 0, 0, 0, 0, context.handle)
-        add = wait_set.add_subscription
         handles = [subscription.handle for subscription, _ in entries]
         by_pointer = {handle.pointer: (handle.take_message, subscription.msg_type,
                                        subscription.raw, callback)
@@ -112,21 +130,14 @@ class RobotTopics:
         queue = self._queue
         while not self._stopping and context.ok():
             self._ran.wait()
-            wait_set.clear_entities()
-            for handle in handles:
-                add(handle)
-            wait_set.add_guard_condition(wake.handle)
-            try:
-                wait_set.wait(-1)
-            except Exception:       # rcl's error when the context shuts down under the wait
-                if context.ok():
-                    raise
+            ready = wait_for_ready(wait_set, handles, wake, context)
+            if ready is None:
                 return
             taken = 0
             # One message per ready subscription and pass: a subscription with more stays ready
             # for the next pass, and a second take that finds nothing would cost as much as one
             # that finds something.
-            for pointer in wait_set.get_ready_entities('subscription'):
+            for pointer in ready:
                 take, msg_type, raw, callback = by_pointer[pointer]
                 if (message := take(msg_type, raw)) is not None:
                     queue.append((callback, message[0]))

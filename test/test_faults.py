@@ -123,3 +123,31 @@ def test_rows_sum_runs_and_the_table_shows_them():
     table = format_fault_table([row])
     assert 'orca_node killed and restarted' in table and '5/6' in table and '-0.10 m' in table
     json.dumps(row)     # the JSON output takes it as it is
+
+
+def _stop_then_start(t, kill, start):
+    """x(t) of a robot that brakes as above after `kill` and starts again at `start`."""
+    braking, starting = np.clip(t - (kill + 0.5), 0.0, 0.5), np.clip(t - start, 0.0, None)
+    x = np.minimum(t, kill + 0.5) + braking - braking ** 2 + starting ** 2
+    return np.stack([x, np.zeros_like(x)], axis=1)
+
+
+def test_a_robot_that_waits_for_another_to_pass_counts_from_its_own_start():
+    """After a planner restart a coordinated fleet lets robot1 wait while robot0 passes: robot0
+    moves 0.225 s after the restart and stops again, robot1 only 1.025 s after it. The fleet has
+    resumed when the last of them moved, though the two never moved at one instant."""
+    kill, restart = 2.0, 4.0
+    t = np.arange(0.0, 7.0, 0.02)
+    first = _stop_then_start(t, kill, restart + 0.2)
+    first[t > restart + 0.6] = first[np.searchsorted(t, restart + 0.6)]   # passed; stands
+    tracks = [RobotTrack('robot0', 0.25, t, first, np.zeros((0, 2))),
+              RobotTrack('robot1', 0.25, t, _stop_then_start(t, kill, restart + 1.0) + [0.0, 2.0],
+                         np.zeros((0, 2)))]
+    outage = NodeOutage('/planner_node')
+    outage.killed_at, outage.restarted_at = kill, restart
+    report = {'robots': {name: {'reached': False, 'time_to_goal': None}
+                         for name in ('robot0', 'robot1')}}
+    _, resumed = outage_times(tracks, report, outage)
+    assert resumed == pytest.approx(1.025, abs=0.02)
+    tracks[1] = RobotTrack('robot1', 0.25, t, _stop_then_start(t, kill, 99.0), np.zeros((0, 2)))
+    assert outage_times(tracks, report, outage)[1] is None, 'robot1 never moved again'

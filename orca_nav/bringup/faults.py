@@ -127,7 +127,9 @@ def _speeds(tracks, window: float = SPEED_WINDOW_S, step: float = SPEED_STEP_S):
 
 def outage_times(tracks, report: dict, outage: NodeOutage):
     """(s from the kill until every robot stood, s from the restart until every robot not at
-    its goal moved again); None where it did not happen in the record."""
+    its goal had moved again); None where it did not happen in the record. Each robot counts
+    from its own first motion after the restart: a coordinated fleet lets one robot wait for
+    another to pass, so the robots need not all move at one instant."""
     times, speed = _speeds(tracks)
     if outage.killed_at is None or not len(times):
         return None, None
@@ -140,9 +142,9 @@ def outage_times(tracks, report: dict, outage: NodeOutage):
                             for t in tracks])
         if not pending.any():
             return stop, 0.0
-        moving = (speed[pending] > STOPPED_SPEED).all(axis=0)
-        resumed = np.flatnonzero((times >= outage.restarted_at) & moving)
-        resume = float(times[resumed[0]] - outage.restarted_at) if resumed.size else None
+        moved = (speed[pending] > STOPPED_SPEED) & (times >= outage.restarted_at)
+        if moved.any(axis=1).all():
+            resume = float(times[moved.argmax(axis=1)].max() - outage.restarted_at)
     return stop, resume
 
 

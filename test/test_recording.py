@@ -199,9 +199,16 @@ def test_a_recorded_demo_decodes_counts_as_reported_and_replays(tmp_path, capsys
     shutil.rmtree(bag)
     from_report = load_run(out)
     assert [t.name for t in from_bag.tracks] == [t.name for t in from_report.tracks] == robots
+    # Odometry in the map frame is the same sample in both. Through a robot's own TF tree the
+    # report saw each sample with the map -> odom correction it had received by then, the replay
+    # with the whole recorded TF: a correction that arrived after its odometry (another topic,
+    # no order between them) moves that sample by at most one correction (odom_drift 0.02 m
+    # after 1 m, 2 corrections per second at about 1 m/s).
+    tolerance = 1e-6 if layout == 'none' else 0.1
     for a, b in zip(from_bag.tracks, from_report.tracks):
         assert a.radius == pytest.approx(b.radius)          # from orca_node's markers
-        np.testing.assert_allclose(a.xy[np.searchsorted(a.t, b.t[-1])], b.xy[-1], atol=1e-6)
+        np.testing.assert_allclose(a.xy[np.searchsorted(a.t, b.t[-1])], b.xy[-1],
+                                   atol=tolerance)
     for run, name in ((from_bag, 'from_bag.gif'), (from_report, 'from_report.gif')):
         frames = animate(run, tmp_path / name, max_frames=25)     # few frames: a quick test
         assert frames == len(frame_times(run.duration, 10.0, 25)) == 25

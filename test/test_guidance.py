@@ -91,6 +91,19 @@ def test_hidden_goal_heads_around_the_block_with_a_route_longer_than_straight():
     assert np.all(length > 16.0) and np.all(length < 17.5)   # straight 10 m; round ~16.2 m
 
 
+def test_a_door_narrower_than_the_margin_wants_is_still_the_route():
+    """A 1.0 m door in a wall, for a robot of radius 0.35: inflated by radius + margin (0.5 m
+    per side, in whole cells) the door is shut, by the radius alone it is open. The robot's
+    route goes through the door (not straight into the wall), as long as it is the way."""
+    occupied = np.zeros((60, 60), dtype=bool)
+    occupied[:, 29:31] = True           # a wall at x = 2.9 - 3.1 m ...
+    occupied[25:35, 29:31] = False      # ... with a door at y = 2.5 - 3.5 m
+    guidance = GeodesicGuidance(OccupancyGrid(occupied, 0.1, (0.0, 0.0)), margin=0.1)
+    heading, length = guidance.directions([[1.5, 0.5]], [[4.5, 0.5]], 0.35)
+    assert heading[0, 1] > 0.5                      # up toward the door
+    assert length[0] > np.hypot(1.5, 2.5) + np.hypot(1.5, 2.5) - 0.5
+
+
 def test_unreachable_goal_falls_back_to_the_straight_heading():
     occupied = np.zeros((30, 40), dtype=bool)
     occupied[:, 20:22] = True   # a wall across the whole map

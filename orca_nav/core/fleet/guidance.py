@@ -7,7 +7,8 @@ roadmap for this reason. Here the roadmap is the map itself:
 
 * per robot radius class (radius + ``margin``, rounded up to whole cells) the map is inflated
   and cut into a graph of free cells (`grid.CoarseGeodesic`, blocks of ``factor`` cells on big
-  maps), built once per map;
+  maps), built once per map; where the margin shuts the only way to a goal (a door a little
+  wider than the robot), the class of the radius alone routes it;
 * per (goal, radius class) one Dijkstra from the goal gives the distance-to-goal field, and a
   next-hop array (every block's steepest-descent neighbour) is derived from it by whole-array
   shifts; both are cached until the map changes;
@@ -160,8 +161,8 @@ class GeodesicGuidance:
         self._probe_hops = np.array([h for h in probes if h < self.lookahead] + [self.lookahead])
         self._classes: Dict[int, _RadiusClass] = {}
 
-    def _radius_class(self, radius: float) -> _RadiusClass:
-        cells = math.ceil((radius + self.margin) / self.grid.resolution - 1e-9)
+    def _radius_class(self, radius: float, margin: float) -> _RadiusClass:
+        cells = math.ceil((radius + margin) / self.grid.resolution - 1e-9)
         if cells not in self._classes:
             self._classes[cells] = _RadiusClass(self.grid, cells * self.grid.resolution,
                                                 self._factor)
@@ -173,7 +174,7 @@ class GeodesicGuidance:
         radius = np.broadcast_to(np.asarray(radius, dtype=float), (len(goals),))
         known = np.isfinite(goals).all(axis=1)
         for r in _radius_classes(radius[known]):
-            cls = self._radius_class(float(r))
+            cls = self._radius_class(float(r), self.margin)
             if not cls.empty:
                 cls.rows_of(goals[known & (radius == r)])
 
@@ -209,10 +210,14 @@ class GeodesicGuidance:
             rows = np.flatnonzero(has_goal & (radius == r))
             visible = self.grid.segment_free(positions[rows], goals[rows], float(r))
             rows = rows[~visible]
-            cls = self._radius_class(float(r)) if rows.size else None
-            if rows.size and not cls.empty:
-                target[rows], length[rows], routed[rows] = self._route_targets(
-                    cls, positions[rows], goals[rows], length[rows])
+            # The margin keeps routes off the walls where there is room; where it closes the
+            # only way (a door a little wider than the robot), the route takes the way without.
+            for margin in (self.margin, 0.0) if self.margin > 0.0 else (0.0,):
+                cls = self._radius_class(float(r), margin) if rows.size else None
+                if rows.size and not cls.empty:
+                    target[rows], length[rows], routed[rows] = self._route_targets(
+                        cls, positions[rows], goals[rows], length[rows])
+                rows = rows[~routed[rows]]
         heading = target - positions
         norm = np.hypot(heading[:, 0], heading[:, 1])
         heading = np.divide(heading, norm[:, None], out=np.zeros_like(heading),

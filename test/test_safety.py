@@ -1,6 +1,7 @@
 """The safety layer (core/fleet/safety.py) and acceleration-aware ORCA, each part against a run
 without it: the braking envelope against the map, passive safety against people who walk at
 robots, reciprocal braking between robots, late cycles, drones among people."""
+import dataclasses
 import math
 
 import numpy as np
@@ -91,17 +92,38 @@ def test_the_braking_envelope_keeps_a_robot_off_a_wall_orca_would_let_it_hit():
     assert run(_wall_scene(guarded)).contacts == []
 
 
-def test_a_command_is_scaled_along_its_own_arc():
-    """A diff-drive robot turning toward a wall keeps its curvature when slowed."""
+def _toward_wall(kind, x, speed, speed_cap=1.0):
+    """A robot of `kind` at (x, 5) heading +x at `speed`, commanded on to a wall at x = 5
+    along a left-turning arc: the layer's result."""
     grid = room(10.0, blocks=[(5.0, 0.0, 5.4, 10.0)])
-    limits = RobotLimits.create(['diff_drive'], [1.5], [1.0], [2.0])
+    limits = RobotLimits.create([kind], [1.5], [1.0], [2.0], [1.0])
     layer = SafetyLayer(limits, np.array([0.3]), np.array([1.0]))
     layer.static = ObstacleDistance(grid)
     command = np.array([[1.5, 0.0, 0.5]])
-    state = _input([[4.0, 5.0, 0.0]], [[1.5, 0.0, 0.0]], command)
-    result = layer.apply(state, 0.025, NonCooperative.empty())
-    assert 0.0 <= result.scale[0] < 1.0 and result.reason[0] == STATIC
-    np.testing.assert_allclose(result.twists[0], command[0] * result.scale[0])
+    state = _input([[x, 5.0, 0.0]], [[speed, 0.0, 0.0]], command)
+    state = dataclasses.replace(state, speed_cap=np.array([speed_cap]))
+    return command[0], layer.apply(state, 0.025, NonCooperative.empty())
+
+
+def test_a_command_is_scaled_along_its_own_arc():
+    """A diff-drive robot turning toward a wall keeps its curvature when slowed."""
+    command, result = _toward_wall('diff_drive', 3.5, 1.5)
+    assert 0.0 < result.scale[0] < 1.0 and result.reason[0] == STATIC
+    np.testing.assert_allclose(result.twists[0], command * result.scale[0])
+
+
+def test_a_round_robot_that_must_stand_still_turns_on_the_spot():
+    """At 1 m/s, 0.5 m from the wall, no factor of the arc is safe: the robot stands. A
+    diff-drive robot keeps the command's turn (its footprint does not move, so no braking path
+    changes; facing a wall closely it could otherwise never turn toward the way out); a car
+    cannot turn standing, and a robot whose state is too old to trust does not move at all."""
+    command, result = _toward_wall('diff_drive', 4.2, 1.0)
+    assert result.scale[0] == 0.0 and result.reason[0] == STATIC
+    np.testing.assert_allclose(result.twists[0], [0.0, 0.0, command[2]])
+    _, car = _toward_wall('car', 4.2, 1.0)
+    np.testing.assert_allclose(car.twists[0], 0.0)
+    _, stale = _toward_wall('diff_drive', 4.2, 1.0, speed_cap=0.0)
+    np.testing.assert_allclose(stale.twists[0], 0.0)
 
 
 def _people_scene(params, behaviour='threatening', seed=0, kind='holonomic', duration=40.0):

@@ -111,6 +111,7 @@ class SafetyLayer:
         self.ground_clearance = ground_clearance
         self.flying = limits.model == QUADROTOR
         self._planar_holonomic = limits.planar_holonomic
+        self._turns_on_the_spot = (limits.model != CAR) & ~self.flying
         self.static: Optional[ObstacleDistance] = None       # the 2-D map's cells
         self.static_3d: Optional[ObstacleDistance] = None    # the 3-D map's voxels
 
@@ -199,8 +200,14 @@ class SafetyLayer:
         scale[rolled[adjustable]] = chosen[adjustable]
         bound = adjustable & (choice > 0)
         reason[rolled[bound]] = reason_of[bound]
+        yaw_rates = commands[:, 2].copy()
         commands = commands * scale[:, None]
         climb = climb * scale
+        # A round robot that must stand may still turn on the spot: its footprint does not
+        # move, so every braking path stays as it was. Without it a diff-drive robot facing
+        # a wall closely could never turn toward the way out. Cars cannot; stale states stop.
+        turning = (scale == 0.0) & (cap > 0.0) & self._turns_on_the_spot
+        commands[turning, 2] = yaw_rates[turning]
         return SafetyResult(commands, climb, scale, reason)
 
     def _checks(self, paths: '_Rollouts', robots, scale_index, static_check, static_need,

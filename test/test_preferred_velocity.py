@@ -84,17 +84,44 @@ def test_stalled_head_on_pair_one_yields_the_other_turns_right():
     out = breaker.update(1.0, positions, pref, arrived, goals, max_speed=1.0, radius=0.5)
     assert breaker.detouring(1.0).tolist() == [True, False]
     assert breaker.yielding(1.0).tolist() == [False, True]
-    np.testing.assert_allclose(out[1], 0.0)  # lower priority waits
+    give_way = [DeadlockParams().give_way_speed, 0.0]   # lower priority backs away from it
+    np.testing.assert_allclose(out[1], give_way)
     turn = pref[0, 0] * out[0, 1] - pref[0, 1] * out[0, 0]
     assert turn < 0.0 and np.linalg.norm(out[0]) == pytest.approx(1.0)  # clockwise: right
     out = breaker.update(2.9, positions, pref, arrived, goals, max_speed=1.0, radius=0.5)
-    np.testing.assert_allclose(out[1], 0.0)  # still within recovery_time
+    np.testing.assert_allclose(out[1], give_way)  # still within recovery_time
     # After recovery_time, progress made since the stall ends the recovery.
     moved = positions + np.array([[0.5, 0.0], [-0.5, 0.0]])
     pref, arrived = goal_velocities(moved, goals, 1.0, 1.0, GOAL_TOLERANCE)
     out = breaker.update(3.05, moved, pref, arrived, goals, max_speed=1.0, radius=0.5)
     np.testing.assert_allclose(out, pref)
     assert not breaker.detouring(3.05).any() and not breaker.yielding(3.05).any()
+
+
+def test_a_robot_standing_at_its_goal_steps_aside_for_a_stalled_one_and_returns():
+    """Robot 1 stands at its goal where robot 0 (stalled, a long way to go) needs to pass, as
+    a parked robot in a corridor does: it backs away from robot 0 for recovery_time, and once
+    that is over it heads back to its goal. A robot that only arrived does not move for a
+    robot that is not stalled."""
+    breaker = DeadlockBreaker(2, DeadlockParams(stall_time=1.0, recovery_time=2.0))
+    positions = np.array([[0.0, 0.0], [0.9, 0.3]])
+    goals = np.array([[10.0, 0.0], [0.9, 0.3]])
+    for now in np.arange(0.0, 0.95, 0.1):       # robot 0 makes no progress, not yet stalled
+        pref, arrived = goal_velocities(positions, goals, 1.0, 1.0, GOAL_TOLERANCE)
+        out = breaker.update(now, positions, pref, arrived, goals, max_speed=1.0, radius=0.3,
+                             parked=arrived)
+        np.testing.assert_allclose(out[1], 0.0)
+    out = breaker.update(1.0, positions, pref, arrived, goals, max_speed=1.0, radius=0.3,
+                         parked=arrived)
+    away = (positions[1] - positions[0]) / np.linalg.norm(positions[1] - positions[0])
+    np.testing.assert_allclose(out[1], DeadlockParams().give_way_speed * away)
+    assert breaker.yielding(1.0).tolist() == [False, True]
+    moved = positions + [[0.0, 0.0], [0.5, 0.2]]     # it stepped aside, off its goal
+    pref, arrived = goal_velocities(moved, goals, 1.0, 1.0, GOAL_TOLERANCE)
+    out = breaker.update(3.1, moved, pref, arrived, goals, max_speed=1.0, radius=0.3,
+                         parked=arrived)
+    assert not breaker.yielding(3.1).any()
+    assert np.dot(out[1], goals[1] - moved[1]) > 0.0      # back to its goal
 
 
 def test_a_detour_into_a_wall_turns_left_where_there_is_room():

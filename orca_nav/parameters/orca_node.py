@@ -132,6 +132,9 @@ DEADLOCK_SPECS = [
     ParamSpec('yield_factor', _DEADLOCK.yield_factor, 'A stalled robot yields to a '
               'higher-priority robot closer than this many times their summed radii', min=1.0,
               max=100.0),
+    ParamSpec('give_way_speed', _DEADLOCK.give_way_speed, "A yielding robot (or one standing "
+              "at its goal next to a stalled one) backs away from it at this fraction of its "
+              'max_speed', min=0.0, max=1.0),
     ParamSpec('detour_angle', _DEADLOCK.detour_angle, 'Clockwise rotation of a detouring '
               "robot's preferred velocity (rad)", min=0.01, max=1.57),
     ParamSpec('detour_spread', _DEADLOCK.detour_spread, 'Range of the per-robot offset '

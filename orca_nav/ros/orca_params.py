@@ -29,6 +29,7 @@ def controller_params(c: Dict[str, Any], d: Dict[str, Any],
     deadlock = None if not d['enabled'] else DeadlockParams(
         stall_time=d['stall_time'], min_progress=d['min_progress'],
         recovery_time=d['recovery_time'], yield_factor=d['yield_factor'],
+        give_way_speed=d['give_way_speed'],
         detour_angle=d['detour_angle'],
         detour_spread=min(d['detour_spread'], d['detour_angle']))
     return ControllerParams(

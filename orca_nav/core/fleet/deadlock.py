@@ -10,12 +10,14 @@ neighbours, so a ring cannot even rotate. Someone has to wait. The breaker there
    less than ``min_progress`` (a fraction of what ``max_speed`` allows) over the last
    ``stall_time`` seconds is stalled;
 2. gives a stalled robot one of two recoveries for ``recovery_time`` seconds:
-   - *yield* (zero preferred velocity) when a stuck (stalled or recovering) robot of higher
-     priority (lower index in the fleet) is near: centres closer than ``yield_factor`` times
-     the sum of both radii (with the default 2, less than one combined radius of free space
-     between them), and that robot
-     still has more than ``yield_factor`` times its own diameter to go. ORCA's reciprocity then
-     makes the yielding robot step aside for it;
+   - *yield* when a stuck (stalled or recovering) robot of higher priority (lower index in
+     the fleet) is near: centres closer than ``yield_factor`` times the sum of both radii
+     (with the default 2, less than one combined radius of free space between them), and that
+     robot still has more than ``yield_factor`` times its own diameter to go. The yielding
+     robot backs away from it at ``give_way_speed`` (a fraction of its max_speed): standing
+     still is not enough where the other needs the very place it stands on (a doorway, a
+     robot pressed between a wall and the other). A robot standing at its goal yields to any
+     stuck robot that way and returns to its goal after;
    - otherwise *detour* by the right-hand rule: the goal direction rotated clockwise by
      ``detour_angle`` minus a deterministic per-robot offset (a golden-ratio sequence over the
      index, up to ``detour_spread``). Turning right is a convention every robot shares, so two
@@ -52,6 +54,7 @@ class DeadlockParams:
     min_progress: float = 0.3     # required fraction of the progress max_speed allows in the window
     recovery_time: float = 1.0    # how long a stalled robot yields or detours
     yield_factor: float = 2.0     # yield range, in multiples of the two robots' summed radii
+    give_way_speed: float = 0.3   # fraction of max_speed a yielding robot backs away at
     detour_angle: float = np.radians(40.0)  # clockwise rotation of a detouring robot's velocity
     detour_spread: float = np.radians(10.0)  # per-robot offset range subtracted from detour_angle
 
@@ -60,6 +63,8 @@ class DeadlockParams:
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0.0):
                 raise ValueError(f'{name} must be finite and > 0, got {value}')
+        if not (np.isfinite(self.give_way_speed) and 0.0 <= self.give_way_speed <= 1.0):
+            raise ValueError(f'give_way_speed must be in [0, 1], got {self.give_way_speed}')
         if not (np.isfinite(self.min_progress) and 0.0 < self.min_progress < 1.0):
             raise ValueError(f'min_progress must be in (0, 1), got {self.min_progress}')
         if not (np.isfinite(self.detour_angle) and 0.0 < self.detour_angle < np.pi / 2):
@@ -89,6 +94,7 @@ class DeadlockBreaker:
         self._reference_time = np.full(n, np.nan)
         self._recover_until = np.full(n, -np.inf)
         self._yielding = np.zeros(n, dtype=bool)
+        self._away = np.zeros((n, 2))
 
     def yielding(self, now):
         """(N,) bool: robots waiting (zero preferred velocity) for a higher-priority robot."""
@@ -106,13 +112,15 @@ class DeadlockBreaker:
         self._yielding[index] = False
 
     def update(self, now, positions, pref_velocities, arrived, goals, max_speed, radius,
-               distances=None, room=None):
+               distances=None, room=None, parked=None):
         """Preferred velocities (N, 2) with stalled robots yielding or detouring.
 
         distances: optional (N,) distance to the goal along the route around obstacles
         (progress is judged on it; default: the straight distance to `goals`). room: optional
         function from (K, 2) points to their (K,) clearance from obstacles (m), which decides
-        the side of a detour next to one."""
+        the side of a detour next to one. parked: optional (N,) bool, robots standing at their
+        goals (among `arrived`) that give way to a stalled robot next to them as a
+        lower-priority one would; they return to their goals after."""
         n = len(self._angle)
         positions = points('positions', positions, n)
         pref = points('pref_velocities', pref_velocities, n)
@@ -134,6 +142,7 @@ class DeadlockBreaker:
         if not np.isfinite(distances).all():
             distances = np.nan_to_num(distances, nan=0.0, posinf=0.0)
         distance = np.where(arrived, 0.0, distances)
+        parked = np.zeros(n, dtype=bool) if parked is None else np.asarray(parked, dtype=bool)
         # A new reference whenever the robot made enough progress (or has none yet / arrived).
         required = p.min_progress * np.minimum(max_speed * p.stall_time, self._reference_distance)
         progressed = (self._reference_distance - distance >= required) | arrived
@@ -147,8 +156,13 @@ class DeadlockBreaker:
             self._reference_distance[stalled] = distance[stalled]
             self._recover_until[stalled] = now + p.recovery_time
             stuck = self._recover_until > now  # stalled now or still recovering
-            self._yielding[stalled] = self._outranked(positions, radius, distance, stuck)[stalled]
-        self._recover_until[arrived] = -np.inf
+            outranked, away = self._outranked(positions, radius, distance, stuck & ~arrived,
+                                              parked)
+            giving_way = stalled | (parked & outranked)
+            self._recover_until[parked & outranked] = now + p.recovery_time
+            self._yielding[giving_way] = outranked[giving_way]
+            self._away[giving_way] = away[giving_way]
+        self._recover_until[arrived & ~(parked & self._yielding)] = -np.inf
         recovering = self._recover_until > now
         if not recovering.any():    # the usual cycle: nobody yields or detours
             return pref.copy()
@@ -159,7 +173,9 @@ class DeadlockBreaker:
         out = np.empty_like(pref)
         out[:, 0] = c * pref[:, 0] - s * pref[:, 1]
         out[:, 1] = s * pref[:, 0] + c * pref[:, 1]
-        out[recovering & self._yielding] = 0.0
+        giving_way = recovering & self._yielding
+        out[giving_way] = (p.give_way_speed * max_speed[giving_way, None]
+                           * self._away[giving_way])
         return out
 
     @staticmethod
@@ -180,28 +196,39 @@ class DeadlockBreaker:
         mirrored[flip] = -turn[flip]
         return mirrored
 
-    def _outranked(self, positions, radius, distance, stuck):
-        """(N,) bool: a stuck higher-priority (lower index) robot with a long way to go is near.
+    def _outranked(self, positions, radius, distance, stuck, parked):
+        """(N,) bool: whether a stuck robot that outranks the robot, with a long way to go, is
+        near; and (N, 2) the unit direction away from those robots, in which it gives way.
 
         Only stuck robots (stalled or recovering) claim priority: in a crowd that still flows
-        nobody needs to wait. Robots within yield_factor diameters of their own goal claim none
-        either: whoever stands on or near that goal must not be made to wait for them, or
-        neither ever moves.
+        nobody needs to wait. Among stuck robots the lower index outranks; a parked robot is
+        outranked by every stuck one (standing at its goal, it has nothing to lose). Robots
+        within yield_factor diameters of their own goal claim none: whoever stands on or near
+        that goal must not be made to wait for them, or neither ever moves.
         """
         factor = self.params.yield_factor
-        waiting = np.flatnonzero(stuck)
+        involved = np.flatnonzero(stuck | parked)
         outranked = np.zeros(len(positions), dtype=bool)
-        if len(waiting) > 1:
-            reach = factor * 2.0 * radius[waiting].max()
-            # Imported here: scipy.spatial takes longer to load than the rest of orca_nav's
-            # parameters, whose specs take DeadlockParams' defaults from this module.
-            from scipy.spatial import cKDTree
-            pairs = cKDTree(positions[waiting]).query_pairs(reach, output_type='ndarray')
-            if len(pairs):
-                pairs = waiting[pairs]  # (i, j) with i < j: i outranks j
-                i, j = pairs[:, 0], pairs[:, 1]
-                gap = np.hypot(*(positions[i] - positions[j]).T)
-                near = gap < factor * (radius[i] + radius[j])
-                claims = distance[i] > factor * 2.0 * radius[i]
-                outranked[j[near & claims]] = True
-        return outranked
+        away = np.zeros((len(positions), 2))
+        if not stuck.any() or len(involved) < 2:
+            return outranked, away
+        reach = factor * 2.0 * radius[involved].max()
+        # Imported here: scipy.spatial takes longer to load than the rest of orca_nav's
+        # parameters, whose specs take DeadlockParams' defaults from this module.
+        from scipy.spatial import cKDTree
+        pairs = cKDTree(positions[involved]).query_pairs(reach, output_type='ndarray')
+        if not len(pairs):
+            return outranked, away
+        pairs = involved[pairs]                  # (i, j) with i < j
+        pairs = np.concatenate([pairs, pairs[:, ::-1]])     # (claimant, the other), both ways
+        i, j = pairs[:, 0], pairs[:, 1]
+        gap = np.hypot(*(positions[i] - positions[j]).T)
+        claims = stuck[i] & (distance[i] > factor * 2.0 * radius[i])
+        ranks = parked[j] | (stuck[j] & (i < j))
+        yields = claims & ranks & (gap < factor * (radius[i] + radius[j]))
+        outranked[j[yields]] = True
+        push = (positions[j] - positions[i])[yields] / np.maximum(gap[yields], 1e-9)[:, None]
+        np.add.at(away, j[yields], push)
+        norm = np.hypot(away[:, 0], away[:, 1])
+        away = np.divide(away, norm[:, None], out=np.zeros_like(away), where=norm[:, None] > 0.0)
+        return outranked, away

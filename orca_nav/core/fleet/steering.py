@@ -131,12 +131,15 @@ class Steering:
             # Robots outside this cycle, stale, tracked or arrived neither stall nor outrank.
             exempt = np.ones(n, dtype=bool)
             exempt[rows] = arrived | tracked | ~live
+            # ... but a robot standing at its goal steps aside for a stalled one.
+            parked = np.zeros(n, dtype=bool)
+            parked[rows] = arrived & ~tracked & live & np.isfinite(goals[:, 0])
             all_route = np.zeros(n)
             all_route[rows] = route
             goals_known = np.where(np.isnan(self.goal), 0.0, self.goal)     # (goals are finite)
             out = self.breaker.update(now, fleet_xy, all_pref, exempt, goals_known,
                                       fleet_limits.max_speed, radius, distances=all_route,
-                                      room=room)
+                                      room=room, parked=parked)
             pref = out[rows]
         return np.where(tracked[:, None], tracking.pref_velocity, pref), tracking
 

@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.spatial import cKDTree
 
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.footprint import Footprint, FootprintChecker
@@ -63,6 +64,26 @@ def test_margin_grows_the_footprint(parking_grid):
     assert not FootprintChecker(parking_grid, CAR, margin=0.3).free(pose)[0]
 
 
+def test_a_disc_is_free_exactly_when_no_occupied_square_is_within_its_radius(parking_grid):
+    """Against the exact distance from each point to every occupied square, on random points
+    (many of them grazing an obstacle): the clearance bounds alone called a disc up to a cell
+    diagonal clear of every square in collision, so a car the controller had stopped a few
+    centimetres clear of a pillar could never be planned from where it stood."""
+    checker = FootprintChecker(parking_grid, Footprint(radius=0.5))
+    rng = np.random.default_rng(1)
+    points = rng.uniform((1.0, 1.0), (59.0, 39.0), (3000, 2))
+    half = 0.5 * parking_grid.resolution
+    centres = parking_grid.origin[:2] + (np.argwhere(parking_grid.occupied)[:, ::-1] + 0.5) \
+        * parking_grid.resolution
+    near = cKDTree(centres).query_ball_point(points, 0.5 + half * math.sqrt(2.0) + 0.1)
+    exact = np.array([np.inf if not rows else np.hypot(
+        *np.maximum(np.abs(centres[rows] - p) - half, 0.0).T).min()
+        for p, rows in zip(points, near)])
+    free = checker.free(np.column_stack([points, np.zeros(len(points))]))
+    np.testing.assert_array_equal(free, exact > 0.5)
+    assert ((exact > 0.5) & (exact < 0.6)).sum() > 20      # the band the bounds left open
+
+
 def test_disc_footprint_uses_clearance():
     occ = np.zeros((50, 50), dtype=bool)
     occ[25, 25] = True                          # one cell at x, y in [2.5, 2.6)
@@ -72,8 +93,8 @@ def test_disc_footprint_uses_clearance():
     # out.
     pts = np.array([[2.55, 1.5, 0.0], [2.55, 2.1, 0.0], [2.55, 2.55, 0.0], [0.3, 2.5, 1.0]])
     assert checker.free(pts).tolist() == [True, False, False, False]
-    # The shortcut is conservative by at most one cell diagonal: 0.65 m away is free.
-    assert checker.free(np.array([[2.55, 1.85, 0.0]]))[0]
+    # Exact at the edge: 0.51 m from the square is free, 0.49 m is not.
+    assert checker.free(np.array([[2.55, 1.99, 0.0], [2.55, 2.01, 0.0]])).tolist() == [True, False]
 
 
 def test_bad_input():

@@ -22,7 +22,9 @@ map) without touching the footprint's shape:
 
 The clearance c at a point p bounds the true distance to the nearest occupied square from below
 by ``c - |p - centre of p's cell| - resolution / sqrt(2)``; tiers 1-2 only use such bounds, so
-they never call a colliding pose free. A disc footprint is decided by the same bound alone.
+they never call a colliding pose free. A disc footprint is decided by the same bounds, and
+where they leave it open (a disc grazing an obstacle) by the exact distance to the squares
+around it.
 """
 from __future__ import annotations
 
@@ -181,6 +183,19 @@ class FootprintChecker:
         off = np.hypot(fx - ix - 0.5, fy - iy - 0.5) * self._res
         return c - off - self._cell_half_diag, c + off
 
+    def _disc_clear(self, x, y, reach):
+        """(K,) bool: no occupied square within `reach` of the points (K,): the exact distance
+        to every square of the cells around each point."""
+        fx, fy, ix, iy = self._cells(x, y)
+        offsets = np.arange(-(math.ceil(reach / self._res) + 1),
+                            math.ceil(reach / self._res) + 2)
+        cx = np.clip(ix[:, None, None] + offsets[None, None, :], 0, self._nx - 1)
+        cy = np.clip(iy[:, None, None] + offsets[None, :, None], 0, self._ny - 1)
+        dx = np.maximum(np.abs(fx[:, None, None] - cx - 0.5) - 0.5, 0.0)
+        dy = np.maximum(np.abs(fy[:, None, None] - cy - 0.5) - 0.5, 0.0)
+        near = np.hypot(dx, dy) * self._res <= reach
+        return ~(near & self._occ[cy * self._nx + cx]).any(axis=(1, 2))
+
     def _points_hit(self, x, y, cos, sin, sx, sy):
         _, _, ix, iy = self._cells(x + cos * sx - sin * sy, y + sin * sx + cos * sy)
         return self._occ[iy * self._nx + ix]
@@ -219,8 +234,17 @@ class FootprintChecker:
         """(N,) bool for pose arrays x, y, yaw (N,). No input validation: for the planner's hot
         path."""
         if not self.footprint.is_rectangle:
-            lower, _ = self._distance_bounds(x, y)
-            return lower > self.footprint.radius + self.margin
+            reach = self.footprint.radius + self.margin
+            lower, upper = self._distance_bounds(x, y)
+            result = lower > reach
+            # The bounds leave a band of about a cell where a disc grazes an obstacle: a robot
+            # standing there legitimately (the controller keeps it clear of the cells
+            # themselves) must not be a start in collision, so those poses get the exact
+            # distance to the squares around them.
+            rest = np.flatnonzero(~result & (upper >= reach))
+            if rest.size:
+                result[rest] = self._disc_clear(x[rest], y[rest], reach)
+            return result
         cos, sin = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
         # Tiers 1 and 2 in one lookup: column 0 is the footprint centre, the rest the disc centres.
         lower, upper = self._distance_bounds(x[:, None] + cos * self._probe_x,

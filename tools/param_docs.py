@@ -67,7 +67,7 @@ def _value(value) -> str:
 def _allowed(spec: ParamSpec) -> str:
     parts = []
     if spec.choices:
-        parts.append('one of ' + ', '.join(f'`{c}`' for c in spec.choices))
+        parts.append(', '.join(f'`{c}`' for c in spec.choices))
     if spec.min is not None or spec.max is not None:
         parts.append(spec.allowed_range())
     if spec.length is not None:
@@ -79,12 +79,12 @@ def _cell(text: str) -> str:
     return text.replace('|', '\\|')
 
 
-HEADER = ['| parameter | type | default | allowed | run-time change | description |',
-          '|---|---|---|---|---|---|']
+HEADER = ['| parameter | type, default | allowed | run-time change | description |',
+          '|---|---|---|---|---|']
 
 
 def _table(specs: List[Tuple[str, ParamSpec]]) -> List[str]:
-    rows = [f'| `{name}` | {spec.type_name} | {_cell(_value(spec.default))} | '
+    rows = [f'| `{name}` | {spec.type_name} {_cell(_value(spec.default))} | '
             f'{_cell(_allowed(spec))} | {"no" if spec.read_only else "yes"} | '
             f'{_cell(spec.description)} |' for name, spec in specs]
     return HEADER + rows + ['']

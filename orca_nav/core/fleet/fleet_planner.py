@@ -381,7 +381,8 @@ class FleetPlanner:
                 actions += self._make_way_for(name, now)
                 continue
             robot.watch.observe(now, self.progress(name).distance_remaining,
-                                waiting=self._waiting_turn(name))
+                                waiting=self._waiting_turn(name),
+                                stuck_time=self.policy.stuck_time)
             if robot.jam_timeout is not None and \
                     robot.watch.stalled_for(now) > robot.jam_timeout:
                 actions += self._jam(name, now)

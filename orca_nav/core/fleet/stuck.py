@@ -3,7 +3,10 @@
 A robot is *stuck* when the distance it still has to go has not shrunk by ``min_progress``
 within ``stuck_time``, except while it waits its turn by design (`waiting`): then the clock does
 not run, and what it waits for is said in its status (the fleet supervisor counts a wait behind
-a robot that is on the ladder itself as being stuck). Each further ``stuck_time`` without
+a robot that is on the ladder itself as being stuck). A wait is by design for
+``WAIT_BOUND`` stuck_times at the most (30 s by default): turns that change hands among robots
+standing on each other's paths can hold a robot at its gate for minutes, and after that bound
+its clock runs like any other's. Each further ``stuck_time`` without
 progress climbs one rung of ``LADDER`` and puts the robot last in the order of turns (the
 robots waiting for it go first); progress steps back to the bottom:
 
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 LADDER = ('replan_around', 'back_out', 'blocked')
+WAIT_BOUND = 3.0        # stuck_times one wait counts as waiting by design, at the most
 
 
 @dataclass
@@ -34,19 +38,28 @@ class StuckWatch:
     closer_at: float = 0.0          # when it last did (or the goal was set)
     rung: int = 0                   # rungs climbed since the last progress
     rebased: bool = False           # a new path: its first distance is the new baseline
+    waiting_since: Optional[float] = None   # when the current wait for a turn began
 
     def reset(self, now: float) -> None:
         """A new goal: no progress owed yet."""
         self.closest, self.closer_at, self.rung, self.rebased = float('inf'), now, 0, False
+        self.waiting_since = None
 
     def rebase(self) -> None:
         """A new path to the same goal (a detour is longer): progress is counted along it from
         the next observation on, without counting the change itself as progress."""
         self.rebased = self.closest < float('inf')
 
-    def observe(self, now: float, distance: float, waiting: bool = False) -> None:
+    def observe(self, now: float, distance: float, waiting: bool = False,
+                stuck_time: float = float('inf')) -> None:
         """The distance still to go at `now`; `waiting`: the robot waits its turn by design,
-        which is not being stuck."""
+        which is not being stuck for the first WAIT_BOUND * `stuck_time` of the wait."""
+        if not waiting:
+            self.waiting_since = None
+        elif self.waiting_since is None:
+            self.waiting_since = now
+        elif now - self.waiting_since > WAIT_BOUND * stuck_time:
+            waiting = False
         if self.rebased:
             self.closest, self.rebased = distance, False
         elif distance <= self.closest - self.min_progress:

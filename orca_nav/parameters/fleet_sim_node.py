@@ -32,15 +32,14 @@ NODE_SPECS = [
     ParamSpec('seed', 0, 'Seed of the noise generator', min=0, max=2**31 - 1, read_only=True),
     ParamSpec('diagnostics_rate', 1.0, 'Diagnostics messages per second (Hz)', min=0.1,
               max=100.0, read_only=True),
-    ParamSpec('publish_clock', False, 'The simulator is the clock source: simulated time starts '
-              'at start_time, advances 1/sim_rate per integration step and is published on /clock '
-              'after every step', read_only=True),
+    ParamSpec('publish_clock', False, 'Publish simulated time on /clock after every '
+              'integration step (from start_time, 1/sim_rate a step)', read_only=True),
     ParamSpec('start_time', 0.0, 'Simulated time at start-up, with publish_clock (s)', min=0.0,
               max=1e9, read_only=True),
     ParamSpec('real_time_factor', 1.0, 'With publish_clock: at most this many simulated seconds '
               'per wall second; 0 runs as fast as possible', min=0.0, max=1000.0, read_only=True),
-    ParamSpec('lockstep', False, 'With publish_clock: advance 1/odom_rate at a time, once every '
-              "robot answered the last odometry with a cmd_vel (or lockstep_timeout passed)",
+    ParamSpec('lockstep', False, 'With publish_clock: advance 1/odom_rate once every robot '
+              'answered the last odometry with a cmd_vel (or lockstep_timeout passed)',
               read_only=True),
     ParamSpec('lockstep_timeout', 1.0, 'Lockstep: wall time an exchange waits for the robots\' '
               'cmd_vel before advancing without the missing ones (s)', min=0.001, max=3600.0,
@@ -49,8 +48,7 @@ NODE_SPECS = [
               'exchange waits for the controllers to connect and answer (s)', min=0.0,
               max=3600.0, read_only=True),
     ParamSpec('lockstep_subscribers', 1, 'Lockstep: the first exchange also waits until every '
-              "robot's odometry has this many subscribers (controllers, planners, recorders), so "
-              'nobody misses the start', min=1, max=10000, read_only=True),
+              "robot's odometry has this many subscribers", min=1, max=10000, read_only=True),
     SHARED_SPECS['ground_clearance'],
     SHARED_SPECS['map_3d_topic'],
     SHARED_SPECS['map_3d_resolution'],
@@ -71,8 +69,8 @@ FAULT_SPECS = [
               'commanded to stop)', read_only=True),
     ParamSpec('dead_time', 0.0, 'When dead_robot dies (s after its first cmd_vel)', min=0.0,
               max=1e6, read_only=True),
-    ParamSpec('faulty_robot', '', 'Robot that drives a wrong velocity from faulty_time: its '
-              'commanded linear velocity scaled by faulty_scale and turned by faulty_rotation',
+    ParamSpec('faulty_robot', '', 'Robot whose linear velocity is scaled by faulty_scale and '
+              'turned by faulty_rotation from faulty_time',
               read_only=True),
     ParamSpec('faulty_time', 0.0, 'When faulty_robot goes wrong (s after its first cmd_vel)',
               min=0.0, max=1e6, read_only=True),
@@ -93,23 +91,20 @@ FAULT_SPECS = [
 
 # ---- TF frames (see orca_nav.ros.sim_tf).
 TF_SPECS = [
-    ParamSpec('tf_layout', 'none', "Frames of the odometry: 'none' poses in global_frame and no "
-              "TF; 'namespaced' odom frames with each robot's tree on <robot>/tf and "
-              "<robot>/tf_static (frames map, odom, base_link); 'prefixed' one tree on /tf and "
-              '/tf_static with frames <robot>/odom, <robot>/base_link', choices=TF_LAYOUTS,
+    ParamSpec('tf_layout', 'none', "Frames of the odometry: 'none' poses in global_frame, no TF; "
+              "'namespaced' odom frames, trees on <robot>/tf(_static); 'prefixed' one tree on "
+              '/tf(_static), frames <robot>/odom, <robot>/base_link', choices=TF_LAYOUTS,
               read_only=True),
-    ParamSpec('odom_drift', 0.0, 'With a TF layout: odometry drift, the std. dev. of the odom '
-              'frame error after 1 m travelled (m, and rad in heading), growing with the square '
-              'root of the distance', min=0.0, max=1.0, read_only=True),
+    ParamSpec('odom_drift', 0.0, 'With a TF layout: std. dev. of the odom frame error after '
+              '1 m travelled (m, and rad in heading), growing with the root of the distance',
+              min=0.0, max=1.0, read_only=True),
     ParamSpec('localization_rate', 1.0, "With a TF layout: map -> odom corrections per second "
               '(Hz) of the simulated localization', min=0.01, max=100.0, read_only=True),
     ParamSpec('localization_jump', 0.0, 'With a TF layout: std. dev. of the error of each '
-              'map -> odom correction (m per axis, and rad in heading): the jump the robot '
-              'poses make in map', min=0.0, max=10.0),
+              'map -> odom correction (m per axis, and rad in heading)', min=0.0, max=10.0),
     ParamSpec('transform_tolerance', 1.0, "With a TF layout: map -> odom is stamped this much "
-              "after the odometry it goes out with, as AMCL's transform_tolerance post-dates it "
-              "(s): consumers can use odometry up to this much newer than the last map -> odom "
-              'they received', min=0.0, max=60.0, read_only=True),
+              "after the odometry it goes out with, as AMCL post-dates it (s)",
+              min=0.0, max=60.0, read_only=True),
 ]
 
 # ---- Scripted pedestrians (`pedestrians.<name>`; see orca_nav.ros.sim_pedestrians).
@@ -127,8 +122,8 @@ PEDESTRIAN_SPECS = [
               min=0.01, max=5.0, read_only=True),
     ParamSpec('turn_std', _DEFAULT.turn_std, 'Random walkers: heading diffusion (rad/sqrt(s))',
               min=0.0, max=10.0, read_only=True),
-    ParamSpec('stop_gap', _DEFAULT.stop_gap, 'A pedestrian stands still for a step rather than '
-              'walk to within this gap of a robot it closes on (m); 0: they avoid no one',
+    ParamSpec('stop_gap', _DEFAULT.stop_gap, 'A pedestrian stops rather than walk to within this '
+              'gap of a robot (m); 0: they avoid no one',
               min=0.0, max=5.0, read_only=True),
     ParamSpec('patience', _DEFAULT.patience, 'A pedestrian who has stood this long for a robot '
               'turns back (s)', min=0.0, max=600.0, read_only=True),

@@ -17,21 +17,19 @@ NODE_MODES = MODES + ('shard',)
 NODE_SPECS = [
     ParamSpec('robots', ['robot0'], 'Names of all robots of the fleet (topic namespaces); '
               'the list order is the deadlock-breaking priority', read_only=True),
-    ParamSpec('mode', 'centralized', 'centralized: command every robot; per_robot: command only '
-              'robot_name; shard: command block shard_index of shard_count of robots; robots '
-              'another node commands are reciprocal agents', choices=NODE_MODES, read_only=True),
+    ParamSpec('mode', 'centralized', 'Robots this node commands: centralized all, per_robot '
+              'robot_name, shard block shard_index of shard_count; the others are reciprocal '
+              'agents', choices=NODE_MODES, read_only=True),
     ParamSpec('robot_name', '', 'per_robot mode: the robot this node commands', read_only=True),
-    ParamSpec('shard_index', 0, 'shard mode: which block of robots this node commands (0-based; '
-              'contiguous blocks in list order, sizes differ by at most 1)', min=0,
+    ParamSpec('shard_index', 0, 'shard mode: which block of robots this node commands (0-based, '
+              'contiguous, in list order)', min=0,
               max=MAX_SHARDS - 1, read_only=True),
     ParamSpec('shard_count', 1, 'shard mode: how many nodes split robots between them',
               min=1, max=MAX_SHARDS, read_only=True),
     ParamSpec('global_frame', 'map', 'Frame of odometry poses, goals and the map', read_only=True),
     ParamSpec('batch_robot_topics', True, 'Read the per-robot topics (odometry, goals, plans) on '
-              'a thread of their own and run their callbacks in batches: rclpy\'s executors pay '
-              'per message and per subscription (docs/scale.md). Needs an executor that serves '
-              'guard conditions; rclpy\'s EventsExecutor has none (the embedded demo sets false)',
-              read_only=True),
+              'a thread of their own, their callbacks in batches. Needs an executor that serves '
+              'guard conditions (rclpy\'s EventsExecutor does not)', read_only=True),
     SHARED_SPECS['tf_layout'],
     SHARED_SPECS['transform_tolerance'],
     ParamSpec('neighbor_dist', 5.0, 'RVO2 neighborDist: max distance to agents considered (m)',
@@ -51,26 +49,23 @@ NODE_SPECS = [
     ParamSpec('command_latency', 0.0, 'Expected cmd_vel latency, added to the tracking-error '
               'bound of diff-drive/car robots and to the safety layer\'s reaction time (s)',
               min=0.0, max=10.0),
-    ParamSpec('acceleration_aware', True, 'Holonomic robots: ORCA picks among the velocities '
-              'reachable within one cycle at max_accel, and weighs time to contact where no '
-              'velocity meets every constraint; false: RVO2\'s choice within max_speed'),
+    ParamSpec('acceleration_aware', True, 'Holonomic robots: ORCA picks among velocities '
+              'reachable in one cycle at max_accel; false: RVO2\'s choice within max_speed'),
     ParamSpec('cmd_vel_stamped', False, 'Publish geometry_msgs/TwistStamped instead of Twist',
               read_only=True),
     ParamSpec('cmd_vel_out', 'cmd_vel', 'Per-robot topic the commands go out on '
               '(/<robot>/<cmd_vel_out>)', read_only=True),
-    ParamSpec('cmd_vel_in', '', "Filter mode (in a Nav2 chain): per-robot topic of another "
-              "controller's twists, each robot's preferred velocity (/<robot>/<cmd_vel_in>); "
-              "empty: orca_nav's own goals and trajectories", read_only=True),
+    ParamSpec('cmd_vel_in', '', "Filter mode: per-robot topic of another controller's twists, "
+              "taken as preferred velocities (/<robot>/<cmd_vel_in>); empty: off", read_only=True),
     ParamSpec('cmd_vel_in_stamped', False, 'Filter mode: the input twists are '
               'geometry_msgs/TwistStamped instead of Twist', read_only=True),
     ParamSpec('source_timeout', 0.5, 'Filter mode: an input twist older than this stops the '
               'robot (s)', min=0.01, max=60.0),
-    ParamSpec('trajectories_only', False, 'Robots hold still until their first /<robot>/trajectory '
-              'arrives (a planner owns every goal); otherwise they head straight for their goal',
+    ParamSpec('trajectories_only', False, 'Robots hold still until their first '
+              '/<robot>/trajectory arrives; false: they head straight for their goal',
               read_only=True),
     ParamSpec('require_map', False, 'Robots hold still until the first /map has become '
-              'obstacle polygons (set when the fleet has a map, so nobody drives before the '
-              'walls are known)', read_only=True),
+              'obstacle polygons', read_only=True),
     SHARED_SPECS['goal_tolerance'],
     SHARED_SPECS['ground_clearance'],
     SHARED_SPECS['map_3d_topic'],
@@ -83,11 +78,11 @@ NODE_SPECS = [
               '/orca_nav/markers'),
     ParamSpec('marker_rate', 5.0, '/orca_nav/markers messages per second (Hz); 0 disables',
               min=0.0, max=100.0),
-    ParamSpec('diagnostics_rate', 1.0, 'Robot status reports on /diagnostics per second (Hz); '
-              'over 50 robots each report is sent in parts spread over its period', min=0.1,
+    ParamSpec('diagnostics_rate', 1.0, 'Robot status reports on /diagnostics per second (Hz; '
+              'over 50 robots sent in parts)', min=0.1,
               max=100.0, read_only=True),
-    ParamSpec('uncertainty_gain', 2.0, 'Standard deviations of a pose covariance (odometry '
-              'pose.covariance, x-y block, widest axis) added to the radius others avoid',
+    ParamSpec('uncertainty_gain', 2.0, 'Standard deviations of the odometry pose covariance '
+              '(widest x-y axis) added to the radius others avoid',
               min=0.0, max=10.0),
     ParamSpec('max_uncertainty_margin', 0.3, 'Cap of that margin (m); 0 ignores covariance',
               min=0.0, max=10.0),
@@ -95,19 +90,16 @@ NODE_SPECS = [
               'time at their velocity, by at most this (s); 0 uses them as they are',
               min=0.0, max=10.0),
     ParamSpec('tracked_agents_topic', 'tracked_agents', 'nav_msgs/Odometry of non-cooperative '
-              'agents (people, other fleets), one message per agent and update, child_frame_id '
-              'its id, pose in global_frame; the fleet takes full responsibility toward them. '
-              'Empty: none', read_only=True),
+              'agents, one message per agent (child_frame_id its id, pose in global_frame); the '
+              'fleet avoids them fully. Empty: none', read_only=True),
     ParamSpec('tracked_agent_radius', 0.3, 'Radius of every tracked agent (m)', min=0.0,
               max=50.0),
     ParamSpec('tracked_agent_timeout', 1.0, 'A tracked agent not heard of for this long is '
               'dropped (s)', min=0.01, max=3600.0),
-    ParamSpec('scan_topic', '', 'Per-robot sensor_msgs/LaserScan (/<robot>/<scan_topic>, in the '
-              "robot's base frame or one TF connects to it); its points are obstacles for "
-              'sensor_persistence. Empty: no scans', read_only=True),
-    ParamSpec('cloud_topic', '', 'Per-robot sensor_msgs/PointCloud2 (/<robot>/<cloud_topic>, '
-              "frames as scan_topic): its points within cloud_min_z..cloud_max_z of the base "
-              'frame, nearest per bearing, are obstacles like a scan. Empty: no clouds',
+    ParamSpec('scan_topic', '', 'Per-robot sensor_msgs/LaserScan (/<robot>/<scan_topic>, frame '
+              'TF-connected to the base); points are obstacles. Empty: no scans', read_only=True),
+    ParamSpec('cloud_topic', '', 'Per-robot sensor_msgs/PointCloud2 (/<robot>/<cloud_topic>): '
+              'points within cloud_min_z..cloud_max_z are obstacles like a scan. Empty: no clouds',
               read_only=True),
     ParamSpec('cloud_min_z', 0.05, 'Lowest point of a cloud that is an obstacle, above the base '
               'frame (m): the floor is not', min=-10.0, max=10.0),
@@ -132,9 +124,8 @@ DEADLOCK_SPECS = [
     ParamSpec('yield_factor', _DEADLOCK.yield_factor, 'A stalled robot yields to a '
               'higher-priority robot closer than this many times their summed radii', min=1.0,
               max=100.0),
-    ParamSpec('give_way_speed', _DEADLOCK.give_way_speed, "A yielding robot (or one standing "
-              "at its goal next to a stalled one) backs away from it at this fraction of its "
-              'max_speed', min=0.0, max=1.0),
+    ParamSpec('give_way_speed', _DEADLOCK.give_way_speed, 'Speed a yielding robot backs away '
+              'at, as a fraction of its max_speed', min=0.0, max=1.0),
     ParamSpec('detour_angle', _DEADLOCK.detour_angle, 'Clockwise rotation of a detouring '
               "robot's preferred velocity (rad)", min=0.01, max=1.57),
     ParamSpec('detour_spread', _DEADLOCK.detour_spread, 'Range of the per-robot offset '
@@ -143,13 +134,11 @@ DEADLOCK_SPECS = [
 
 _SAFETY = SafetyParams()
 SAFETY_SPECS = [
-    ParamSpec('enabled', True, 'The safety layer, last on every command: each command is kept '
-              'only if the robot, executing it until the next one acts and then braking, stays '
-              'clear of static obstacles, of where people could reach, and of the other robots '
-              'braking too; otherwise it is scaled down along its own arc (docs/safety.md)'),
-    ParamSpec('person_max_speed', _SAFETY.person_max_speed, 'Bound on the speed of '
-              'non-cooperative agents (tracked people, other fleets): the robot stands before '
-              'one walking this fast could reach it (m/s)', min=0.0, max=20.0),
+    ParamSpec('enabled', True, 'The safety layer: a command is scaled down along its arc '
+              'unless braking after it keeps the robot clear of obstacles, people and robots'),
+    ParamSpec('person_max_speed', _SAFETY.person_max_speed, 'Assumed top speed of '
+              'non-cooperative agents, whose reach the robot keeps out of (m/s)', min=0.0,
+              max=20.0),
     ParamSpec('person_height', _SAFETY.person_height, 'Height of non-cooperative agents: a '
               'drone flying higher passes over them (m)', min=0.0, max=20.0),
     ParamSpec('static_margin', _SAFETY.static_margin, 'Room kept from the map, voxels and sensed '

@@ -17,9 +17,8 @@ NODE_SPECS = [
     ParamSpec('global_frame', 'map', 'Frame of the map, odometry, goals and plans', read_only=True),
     SHARED_SPECS['tf_layout'],
     SHARED_SPECS['transform_tolerance'],
-    ParamSpec('plan_max_expansions', _DEFAULTS['plan_max_expansions'], 'Budget of one planning '
-              'query: search nodes expanded (the same outcome on a loaded machine as on a quiet '
-              f'one); a query that spends it is tried once more with {RETRY_BUDGET_FACTOR} times '
+    ParamSpec('plan_max_expansions', _DEFAULTS['plan_max_expansions'], 'Search nodes one planning '
+              f'query may expand; one that spends them is retried with {RETRY_BUDGET_FACTOR} times '
               'as many',
               min=1, max=10_000_000),
     ParamSpec('plan_time_budget', _DEFAULTS['plan_time_budget'],
@@ -32,14 +31,11 @@ NODE_SPECS = [
     ParamSpec('min_replan_interval', _DEFAULTS['min_replan_interval'], 'Minimum time between '
               'two automatic replans of one robot (s)', min=0.0, max=120.0),
     ParamSpec('coordinate', _DEFAULTS['coordinate'], 'Ground robots take turns where their '
-              'planned paths meet (older goal first, a robot standing in the way first): a '
-              'robot whose turn it is not gets a trajectory that brakes to a stop before the '
-              'shared stretch; plans go around robots standing without a plan. False: each '
-              'robot is planned on its own'),
-    ParamSpec('stuck_time', _DEFAULTS['stuck_time'], 'A robot with a goal that got no 0.1 m '
-              'closer in this time (waiting its turn does not count) climbs one rung of the '
-              'stuck ladder: replan around the other robots, back out of their way, say it is '
-              'blocked (WARN on /diagnostics); 0: no ladder (s)', min=0.0, max=3600.0),
+              'planned paths meet, the others braking to a stop before the shared stretch; '
+              'false: each robot is planned on its own'),
+    ParamSpec('stuck_time', _DEFAULTS['stuck_time'], 'A robot that got no 0.1 m closer to '
+              'its goal in this time (waiting its turn aside) climbs a rung of the stuck ladder: '
+              'replan, back out, report blocked; 0: no ladder (s)', min=0.0, max=3600.0),
     ParamSpec('planner_threads', 2, 'Worker threads running planning queries', min=1, max=64,
               read_only=True),
     ParamSpec('allow_reverse', _DEFAULTS['allow_reverse'], 'Car and diff-drive robots may '

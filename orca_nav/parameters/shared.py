@@ -32,18 +32,15 @@ SHARED_SPECS: Dict[str, ParamSpec] = {spec.name: spec for spec in [
     ParamSpec('goal_tolerance', 0.15, 'A robot within this distance of its goal (or of the end of '
               'its trajectory) has arrived (m)', min=0.01, max=100.0),
     ParamSpec('safety_margin', 0.05, 'Clearance added to every robot radius, by the planner '
-              '(against the map) and by ORCA (against robots and obstacles) (m)',
+              'and by ORCA (m)',
               min=0.0, max=10.0),
-    ParamSpec('tf_layout', 'none', 'Where odometry poses are put in the global frame: none '
-              '(odometry is in it), namespaced (<robot>/tf trees with frames map, odom, '
-              'base_link) or prefixed (one /tf, frames <robot>/odom, <robot>/base_link)',
+    ParamSpec('tf_layout', 'none', 'How odometry gets to the global frame: none (it is in '
+              'it), namespaced (<robot>/tf trees) or prefixed (one /tf, frames <robot>/odom)',
               choices=TF_LAYOUTS, read_only=True),
-    ParamSpec('ground_clearance', 1.0, 'Height of the ground robots\' layer: a ground robot is a '
-              'cylinder this tall, a drone whose sphere reaches below it meets ground robots '
-              '(docs/orca3d.md, Drones in a fleet) (m)', min=0.0, max=100.0),
-    ParamSpec('map_3d_topic', '/map_3d', 'Topic of the 3-D map (sensor_msgs/PointCloud2 of '
-              'occupied voxel centres, transient local) that drones use; read only when a robot '
-              'is a quadrotor', read_only=True),
+    ParamSpec('ground_clearance', 1.0, 'Height of the ground robots\' layer; a drone reaching '
+              'below it meets ground robots (m)', min=0.0, max=100.0),
+    ParamSpec('map_3d_topic', '/map_3d', 'Topic of the drones\' 3-D map (PointCloud2 of occupied '
+              'voxel centres, transient local)', read_only=True),
     ParamSpec('map_3d_resolution', 0.2, 'Voxel size of the 3-D map (m): map_3d_publisher\'s '
               'resolution', min=0.001, max=100.0, read_only=True),
     ParamSpec('transform_tolerance', 1.0, 'Odometry may be this much newer than the newest '

@@ -7,5 +7,7 @@
     mission      goal sequencing and recording for a run
     scenarios    built-in scenarios
     report       run metrics;  report_plot  the run's picture
+    demo, faults, replay, rviz   the `orca-nav` commands of those names
+    maps         the maps a fleet names, read once per process
     cli          `orca-nav`
 """

@@ -10,8 +10,11 @@ One concept per module, as RVO2 splits them:
     obstacle_lines  agent-obstacle ORCA lines
     linear_program  linearProgram1/2/3
     responsibility  per-agent responsibility weights, non-cooperative agents (not in RVO2)
+    acceleration    ORCA over the velocities reachable in one step (not in RVO2)
     solver          compute_velocities / solve: one RVO2 doStep without the position update
                     (2-D; (N, 3) input goes to solver3d)
+    simulator       OrcaSimulator: RVO2's RVOSimulator
+    map_polygons    occupancy grid -> ORCA polygons
 
 In 3-D, as RVO2-3D:
 
@@ -20,8 +23,6 @@ In 3-D, as RVO2-3D:
     linear_program3d   linearProgram1/2/3/4
     voxel_obstacles    3-D occupancy grid -> static sphere obstacles (not in RVO2-3D)
     solver3d           one RVO2-3D doStep without the position update
-    simulator       OrcaSimulator: RVO2's RVOSimulator
-    map_polygons    occupancy grid -> ORCA polygons
 
 This package imports nothing from planning or fleet.
 """

@@ -6,4 +6,5 @@
     localization  a simulated localization's map -> odom correction
     faults        injected faults: dead and faulty robots, localization jumps, odometry loss
     lockstep      when a driver sends odometry and advances: schedules and lockstep exchanges
+    closed_loop   simulator + controller + planner in one loop, without ROS
 """

@@ -27,8 +27,8 @@ NODE_SPECS = [
               min=0.0, max=10.0),
     ParamSpec('cmd_vel_stamped', False, 'cmd_vel is geometry_msgs/TwistStamped instead of Twist',
               read_only=True),
-    ParamSpec('cmd_timeout', 0.25, 'Stop a robot whose last cmd_vel took effect longer ago than '
-              'this, in simulated time (s); 0 disables the watchdog', min=0.0, max=3600.0),
+    ParamSpec('cmd_timeout', 0.25, 'Stop a robot whose last cmd_vel is older than this, in '
+              'simulated time (s); 0: no watchdog', min=0.0, max=3600.0),
     ParamSpec('seed', 0, 'Seed of the noise generator', min=0, max=2**31 - 1, read_only=True),
     ParamSpec('diagnostics_rate', 1.0, 'Diagnostics messages per second (Hz)', min=0.1,
               max=100.0, read_only=True),
@@ -41,12 +41,10 @@ NODE_SPECS = [
     ParamSpec('lockstep', False, 'With publish_clock: advance 1/odom_rate once every robot '
               'answered the last odometry with a cmd_vel (or lockstep_timeout passed)',
               read_only=True),
-    ParamSpec('lockstep_timeout', 1.0, 'Lockstep: wall time an exchange waits for the robots\' '
-              'cmd_vel before advancing without the missing ones (s)', min=0.001, max=3600.0,
-              read_only=True),
-    ParamSpec('lockstep_start_timeout', 30.0, 'Lockstep: wall time from start-up the first '
-              'exchange waits for the controllers to connect and answer (s)', min=0.0,
-              max=3600.0, read_only=True),
+    ParamSpec('lockstep_timeout', 1.0, 'Lockstep: wall time an exchange waits for missing '
+              'cmd_vel (s)', min=0.001, max=3600.0, read_only=True),
+    ParamSpec('lockstep_start_timeout', 30.0, 'Lockstep: wall time the first exchange waits '
+              'for the controllers (s)', min=0.0, max=3600.0, read_only=True),
     ParamSpec('lockstep_subscribers', 1, 'Lockstep: the first exchange also waits until every '
               "robot's odometry has this many subscribers", min=1, max=10000, read_only=True),
     SHARED_SPECS['ground_clearance'],

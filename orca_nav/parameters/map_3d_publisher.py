@@ -10,7 +10,7 @@ NODE_SPECS = [
     ParamSpec('frame_id', 'map', 'Frame of the published cloud', read_only=True),
     ParamSpec('topic', MAP_3D_TOPIC, 'Topic the 3-D map is published on (transient local)',
               read_only=True),
-    ParamSpec('resolution', 0.0, 'Voxel size of the map (m); 0: the file\'s, and the parameter '
-              'is set to it on configure (subscribers rebuild the grid with it)', min=0.0,
+    ParamSpec('resolution', 0.0, 'Voxel size of the map (m); 0: the file\'s (the parameter is '
+              'then set to it)', min=0.0,
               max=100.0),
 ]

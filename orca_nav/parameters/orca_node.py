@@ -41,13 +41,13 @@ NODE_SPECS = [
     ParamSpec('time_horizon_obst', 2.0, 'RVO2 timeHorizonObst: safe time w.r.t. obstacles (s)',
               min=0.01, max=1000.0),
     ParamSpec('control_rate', 20.0, 'Control cycles per second (Hz)', min=0.5, max=1000.0),
-    ParamSpec('cycle_trigger', 'odometry', 'odometry: also start a cycle as soon as every live '
-              'robot has new odometry; timer: only on the control_rate timer', choices=TRIGGERS),
+    ParamSpec('cycle_trigger', 'odometry', 'odometry: also start a cycle once every live robot has '
+              'new odometry; timer: only on the control_rate timer', choices=TRIGGERS),
     ParamSpec('odom_timeout', 0.5, 'Odometry older than this stops the robot (s)',
               min=0.01, max=3600.0),
     SHARED_SPECS['safety_margin'],
-    ParamSpec('command_latency', 0.0, 'Expected cmd_vel latency, added to the tracking-error '
-              'bound of diff-drive/car robots and to the safety layer\'s reaction time (s)',
+    ParamSpec('command_latency', 0.0, 'Expected cmd_vel latency, added to the NH-ORCA bound '
+              'and the safety layer\'s reaction time (s)',
               min=0.0, max=10.0),
     ParamSpec('acceleration_aware', True, 'Holonomic robots: ORCA picks among velocities '
               'reachable in one cycle at max_accel; false: RVO2\'s choice within max_speed'),
@@ -86,8 +86,8 @@ NODE_SPECS = [
               min=0.0, max=10.0),
     ParamSpec('max_uncertainty_margin', 0.3, 'Cap of that margin (m); 0 ignores covariance',
               min=0.0, max=10.0),
-    ParamSpec('max_extrapolation', 0.25, 'States are projected from their stamp to the cycle '
-              'time at their velocity, by at most this (s); 0 uses them as they are',
+    ParamSpec('max_extrapolation', 0.25, 'Longest projection of a state from its stamp to the '
+              'cycle time (s); 0: none',
               min=0.0, max=10.0),
     ParamSpec('tracked_agents_topic', 'tracked_agents', 'nav_msgs/Odometry of non-cooperative '
               'agents, one message per agent (child_frame_id its id, pose in global_frame); the '
@@ -113,8 +113,7 @@ NODE_SPECS = [
 
 _DEADLOCK = DeadlockParams()
 DEADLOCK_SPECS = [
-    ParamSpec('enabled', True, 'Break symmetric stalls (progress watch, yielding, right-hand '
-              'detours); see orca_nav.core.fleet.deadlock'),
+    ParamSpec('enabled', True, 'Break symmetric stalls (yielding, right-hand detours)'),
     ParamSpec('stall_time', _DEADLOCK.stall_time, 'Window over which progress is judged (s)',
               min=0.1, max=600.0),
     ParamSpec('min_progress', _DEADLOCK.min_progress, 'Required fraction of the progress '

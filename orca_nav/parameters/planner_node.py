@@ -52,10 +52,10 @@ NODE_SPECS = [
     SHARED_SPECS['map_3d_resolution'],
     ParamSpec('plan_configured_goals', True, "Plan to each robot's <robot>.goal parameter once "
               'the map and its odometry are in'),
-    ParamSpec('jam_timeout', 30.0, 'A goal of a Nav2 action aborts when its robot got no '
-              '0.1 m closer in this time (s); goals on goal_pose never do', min=1.0, max=3600.0),
+    ParamSpec('jam_timeout', 30.0, 'A Nav2 action goal aborts when its robot got no 0.1 m '
+              'closer in this time (s); goal_pose goals never do', min=1.0, max=3600.0),
     ParamSpec('pass_radius', 0.7, 'navigate_through_poses: an intermediate pose counts as '
-              "passed within this distance (m), as in Nav2's default tree", min=0.01,
+              'passed within this distance (m)', min=0.01,
               max=100.0),
     ParamSpec('stop_on_failure', True, 'follow_waypoints: a missed waypoint ends the goal (as '
               "Nav2's waypoint_follower); false: go on with the next"),

@@ -44,7 +44,7 @@ SHARED_SPECS: Dict[str, ParamSpec] = {spec.name: spec for spec in [
     ParamSpec('map_3d_resolution', 0.2, 'Voxel size of the 3-D map (m): map_3d_publisher\'s '
               'resolution', min=0.001, max=100.0, read_only=True),
     ParamSpec('transform_tolerance', 1.0, 'Odometry may be this much newer than the newest '
-              'global <- odom transform (localization is slower than odometry) (s)',
+              'global <- odom transform (s)',
               min=0.0, max=60.0, read_only=True),
 ]}
 

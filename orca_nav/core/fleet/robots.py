@@ -40,8 +40,8 @@ ROBOT_FIELDS: Tuple[RobotField, ...] = (
     RobotField('wheelbase', 0.5, 'Car wheelbase, rear to front axle (m)', 0.01, 20.0),
     RobotField('min_turning_radius', 1.0, 'Car minimum turning radius of the rear axle (m)',
                0.01, 1000.0),
-    RobotField('responsibility', 0.5, 'Weight of the share of avoidance the robot takes toward '
-               'another fleet robot: w / (w + w_other); 0.5 for all is RVO2 (unitless)', 0.0, 1.0),
+    RobotField('responsibility', 0.5, 'Share of avoidance toward another fleet robot: w / '
+               '(w + w_other); 0.5 for all is RVO2 (unitless)', 0.0, 1.0),
 )
 FIELDS_BY_NAME = {f.name: f for f in ROBOT_FIELDS}
 NUMERIC_FIELDS = tuple(f.name for f in ROBOT_FIELDS if f.choices is None)

@@ -21,8 +21,8 @@ NODE_SPECS = [
               min=0.1, max=1000.0, read_only=True),
     ParamSpec('noise_pos_std', 0.0, 'Std. dev. of the Gaussian noise on odometry positions (m)',
               min=0.0, max=10.0),
-    ParamSpec('noise_vel_std', 0.0, 'Std. dev. of the Gaussian actuation noise added to the '
-              'executed linear velocity (m/s)', min=0.0, max=10.0),
+    ParamSpec('noise_vel_std', 0.0, 'Std. dev. of Gaussian noise on the executed linear '
+              'velocity (m/s)', min=0.0, max=10.0),
     ParamSpec('cmd_latency', 0.0, 'Delay between receiving a cmd_vel and executing it (s)',
               min=0.0, max=10.0),
     ParamSpec('cmd_vel_stamped', False, 'cmd_vel is geometry_msgs/TwistStamped instead of Twist',
@@ -55,7 +55,7 @@ NODE_SPECS = [
 # ---- Fault injection (all off by default; `fault.<name>`, read only; see core.sim.faults.Faults).
 # Times are simulated seconds since the robot's first cmd_vel took effect; robots by name.
 FAULT_SPECS = [
-    ParamSpec('seed', 0, 'Seed of the fault generator (loss, jitter, jump direction), separate '
+    ParamSpec('seed', 0, 'Seed of the fault generator (loss, jitter, jump direction), apart '
               'from the noise seed', min=0, max=2**31 - 1, read_only=True),
     ParamSpec('odom_drop_rate', 0.0, 'Probability that one odometry message is lost',
               min=0.0, max=1.0, read_only=True),

@@ -212,12 +212,15 @@ class GeodesicGuidance:
             rows = rows[~visible]
             # The margin keeps routes off the walls where there is room; where it closes the
             # only way (a door a little wider than the robot), the route takes the way without.
-            for margin in (self.margin, 0.0) if self.margin > 0.0 else (0.0,):
+            tried = None
+            for margin in (self.margin, 0.0):
                 cls = self._radius_class(float(r), margin) if rows.size else None
-                if rows.size and not cls.empty:
+                if cls is None or cls is tried:     # (both margins round to the same cells)
+                    break
+                if not cls.empty:
                     target[rows], length[rows], routed[rows] = self._route_targets(
                         cls, positions[rows], goals[rows], length[rows])
-                rows = rows[~routed[rows]]
+                rows, tried = rows[~routed[rows]], cls
         heading = target - positions
         norm = np.hypot(heading[:, 0], heading[:, 1])
         heading = np.divide(heading, norm[:, None], out=np.zeros_like(heading),

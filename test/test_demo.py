@@ -47,7 +47,7 @@ def test_startup_errors_exit_with_status_2(capsys, tmp_path):
     assert main(['demo', '--scenario', str(bad)]) == 2
     assert 'robots[0].kinematics' in capsys.readouterr().err
     assert main(['demo', '--robots', '2', '--executor', 'fast', '--out', str(tmp_path)]) == 2
-    assert "executor: 'fast' is not one of events, multi_threaded" in capsys.readouterr().err
+    assert "executor: 'fast' is not one of events, single_threaded" in capsys.readouterr().err
 
 
 def test_progress_prints_plain_lines_when_not_a_terminal():

@@ -81,10 +81,10 @@ def test_sim_and_map_nodes_publish_odometry_and_the_map(executor):
         assert {('fleet_sim', '/'), ('map_publisher', '/')} <= names
 
 
-def test_multi_threaded_graph_answers_parameter_services():
-    """`orca-nav demo --executor multi_threaded` serves the nodes' parameter services."""
+def test_single_threaded_graph_answers_parameter_services():
+    """`orca-nav demo --executor single_threaded` serves the nodes' parameter services."""
     specs = [s for s in describe_graph(corridor(2)) if s.executable == 'map_publisher']
-    with run_graph(specs, executor='multi_threaded') as graph:
+    with run_graph(specs, executor='single_threaded') as graph:
         context = rclpy.Context()
         rclpy.init(context=context)
         node = rclpy.create_node('param_probe', context=context)
@@ -153,7 +153,7 @@ def test_only_orca_nav_nodes_run_in_process():
     with pytest.raises(ValueError, match='rviz2/rviz2 must be started as its own process'):
         with run_graph([NodeSpec('rviz2', 'rviz2', package='rviz2')]):
             pass
-    with pytest.raises(ValueError, match="executor: 'green' is not one of events, multi"):
+    with pytest.raises(ValueError, match="executor: 'green' is not one of events, single"):
         with run_graph([], executor='green'):
             pass
     with pytest.raises(ValueError, match="executable 'teleop' has no in-process node class"):

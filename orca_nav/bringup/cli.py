@@ -134,7 +134,7 @@ def add_demo_parser(commands) -> None:
                            'odometry, cmd_vel, plans, markers, /clock, TF, the map), readable by '
                            '`ros2 bag info/play` and any MCAP reader')
     demo.add_argument('--executor', help='events (default where rclpy has it: fastest, but its '
-                      'nodes answer no services, so no `ros2 param set`) or multi_threaded')
+                      'nodes answer no services, so no `ros2 param set`) or single_threaded')
     demo.set_defaults(run=demo_command)
 
 

@@ -148,9 +148,10 @@ def outage_times(tracks, report: dict, outage: NodeOutage):
     return stop, resume
 
 
-def run_case(cfg: FleetConfig, case: FaultCase, real_time_factor: float = 1.0,
-             executor: str = 'multi_threaded') -> dict:
-    """One run of `cfg` under `case`: the row's figures for this run."""
+def run_case(cfg: FleetConfig, case: FaultCase, real_time_factor: float = 1.0) -> dict:
+    """One run of `cfg` under `case`: the row's figures for this run. The graph runs on one
+    single-threaded executor, as each node does in its own process (and a killed node is taken
+    out between two callbacks)."""
     from orca_nav.bringup.demo import Progress, run_demo
     if case.planner and not cfg.planner_enabled:
         # The planner plans on a map: an open one where the fleet has none.
@@ -162,7 +163,7 @@ def run_case(cfg: FleetConfig, case: FaultCase, real_time_factor: float = 1.0,
              for _ in range(case.busy_loops)]
     try:
         pace = None if case.wall_clock else 0.0 if case.lockstep else real_time_factor
-        report = run_demo(cfg, None, executor=executor, real_time_factor=pace,
+        report = run_demo(cfg, None, executor='single_threaded', real_time_factor=pace,
                           lockstep=case.lockstep, sim_overrides=dict(case.sim), during=outage,
                           progress=Progress(plain_every_s=math.inf))
     finally:

@@ -5,12 +5,13 @@ overrides and its name and namespace, all spun by one executor on a background t
 private rclpy context (so the caller's own rclpy use is untouched).
 
 Executor: rclpy's EventsExecutor where available (rclpy.experimental, Jazzy), else a
-MultiThreadedExecutor. A 16-robot graph moves ~800 odometry messages a second through Python;
-the wait-set executors pay a per-callback cost that grows with the number of subscriptions,
-and with the MultiThreadedExecutor the robots of the circle demo covered about a fifth of the
-distance they covered with the EventsExecutor in the same 10 s on the loaded 2-core machine
-(odometry went stale in orca_node). The nodes keep their slow work off the executor thread
-(the planner plans on its own workers), so one event thread serves them all.
+SingleThreadedExecutor (what each node runs in its own process). A 16-robot graph moves ~800
+odometry messages a second through Python; the wait-set executors pay a per-callback cost that
+grows with the number of subscriptions. rclpy 7's MultiThreadedExecutor is not offered: the
+circle demo's robots covered a fifth of their EventsExecutor distance on it, and with 2 workers
+an odometry took 50-400 ms to reach a subscriber in the same executor. The nodes keep their
+slow work off the executor thread (the planner plans on its own workers), so one thread serves
+them all.
 """
 from __future__ import annotations
 
@@ -20,10 +21,10 @@ import sys
 import threading
 import traceback
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -53,18 +54,18 @@ def node_class(executable: str):
     return getattr(importlib.import_module(module_name), class_name)
 
 
-EXECUTORS = ('events', 'multi_threaded')
+EXECUTORS = ('events', 'single_threaded')
 
 
 def default_executor() -> str:
     try:
         from rclpy.experimental import EventsExecutor  # noqa: F401
     except ImportError:
-        return 'multi_threaded'
+        return 'single_threaded'
     return 'events'
 
 
-def make_executor(kind: str, context, num_threads: int = 4):
+def make_executor(kind: str, context):
     if kind == 'events':
         from rclpy.experimental import EventsExecutor
         # EventsExecutor() calls faulthandler.enable(), which needs a real file behind
@@ -78,8 +79,8 @@ def make_executor(kind: str, context, num_threads: int = 4):
             return EventsExecutor(context=context)
         finally:
             sys.stderr = saved
-    if kind == 'multi_threaded':
-        return MultiThreadedExecutor(num_threads=num_threads, context=context)
+    if kind == 'single_threaded':
+        return SingleThreadedExecutor(context=context)
     raise ValueError(f'executor: {kind!r} is not one of {", ".join(EXECUTORS)}')
 
 
@@ -96,7 +97,6 @@ class RunningGraph:
         self.nodes: Dict[str, Node] = {}
         self.specs: Dict[str, NodeSpec] = {}
         self._spinning = False
-        self._stopped: List[Tuple[Node, list]] = []     # (node, callbacks under way at its stop)
         self._actions: List[Callable[[], None]] = []
         self._extra: List[Node] = []
         # The traceback of a callback exception; the executor thread has stopped when set.
@@ -129,30 +129,20 @@ class RunningGraph:
         return result[0]
 
     def _run_actions(self) -> None:
-        # A stopped node is destroyed once every callback the executor had under way when it
-        # was taken out has finished (a multi-threaded executor's workers may still be in one).
-        waiting = []
-        for node, in_flight in self._stopped:
-            if all(task.done() for task in in_flight):
-                node.destroy_node()
-            else:
-                waiting.append((node, in_flight))
-        self._stopped = waiting
         with self._changed:
             actions, self._actions = self._actions, []
         for action in actions:
             action()
 
     def stop_node(self, full_name: str) -> NodeSpec:
-        """Takes a node out of the graph, as if its process had died (it runs no callback from
-        the next spin on; it is destroyed once the callbacks then under way have finished);
-        returns its spec (for `start_node`). Use the multi_threaded executor: the EventsExecutor
-        may still deliver events it queued for the node before it was taken out."""
+        """Takes a node out of the graph and destroys it, as if its process had died (it runs
+        no callback from the next spin on); returns its spec (for `start_node`). Use the
+        single_threaded executor: the EventsExecutor may still deliver events it queued for the
+        node before it was taken out."""
         def stop():
             node = self.nodes.pop(full_name)
             self.executor.remove_node(node)
-            in_flight = [task for task in getattr(self.executor, '_futures', ()) if not task.done()]
-            self._stopped.append((node, in_flight))
+            node.destroy_node()     # between two spins: none of its callbacks is running
             return self.specs[full_name]
         return self._on_spin_thread(stop)
 
@@ -192,11 +182,11 @@ def _node_kwargs(spec: NodeSpec, context) -> dict:
 
 
 @contextmanager
-def run_graph(specs: Sequence[NodeSpec], executor: Optional[str] = None,
-              num_threads: int = 4) -> Iterator[RunningGraph]:
+def run_graph(specs: Sequence[NodeSpec],
+              executor: Optional[str] = None) -> Iterator[RunningGraph]:
     """Starts every spec's node in this process; shuts them all down on exit.
 
-    executor: 'events' or 'multi_threaded' (num_threads workers); default: events if available.
+    executor: 'events' or 'single_threaded'; default: events if available.
 
     Only orca_nav nodes run in-process: a spec of another package (rviz2) is a ValueError.
     A node that fails to start (e.g. a rejected parameter) stops the ones already started
@@ -218,7 +208,7 @@ def run_graph(specs: Sequence[NodeSpec], executor: Optional[str] = None,
             os.environ.setdefault(name, value)
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
-    executor = make_executor(kind, context, num_threads)
+    executor = make_executor(kind, context)
     graph = RunningGraph(context, executor, guard_conditions=kind != 'events')
     spinner = None
     try:
@@ -250,12 +240,6 @@ def run_graph(specs: Sequence[NodeSpec], executor: Optional[str] = None,
             stop.set()
             spinner.join(timeout=10.0)
         executor.shutdown(timeout_sec=5.0)
-        # rclpy 7's MultiThreadedExecutor.shutdown leaves its worker pool running; callbacks
-        # still in flight would touch destroyed nodes, so wait for them first.
-        pool = getattr(executor, '_executor', None) if kind == 'multi_threaded' else None
-        if pool is not None:
-            pool.shutdown(wait=True)
-        for node in (list(graph.nodes.values()) + graph._extra
-                     + [node for node, _ in graph._stopped]):
+        for node in list(graph.nodes.values()) + graph._extra:
             node.destroy_node()
         context.try_shutdown()

@@ -28,7 +28,7 @@ import threading
 from typing import Callable, List, Optional, Sequence
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
@@ -44,8 +44,8 @@ class _StopWhileStarting(BaseException):
     """Raised by the stop-signal handler into the node's construction."""
 
 
-def run_node(make_node: Callable[[], Node], name: str, args: Optional[Sequence[str]] = None,
-             multithreaded: bool = False) -> None:
+def run_node(make_node: Callable[[], Node], name: str,
+             args: Optional[Sequence[str]] = None) -> None:
     """rclpy.init(args), node = make_node(), spin until SIGINT/SIGTERM or shutdown, clean up and
     end the process.
 
@@ -84,7 +84,7 @@ def run_node(make_node: Callable[[], Node], name: str, args: Optional[Sequence[s
             rclpy.try_shutdown()
             end_process(1)
         warn_undeclared_overrides(node)
-        executor = MultiThreadedExecutor() if multithreaded else SingleThreadedExecutor()
+        executor = SingleThreadedExecutor()
         executor.add_node(node)
         signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
         starting[0] = False

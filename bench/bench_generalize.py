@@ -10,7 +10,8 @@ family plans), in lockstep on simulated time, so a run is the same on every mach
 
 Reported per family: runs, contacts by class (robot-robot, robot-obstacle, robot-person) while
 a robot moved (> 0.05 m/s) and at rest, goals reached, robots that finished every goal, robots
-stuck (no progress for 30 s), plan failures, median makespan. A bug found on a generated
+stuck (no progress for 30 s), robots held by people at the end (the safety layer stood them for
+a person: blocked by design, not stuck), plan failures, median makespan. A bug found on a generated
 scene becomes a family here.
 
 Usage: python -m bench.bench_generalize [--quick] [--seeds N] [--family NAME ...] [--jobs J]
@@ -401,7 +402,8 @@ def summary(job: Job, result: RunResult, seconds: float) -> dict:
             if job.family in THROUGHPUT_FAMILIES else None,
             'robots': result.robots,
             'goals': result.goals, 'reached': result.reached, 'finished': result.finished,
-            'stuck': len(result.stuck), 'plan_failures': result.plan_failures,
+            'stuck': len(result.stuck), 'held': len(result.held),
+            'plan_failures': result.plan_failures,
             'makespan': result.makespan, 'simulated_s': result.duration,
             'wall_s': round(seconds, 2), **contacts,
             'moving_contacts': [dict(kind=e.category, time=e.time, robots=list(e.robots),
@@ -419,7 +421,7 @@ def run_all(jobs: List[Job], workers: int) -> List[dict]:
 def table(runs: List[dict]) -> List[str]:
     head = (f'{"family":<28} {"runs":>4} {"r-r mov/rest":>12} {"r-obst mov/rest":>15} '
             f'{"r-pers mov/rest":>15} {"goals":>9} {"finished":>9} {"stuck":>5} '
-            f'{"plan fail":>9} {"makespan":>8}')
+            f'{"held":>4} {"plan fail":>9} {"makespan":>8}')
     lines = [head]
     families = list(dict.fromkeys(_label(r) for r in runs))
     for family in families + ['all']:
@@ -436,7 +438,7 @@ def table(runs: List[dict]) -> List[str]:
             f'{total("robot_person_moving"):>7}/{total("robot_person_rest"):<7} '
             f'{total("reached"):>4}/{total("goals"):<4} '
             f'{total("finished"):>4}/{total("robots"):<4} '
-            f'{total("stuck"):>5} {total("plan_failures"):>9} {median:>8}')
+            f'{total("stuck"):>5} {total("held"):>4} {total("plan_failures"):>9} {median:>8}')
     return lines
 
 

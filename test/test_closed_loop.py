@@ -38,6 +38,18 @@ def test_a_run_ends_once_every_robot_left_is_stuck():
     assert result.duration < 60.0
 
 
+def test_a_robot_a_person_keeps_standing_is_held_not_stuck():
+    """A person who walks at the robot and stays on it: the safety layer stands the robot the
+    whole run (the passive guarantee). Blocked by design, so reported held, not stuck."""
+    from orca_nav.core.sim.pedestrians import PedestrianParams, Pedestrians
+    person = Pedestrians(np.zeros((0, 4)), [[3.0, 0.0]], PedestrianParams(speed=1.0, turn_std=0.0),
+                         behaviours=['threatening'])
+    result = run(Scene('chased', [RobotSpec('robot0')], np.array([[0.0, 0.0, 0.0]]),
+                       [[(8.0, 0.0)]], pedestrians=person, duration=40.0, stuck_time=10.0))
+    assert (result.held, result.stuck, result.reached) == (['robot0'], [], 0)
+    assert result.count('robot_person', moving=True) == 0
+
+
 @pytest.mark.parametrize('family', sorted(FAMILIES))
 def test_every_family_generates_a_scene_from_a_seed(family):
     one, again = scene(family, 3), scene(family, 3)

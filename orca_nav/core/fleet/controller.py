@@ -91,6 +91,7 @@ class ControlOutput(NamedTuple):
     publish: np.ndarray         # (N,) bool: robots to send their twist (engaged, commanded)
     newly_stale: List[int]      # robots whose state went stale in this cycle
     climb_rates: Optional[np.ndarray] = None    # (N,) vz of drones (cmd_vel linear.z); else 0
+    safety_reasons: Optional[np.ndarray] = None     # (N,) int: why the safety layer scaled
 
 
 class FleetView(NamedTuple):
@@ -440,7 +441,7 @@ class FleetController:
         newly_stale = np.flatnonzero(stale & ~self._stale).tolist()
         self._stale = stale
         return ControlOutput(twist, run, self.commanded & self._engaged, newly_stale,
-                             self._climb_out.copy())
+                             self._climb_out.copy(), self._safety_reason.copy())
 
     def _made_safe(self, now, twist, climb, run, live, known, command_delay):
         """The safety layer over this cycle's commands (`safety`); records its factors."""

@@ -11,7 +11,8 @@ controller's commands drive the simulator for one period. So a run depends only 
 
 `run` returns what happened: every contact (classified: robot-robot, robot-obstacle,
 robot-person, and whether a robot in it was moving), goals reached, robots that got stuck (no
-progress toward their goal for `stuck_time`) and when the last robot finished. A run ends at
+progress toward their goal for `stuck_time`, not counting turns waited or standing for a
+person), robots held by people at the end and when the last robot finished. A run ends at
 its duration, when every robot finished, or when every robot still under way is stuck.
 """
 from __future__ import annotations
@@ -30,6 +31,7 @@ from orca_nav.core.fleet.kinematics import RobotLimits
 from orca_nav.core.fleet.map_model import prepare_map
 from orca_nav.core.fleet.plan_jobs import PlanSettings, StartState, run_request
 from orca_nav.core.fleet.robots import RobotSpec
+from orca_nav.core.fleet.safety import PERSON
 from orca_nav.core.geometry import body_to_world
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.sim.faults import Faults
@@ -84,6 +86,9 @@ class RunResult:
     duration: float                         # simulated time run
     plan_failures: int = 0
     longest_wait: float = 0.0               # s the longest one robot waited its turns, in all
+    # Robots that did not finish and stood for a person when last without progress: blocked by
+    # design (the passive guarantee), not stuck.
+    held: List[str] = field(default_factory=list)
 
     def count(self, category: str, moving: bool) -> int:
         return sum(e.category == category and e.moving() == moving for e in self.contacts)
@@ -140,6 +145,8 @@ class _Loop:
         self.closer_at = np.zeros(len(robots))
         self.stuck = np.zeros(len(robots), dtype=bool)
         self.waited = np.zeros(len(robots))     # s spent waiting for another robot's turn
+        self.held_by_person = np.zeros(len(robots), dtype=bool)    # in the last cycle
+        self.held_since_progress = np.zeros(len(robots), dtype=bool)
         self.retry_at: Dict[int, float] = {}
         self.plan_failures = 0
 
@@ -154,6 +161,7 @@ class _Loop:
             if self.planner is not None:
                 self._plan(now)
             out = self.controller.step(now)
+            self.held_by_person = out.safety_reasons == PERSON
             self.sim.set_commands(out.twists, climb_rates=out.climb_rates)
             late = 1
             if s.late_cycles > 0.0 and self.rng.random() < s.late_cycles:
@@ -162,12 +170,14 @@ class _Loop:
             now = round(now + late * period, 9)
             self._follow_goals(now)
         finished = ~np.isnan(self.finish_time)
+        held = ~finished & self.held_since_progress & ~self.stuck
         return RunResult(
             s.name, contacts, sum(len(g) for g in self.goals),
             int(sum(min(k, len(g)) for k, g in zip(self.index, self.goals))), len(self.names),
             int(finished.sum()), [n for n, bad in zip(self.names, self.stuck) if bad],
             float(np.nanmax(self.finish_time)) if finished.all() else None, now,
-            self.plan_failures, float(self.waited.max(initial=0.0)))
+            self.plan_failures, float(self.waited.max(initial=0.0)),
+            [n for n, bad in zip(self.names, held) if bad])
 
     def _over(self, now: float) -> bool:
         """Every robot finished, or every robot still under way has made no progress for
@@ -274,6 +284,11 @@ class _Loop:
                 continue
             if distance <= self.closest[i] - _PROGRESS:
                 self.closest[i], self.closer_at[i] = distance, now
+                self.held_since_progress[i] = False
+            elif self.held_by_person[i]:
+                # Standing for a person (passive safety) is blocked by design, not stuck.
+                self.held_since_progress[i] = True
+                self.closer_at[i] = now
             elif self.planner is not None and self.planner.gate(self.names[i]) is not None:
                 # Waiting its turn (coordination) is not being stuck; it is counted apart.
                 self.waited[i] += now - max(self.closer_at[i], now - s_period)

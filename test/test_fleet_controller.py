@@ -202,6 +202,30 @@ def test_trajectories_drive_tracked_robots_and_an_empty_one_holds_still():
     assert fleet.status(0.5)[0].message == 'holding still: no trajectory'
 
 
+def test_a_cycle_steps_the_trackers_once_with_drones_on_2d_plans_among_ground_robots(monkeypatch):
+    """A tracker's step advances its progress along the plan (a cusp, once passed, is left
+    behind): the ground robots and the drones share one step per cycle, at the same positions."""
+    from orca_nav.core.fleet.tracking import FleetTracker
+    fleet = FleetController([RobotSpec('robot0'), RobotSpec('drone0', kinematics='quadrotor')],
+                            ControllerParams(trajectories_only=True))
+    t = np.linspace(0.0, 4.0, 41)
+    for i, y in ((0, 0.0), (1, 3.0)):
+        fleet.set_state(i, 0.0, (0.0, y, 1.0), (0.0, 0.0, 0.0), 0.0)
+        fleet.set_trajectory(i, Reference(
+            times=t, positions=np.column_stack([0.5 * t, 0 * t + y]),
+            velocities=np.tile([0.5, 0.0], (41, 1)), accelerations=np.zeros((41, 2)),
+            yaw=np.zeros(41), yaw_rate=np.zeros(41), direction=np.ones(41)), start_time=0.0)
+    steps, update = [], FleetTracker.update
+
+    def counted(self, *args, **kwargs):
+        steps.append(self.dim)
+        return update(self, *args, **kwargs)
+    monkeypatch.setattr(FleetTracker, 'update', counted)
+    out = fleet.step(0.0)
+    assert steps == [2]
+    assert out.twists[0, 0] > 0.0 and out.twists[1, 0] > 0.0
+
+
 def test_per_robot_mode_commands_one_robot_and_sees_the_others_as_agents():
     fleet = FleetController(specs(2), commanded=['robot1'])
     fleet.set_goal(1, (3.0, 0.0))

@@ -581,8 +581,7 @@ class FleetController:
         pref = velocities.copy()
         pref[drive] = keep_right(self.steering.drones(
             now, rows[drive], positions[drive], self._limits.subset(rows[drive]),
-            np.nan_to_num(self.state.position), self.state.altitude, self.state.yaw,
-            self._limits))
+            self._cycle_xy, self.state.altitude, self.state.yaw, self._limits))
         limits = self._limits.subset(rows)
         margin = self.state.margins(rows, now, p.uncertainty_gain, p.max_uncertainty_margin)
         orca = OrcaParams(time_step=p.period, neighbor_dist=p.neighbor_dist,

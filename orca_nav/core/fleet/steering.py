@@ -36,6 +36,8 @@ class Steering:
         self._params = params
         self.breaker = self._new_breaker()
         self._new_trackers(robots)
+        self._tracked_at: Optional[float] = None    # the cycle `_tracking` was computed for
+        self._tracking: Optional[TrackingCommand] = None
 
     def configure(self, params: ControllerParams, robots: Optional[Sequence[RobotSpec]]) -> None:
         """New parameters; with `robots`, new kinematics: the trajectories are dropped (a
@@ -43,6 +45,7 @@ class Steering:
         old, self._params = self._params, params
         if robots is not None:
             self._new_trackers(robots)
+            self._tracked_at = None
         if params.deadlock != old.deadlock:
             self.breaker = self._new_breaker()
         if params.goal_tolerance != old.goal_tolerance:
@@ -83,11 +86,22 @@ class Steering:
         flight = reference is not None and reference.dim == 3
         self._tracker.set_reference(i, None if flight else reference, start_time)
         self._flight_tracker.set_reference(i, reference if flight else None, start_time)
+        self._tracked_at = None
 
     def reference(self, i: int) -> Optional[Reference]:
         return self._flight_tracker.reference(i) or self._tracker.reference(i)
 
     # ------------------------------------------------------------------ the cycle
+    def _track(self, now: float, fleet_xy: np.ndarray, yaw: np.ndarray,
+               fleet_limits: RobotLimits) -> TrackingCommand:
+        """The 2-D trackers' step for the cycle at `now`, taken once whoever asks first (the
+        ground robots, or drones on 2-D plans): a tracker's step advances its progress."""
+        if self._tracked_at != now:
+            self._tracking = self._tracker.update(now, fleet_xy, yaw, fleet_limits.max_speed,
+                                                  fleet_limits.max_yaw_rate)
+            self._tracked_at = now
+        return self._tracking
+
     def ground(self, now: float, rows: np.ndarray, everyone: bool, live: np.ndarray,
                positions: np.ndarray, limits: RobotLimits, fleet_xy: np.ndarray,
                yaw: np.ndarray, fleet_limits: RobotLimits, guidance: Optional[GeodesicGuidance],
@@ -99,8 +113,7 @@ class Steering:
         for the robots marked `guided` (N,)) with the deadlock breaker on top, which asks
         `room(points)` for the clearance there. Also the tracking command for the rows."""
         p = self._params
-        track = self._tracker.update(now, fleet_xy, yaw, fleet_limits.max_speed,
-                                     fleet_limits.max_yaw_rate)
+        track = self._track(now, fleet_xy, yaw, fleet_limits)
         tracking = track if everyone else TrackingCommand(
             **{f.name: getattr(track, f.name)[rows] for f in fields(TrackingCommand)})
         tracked = self.tracked[rows]
@@ -159,8 +172,7 @@ class Steering:
         self.arrived[drones] = arrived
         tracked = self.tracked[drones]
         if tracked.any():
-            track = self._tracker.update(now, fleet_xy, yaw, fleet_limits.max_speed,
-                                         fleet_limits.max_yaw_rate)
+            track = self._track(now, fleet_xy, yaw, fleet_limits)
             pref[tracked, :2] = track.pref_velocity[drones[tracked]]
             self.arrived[drones[tracked]] = track.reached[drones[tracked]]
             flying_plan = tracked & self._flight_tracker.has_reference[drones]

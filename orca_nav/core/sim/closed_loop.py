@@ -39,6 +39,7 @@ from orca_nav.core.sim.fleet_sim import CollisionEvent, FleetSim
 from orca_nav.core.sim.pedestrians import Pedestrians
 
 _PROGRESS = 0.1         # m a robot must get closer to its goal within stuck_time
+_PERSON_NEXT_TO = 0.5   # m: a robot without progress with a person this close is held by them
 _PLAN_RETRY = 5.0       # s before a failed plan is tried again
 
 
@@ -86,8 +87,8 @@ class RunResult:
     duration: float                         # simulated time run
     plan_failures: int = 0
     longest_wait: float = 0.0               # s the longest one robot waited its turns, in all
-    # Robots that did not finish and stood for a person when last without progress: blocked by
-    # design (the passive guarantee), not stuck.
+    # Robots that did not finish, were not stuck, and at the end stood for a person (the
+    # passive guarantee) or had one next to them: blocked by design.
     held: List[str] = field(default_factory=list)
 
     def count(self, category: str, moving: bool) -> int:
@@ -146,7 +147,6 @@ class _Loop:
         self.stuck = np.zeros(len(robots), dtype=bool)
         self.waited = np.zeros(len(robots))     # s spent waiting for another robot's turn
         self.held_by_person = np.zeros(len(robots), dtype=bool)    # in the last cycle
-        self.held_since_progress = np.zeros(len(robots), dtype=bool)
         self.retry_at: Dict[int, float] = {}
         self.plan_failures = 0
 
@@ -161,7 +161,7 @@ class _Loop:
             if self.planner is not None:
                 self._plan(now)
             out = self.controller.step(now)
-            self.held_by_person = out.safety_reasons == PERSON
+            self.held_by_person = (out.safety_reasons == PERSON) | self._person_next_to()
             self.sim.set_commands(out.twists, climb_rates=out.climb_rates)
             late = 1
             if s.late_cycles > 0.0 and self.rng.random() < s.late_cycles:
@@ -170,7 +170,7 @@ class _Loop:
             now = round(now + late * period, 9)
             self._follow_goals(now)
         finished = ~np.isnan(self.finish_time)
-        held = ~finished & self.held_since_progress & ~self.stuck
+        held = ~finished & self.held_by_person & ~self.stuck
         return RunResult(
             s.name, contacts, sum(len(g) for g in self.goals),
             int(sum(min(k, len(g)) for k, g in zip(self.index, self.goals))), len(self.names),
@@ -212,6 +212,15 @@ class _Loop:
                 speed = list(velocity[i]) + ([climb[i]] if self.flying[i] else [])
                 self._apply(self.planner.set_start_state(
                     self.names[i], StartState(position + [pose[i, 2]], speed, now), now), now)
+
+    def _person_next_to(self) -> np.ndarray:
+        """(N,) robots with a person within _PERSON_NEXT_TO of their edge (in x, y: a drone
+        above a person cannot come down through them)."""
+        people = self.scene.pedestrians
+        if people is None or not len(people):
+            return np.zeros(len(self.names), dtype=bool)
+        gap = np.linalg.norm(self.sim.poses[:, None, :2] - people.positions[None], axis=2)
+        return (gap.min(axis=1) - self.radii - self.scene.person_radius) < _PERSON_NEXT_TO
 
     def _plan(self, now: float) -> None:
         self._apply(self.planner.check_progress(now), now)
@@ -284,10 +293,8 @@ class _Loop:
                 continue
             if distance <= self.closest[i] - _PROGRESS:
                 self.closest[i], self.closer_at[i] = distance, now
-                self.held_since_progress[i] = False
             elif self.held_by_person[i]:
                 # Standing for a person (passive safety) is blocked by design, not stuck.
-                self.held_since_progress[i] = True
                 self.closer_at[i] = now
             elif self.planner is not None and self.planner.gate(self.names[i]) is not None:
                 # Waiting its turn (coordination) is not being stuck; it is counted apart.

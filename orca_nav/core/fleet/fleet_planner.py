@@ -382,7 +382,9 @@ class FleetPlanner:
                 continue
             robot.watch.observe(now, self.progress(name).distance_remaining,
                                 waiting=self._waiting_turn(name),
-                                stuck_time=self.policy.stuck_time)
+                                stuck_time=self.policy.stuck_time,
+                                straight=float(np.linalg.norm(
+                                    robot.goal[:-1] - robot.start.position)))
             if robot.jam_timeout is not None and \
                     robot.watch.stalled_for(now) > robot.jam_timeout:
                 actions += self._jam(name, now)

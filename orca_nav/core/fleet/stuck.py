@@ -8,7 +8,9 @@ a robot that is on the ladder itself as being stuck). A wait is by design for
 standing on each other's paths can hold a robot at its gate for minutes, and after that bound
 its clock runs like any other's. Each further ``stuck_time`` without
 progress climbs one rung of ``LADDER`` and puts the robot last in the order of turns (the
-robots waiting for it go first); progress steps back to the bottom:
+robots waiting for it go first); getting closer to the goal in a straight line than ever before
+steps back to the bottom (progress along a new path only stops the clock: a car whose every
+replanned manoeuvre ends where it stood makes progress along each, and would replan forever):
 
 1. ``replan_around``: plan again from where it stands, with the other robots' current places
    as obstacles (a robot pushed off its path, a car short of its goal or nosed into a corner
@@ -37,13 +39,15 @@ class StuckWatch:
     closest: float = float('inf')   # ... below the least distance so far
     closer_at: float = 0.0          # when it last did (or the goal was set)
     rung: int = 0                   # rungs climbed since the last progress
+    nearest: float = float('inf')   # least straight-line distance to the goal so far
+    rung_at_progress: int = 0       # the rung when closer_at last moved
     rebased: bool = False           # a new path: its first distance is the new baseline
     waiting_since: Optional[float] = None   # when the current wait for a turn began
 
     def reset(self, now: float) -> None:
         """A new goal: no progress owed yet."""
         self.closest, self.closer_at, self.rung, self.rebased = float('inf'), now, 0, False
-        self.waiting_since = None
+        self.nearest, self.rung_at_progress, self.waiting_since = float('inf'), 0, None
 
     def rebase(self) -> None:
         """A new path to the same goal (a detour is longer): progress is counted along it from
@@ -51,9 +55,13 @@ class StuckWatch:
         self.rebased = self.closest < float('inf')
 
     def observe(self, now: float, distance: float, waiting: bool = False,
-                stuck_time: float = float('inf')) -> None:
-        """The distance still to go at `now`; `waiting`: the robot waits its turn by design,
-        which is not being stuck for the first WAIT_BOUND * `stuck_time` of the wait."""
+                stuck_time: float = float('inf'), straight: Optional[float] = None) -> None:
+        """The distance still to go at `now` (along the path) and `straight` to the goal (None:
+        the same); `waiting`: the robot waits its turn by design, which is not being stuck for
+        the first WAIT_BOUND * `stuck_time` of the wait."""
+        straight = distance if straight is None else straight
+        if straight <= self.nearest - self.min_progress:
+            self.nearest, self.rung, self.rung_at_progress = straight, 0, 0
         if not waiting:
             self.waiting_since = None
         elif self.waiting_since is None:
@@ -63,10 +71,10 @@ class StuckWatch:
         if self.rebased:
             self.closest, self.rebased = distance, False
         elif distance <= self.closest - self.min_progress:
-            self.closest, self.closer_at, self.rung = distance, now, 0
+            self.closest, self.closer_at, self.rung_at_progress = distance, now, self.rung
         elif waiting:
             self.closer_at = now
-            self.rung = 0
+            self.rung = self.rung_at_progress = 0
 
     def stalled_for(self, now: float) -> float:
         """Seconds since the last progress."""
@@ -75,7 +83,8 @@ class StuckWatch:
     def climb(self, now: float, stuck_time: float) -> Optional[str]:
         """The next rung of LADDER when another `stuck_time` passed without progress, else
         None. After the last rung the ladder starts again."""
-        if stuck_time <= 0.0 or self.stalled_for(now) < (self.rung + 1) * stuck_time:
+        climbed = self.rung - self.rung_at_progress
+        if stuck_time <= 0.0 or self.stalled_for(now) < (climbed + 1) * stuck_time:
             return None
         step = LADDER[self.rung % len(LADDER)]
         self.rung += 1

@@ -55,6 +55,26 @@ def test_the_later_goal_waits_before_a_crossing_until_the_earlier_has_crossed():
     assert coordinator.update()['b'].stop_s is None
 
 
+def test_the_later_goal_crosses_first_where_it_clears_the_crossing_long_before_the_other():
+    """b is 1 m from the crossing, a (the earlier goal) 12 m: b clears it in about 3.5 s of
+    its plan, well before a gets there (about 11 s); from 7 m away a would be too close."""
+    coordinator = Coordinator()
+    a, b = straight(0.0, 5.0, 24.0, 5.0), straight(12.0, 4.0, 12.0, 10.0)
+    coordinator.set_path('a', a, 0.3, (0.0, 0))
+    coordinator.set_path('b', b, 0.3, (1.0, 1))
+    at(coordinator, 'b', b, 0.0)
+    at(coordinator, 'a', a, 0.0)
+    assert coordinator.update()['b'].stop_s is None
+    at(coordinator, 'a', a, 5.0)
+    assert coordinator.update()['b'].waits_for == 'a'
+    pure_order = Coordinator(CoordinationParams(pass_margin=np.inf))
+    pure_order.set_path('a', a, 0.3, (0.0, 0))
+    pure_order.set_path('b', b, 0.3, (1.0, 1))
+    at(pure_order, 'b', b, 0.0)
+    at(pure_order, 'a', a, 0.0)
+    assert pure_order.update()['b'].waits_for == 'a'
+
+
 def test_a_robot_follows_one_ahead_on_the_same_path_at_a_distance():
     coordinator = Coordinator()
     lead, follow = straight(2.0, 5.0, 12.0, 5.0), straight(0.0, 5.0, 10.0, 5.0)
@@ -152,6 +172,30 @@ def test_stuck_watch_climbs_the_ladder_every_stuck_time_without_progress():
     assert rungs == [(10.0, LADDER[0]), (20.0, LADDER[1]), (30.0, LADDER[2])]
     watch.observe(31.0, 9.0)                    # progress: back to the bottom
     assert watch.rung == 0 and watch.climb(35.0, 10.0) is None
+
+
+def test_a_manoeuvre_that_ends_where_it_began_does_not_step_back_down_the_ladder():
+    """A car 0.45 m from its goal: each replan gives it a 2 m manoeuvre that it drives (progress
+    along the new path: the clock stops) and that ends 0.45 m from the goal again. Only getting
+    nearer the goal than ever steps back to the bottom, so the ladder goes on to back out."""
+    watch = StuckWatch()
+    watch.reset(0.0)
+    watch.observe(0.0, 0.45, straight=0.45)
+    rungs, now = [], 0.0
+    while now < 80.0:
+        now += 0.5
+        step = watch.climb(now, 10.0)
+        if step is not None:
+            rungs.append((now, step))
+            watch.rebase()
+            for k, left in enumerate((2.0, 1.5, 1.0, 0.5)):     # the manoeuvre, driven
+                now += 0.5
+                watch.observe(now, left, straight=0.45 + 0.1 * (k % 2))
+        watch.observe(now, 0.45, straight=0.45)
+    assert [step for _, step in rungs][:3] == list(LADDER)
+    assert rungs[1][0] - rungs[0][0] == pytest.approx(10.0 + 2.0, abs=0.6)
+    watch.observe(now + 0.5, 0.3, straight=0.3)     # nearer than ever: bottom again
+    assert watch.rung == 0
 
 
 def test_waiting_ones_turn_is_not_being_stuck():

@@ -18,9 +18,11 @@ Who goes first is a total order of the robots, rebuilt at every `update`:
 
 A robot then waits (its *gate*, an arc length on its path) ``stop_buffer`` short of the first point
 of its path, at or ahead of where it is, that conflicts with a point not yet passed by a robot
-before it in the order (where it is, when that is closer). So it follows a robot ahead on the
-same aisle at a distance, waits before a crossing until the other has crossed, and waits before
-a one-robot lane until the other has come out. A robot counts as standing in another's way only
+before it in the order (where it is, when that is closer), unless it clears every such point
+well before that robot can get there (`_clears_first`: both plans' timing, with slack). So it
+follows a robot ahead on the same aisle at a distance, waits before a crossing until the other
+has crossed (or crosses first, far ahead of it), and waits before a one-robot lane until the
+other has come out. A robot counts as standing in another's way only
 within the two radii and half the clearance of the other's path: one that braked a little late
 for its turn waits where it stopped.
 
@@ -35,11 +37,13 @@ first, and the first one is delayed only by robots that stood in its way when it
 each of which moves off its path. A robot that cannot get on (stuck: the supervisor's ladder)
 breaks that: the supervisor puts it last (`set_rank`), so the others do not wait behind it.
 
-What it does not do: decide timing (robots wait for events, not for clock times, so late and
-early robots alike keep the order), plan around the others (the planner plans each robot on the
-map; the supervisor replans around standing robots), or guarantee anything between the
-samples of a path ORCA and the safety layer stay the last layers for what planning did not
-foresee. Drones (3-D plans) are not coordinated here.
+Crossing first rests on timing, the rest on events: a robot that crossed first and lags stands
+in the other's way and so goes first by the rule above. What it does not do: schedule (robots
+wait for events, not for clock times, so late and early robots alike keep the order), plan
+around the others (the planner plans each robot on the map; the supervisor replans around
+standing robots), or guarantee anything between the samples of a path: ORCA and the safety
+layer stay the last layers for what planning did not foresee. Drones (3-D plans) are not
+coordinated here.
 
 numpy and scipy only; time is passed in.
 """
@@ -67,12 +71,20 @@ class CoordinationParams:
     clearance: float = 0.4      # free space kept between two robots' discs on their paths
     spacing: float = 0.2        # arc length between the path points compared
     stop_buffer: float = 0.2    # a waiting robot stops this much before its first conflict
+    # A robot goes before one ranked earlier where it clears their shared stretch first with
+    # room to spare: its own time there (its plan's timing) x pass_slack + pass_margin s is
+    # less than the other's time to it at its plan's speed. inf: never (pure order).
+    pass_slack: float = 1.5
+    pass_margin: float = 2.0
 
     def __post_init__(self):
         for name in ('clearance', 'spacing', 'stop_buffer'):
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0.0):
                 raise ValueError(f'{name} must be finite and >= 0, got {value}')
+        for name in ('pass_slack', 'pass_margin'):
+            if not getattr(self, name) >= 0.0:      # inf: never pass
+                raise ValueError(f'{name} must be >= 0, got {getattr(self, name)}')
         if self.spacing <= 0.0:
             raise ValueError(f'spacing must be > 0, got {self.spacing}')
 
@@ -109,9 +121,10 @@ class _Path:
 
 @dataclass
 class _Conflict:
-    """Robot j's path against robot i's: per point b of j's path, the farthest arc length of a
-    conflicting point of i's path (-inf: none)."""
+    """Robot j's path against robot i's: per point b of j's path, the nearest and the farthest
+    arc length of a conflicting point of i's path (inf / -inf: none)."""
 
+    first: np.ndarray
     last: np.ndarray
     generations: Tuple[int, int]
 
@@ -178,10 +191,11 @@ class Coordinator:
         if held is not None and held.generations == (j.generation, i.generation):
             return held
         pairs = i.tree.sparse_distance_matrix(j.tree, self._reach(i, j), output_type='ndarray')
-        last = np.full(len(j.s), -np.inf)
+        first, last = np.full(len(j.s), np.inf), np.full(len(j.s), -np.inf)
         if len(pairs):
+            np.minimum.at(first, pairs['j'], i.s[pairs['i']])
             np.maximum.at(last, pairs['j'], i.s[pairs['i']])
-        conflict = _Conflict(last, (j.generation, i.generation))
+        conflict = _Conflict(first, last, (j.generation, i.generation))
         self._conflicts[key] = conflict
         return conflict
 
@@ -246,7 +260,7 @@ class Coordinator:
             i = self._paths[leader]
             conflict = self._conflict(name, leader)
             pending = (conflict.last >= i.progress - spacing) & (j.s >= j.progress - spacing)
-            if not pending.any():
+            if not pending.any() or self._clears_first(j, i, conflict, pending):
                 continue
             first = j.s[int(np.argmax(pending))]
             if first < stop:
@@ -255,6 +269,26 @@ class Coordinator:
             return Gate(locked_with=locked_with)
         # Near the other's path already (not in its way, or it would go first): wait here.
         return Gate(max(stop - self.params.stop_buffer, j.progress), waits_for, locked_with)
+
+
+    def _clears_first(self, j: _Path, i: _Path, conflict: _Conflict,
+                      pending: np.ndarray) -> bool:
+        """Robot j is through every stretch it shares with i's path ahead (and a reach past it)
+        well before i, at its plan's speed, gets within reach of it. Plan timing is the fastest
+        a robot drives a stretch; j's is stretched by pass_slack + pass_margin for starting from
+        rest and being slowed. Should j lag all the same, it stands in i's way and goes first."""
+        p = self.params
+        if not np.isfinite(p.pass_slack * p.pass_margin):
+            return False
+        b = np.flatnonzero(pending)
+        reach = self._reach(i, j)
+        i_meets = max(float(conflict.first[b].min()) - reach, i.progress)
+        j_clears = float(j.s[b[-1]]) + reach
+        if j_clears >= j.arc[-1]:
+            return False        # j's goal is on i's path: it would park in i's way
+        i_time = np.interp(i_meets, i.arc, i.times) - np.interp(i.progress, i.arc, i.times)
+        j_time = np.interp(j_clears, j.arc, j.times) - np.interp(j.progress, j.arc, j.times)
+        return j_time * p.pass_slack + p.pass_margin < i_time
 
 
 def _order(names: Sequence[str], before: Mapping[str, set],

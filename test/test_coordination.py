@@ -37,14 +37,21 @@ def at(coordinator, name, reference, s):
     coordinator.set_progress(name, time, reference.position_at(time)[0])
 
 
-# ---------------------------------------------------------------------- coordination core
-def test_the_later_goal_waits_before_a_crossing_until_the_earlier_has_crossed():
-    coordinator = Coordinator()
-    a, b = straight(0.0, 5.0, 10.0, 5.0), straight(5.0, 0.0, 5.0, 10.0)
+def two_robots(a, b, params=CoordinationParams()):
+    """A coordinator with robot 'a' on path a (the older goal) and 'b' on path b, both at their
+    paths' starts."""
+    coordinator = Coordinator(params)
     coordinator.set_path('a', a, 0.3, (0.0, 0))
     coordinator.set_path('b', b, 0.3, (1.0, 1))
     at(coordinator, 'a', a, 0.0)
     at(coordinator, 'b', b, 0.0)
+    return coordinator
+
+
+# ---------------------------------------------------------------------- coordination core
+def test_the_later_goal_waits_before_a_crossing_until_the_earlier_has_crossed():
+    a, b = straight(0.0, 5.0, 10.0, 5.0), straight(5.0, 0.0, 5.0, 10.0)
+    coordinator = two_robots(a, b)
     gates = coordinator.update()
     assert gates['a'].stop_s is None
     reach = 0.3 + 0.3 + CoordinationParams().clearance
@@ -58,20 +65,12 @@ def test_the_later_goal_waits_before_a_crossing_until_the_earlier_has_crossed():
 def test_the_later_goal_crosses_first_where_it_clears_the_crossing_long_before_the_other():
     """b is 1 m from the crossing, a (the earlier goal) 12 m: b clears it in about 3.5 s of
     its plan, well before a gets there (about 11 s); from 7 m away a would be too close."""
-    coordinator = Coordinator()
     a, b = straight(0.0, 5.0, 24.0, 5.0), straight(12.0, 4.0, 12.0, 10.0)
-    coordinator.set_path('a', a, 0.3, (0.0, 0))
-    coordinator.set_path('b', b, 0.3, (1.0, 1))
-    at(coordinator, 'b', b, 0.0)
-    at(coordinator, 'a', a, 0.0)
+    coordinator = two_robots(a, b)
     assert coordinator.update()['b'].stop_s is None
     at(coordinator, 'a', a, 5.0)
     assert coordinator.update()['b'].waits_for == 'a'
-    pure_order = Coordinator(CoordinationParams(pass_margin=np.inf))
-    pure_order.set_path('a', a, 0.3, (0.0, 0))
-    pure_order.set_path('b', b, 0.3, (1.0, 1))
-    at(pure_order, 'b', b, 0.0)
-    at(pure_order, 'a', a, 0.0)
+    pure_order = two_robots(a, b, CoordinationParams(pass_margin=np.inf))
     assert pure_order.update()['b'].waits_for == 'a'
 
 
@@ -102,12 +101,8 @@ def test_the_later_robot_waits_outside_a_lane_the_earlier_one_drives_through():
 
 def test_a_robot_standing_in_the_way_goes_first_whatever_its_rank():
     """b (the later goal) already stands on a's path: a waits for it to get out of the way."""
-    coordinator = Coordinator()
     a, b = straight(0.0, 5.0, 10.0, 5.0), straight(6.0, 5.0, 6.0, 10.0)
-    coordinator.set_path('a', a, 0.3, (0.0, 0))
-    coordinator.set_path('b', b, 0.3, (1.0, 1))
-    at(coordinator, 'a', a, 0.0)
-    at(coordinator, 'b', b, 0.0)
+    coordinator = two_robots(a, b)
     gates = coordinator.update()
     assert coordinator.order == ['b', 'a']
     assert gates['b'].stop_s is None and gates['a'].waits_for == 'b'
@@ -115,12 +110,8 @@ def test_a_robot_standing_in_the_way_goes_first_whatever_its_rank():
 
 
 def test_two_robots_each_on_the_others_path_are_locked_and_the_later_backs_out():
-    coordinator = Coordinator()
     a, b = straight(0.0, 5.0, 10.0, 5.0), straight(4.0, 5.0, -4.0, 5.0)
-    coordinator.set_path('a', a, 0.3, (0.0, 0))
-    coordinator.set_path('b', b, 0.3, (1.0, 1))
-    at(coordinator, 'a', a, 0.0)
-    at(coordinator, 'b', b, 0.0)
+    coordinator = two_robots(a, b)
     gates = coordinator.update()
     assert gates['b'].locked_with == 'a' and gates['a'].locked_with is None
 

@@ -39,8 +39,8 @@ def test_a_run_ends_once_every_robot_left_is_stuck():
 
 
 def test_a_robot_a_person_keeps_standing_is_held_not_stuck():
-    """A person who walks at the robot and stays on it: the safety layer stands the robot the
-    whole run (the passive guarantee). Blocked by design, so reported held, not stuck."""
+    """A person who walks at the robot and stays on it: the safety layer stands the robot (the
+    passive guarantee). Blocked by design, so reported held, not stuck."""
     from orca_nav.core.sim.pedestrians import PedestrianParams, Pedestrians
     person = Pedestrians(np.zeros((0, 4)), [[3.0, 0.0]], PedestrianParams(speed=1.0, turn_std=0.0),
                          behaviours=['threatening'])
@@ -48,6 +48,7 @@ def test_a_robot_a_person_keeps_standing_is_held_not_stuck():
                        [[(8.0, 0.0)]], pedestrians=person, duration=40.0, stuck_time=10.0))
     assert (result.held, result.stuck, result.reached) == (['robot0'], [], 0)
     assert result.count('robot_person', moving=True) == 0
+    assert result.duration < 20.0       # held without progress for stuck_time: the run ends
 
 
 @pytest.mark.parametrize('family', sorted(FAMILIES))

@@ -13,7 +13,8 @@ controller's commands drive the simulator for one period. So a run depends only 
 robot-person, and whether a robot in it was moving), goals reached, robots that got stuck (no
 progress toward their goal for `stuck_time`, not counting turns waited or standing for a
 person), robots held by people at the end and when the last robot finished. A run ends at
-its duration, when every robot finished, or when every robot still under way is stuck.
+its duration, when every robot finished, or when every robot still under way is stuck or held
+without progress for `stuck_time`.
 """
 from __future__ import annotations
 
@@ -143,7 +144,8 @@ class _Loop:
                     self.planner.set_map(grid, 0.0)
         self.rng = np.random.default_rng([s.seed, 11])
         self.closest = np.full(len(robots), np.inf)
-        self.closer_at = np.zeros(len(robots))
+        self.closer_at = np.zeros(len(robots))     # progress, or a wait that is not stuck
+        self.progress_at = np.zeros(len(robots))   # progress only
         self.stuck = np.zeros(len(robots), dtype=bool)
         self.waited = np.zeros(len(robots))     # s spent waiting for another robot's turn
         self.held_by_person = np.zeros(len(robots), dtype=bool)    # in the last cycle
@@ -181,10 +183,11 @@ class _Loop:
 
     def _over(self, now: float) -> bool:
         """Every robot finished, or every robot still under way has made no progress for
-        stuck_time (the rest of the run would change nothing but the clock)."""
+        stuck_time, stuck or held by a person (the rest of the run would change nothing but the
+        clock)."""
         going = np.isnan(self.finish_time)
-        return not going.any() or bool(
-            (now - self.closer_at[going] > self.scene.stuck_time).all())
+        still = np.where(self.held_by_person, self.progress_at, self.closer_at)
+        return not going.any() or bool((now - still[going] > self.scene.stuck_time).all())
 
     # ------------------------------------------------------------------ the loop's parts
     def _observe(self, now: float) -> None:
@@ -255,7 +258,7 @@ class _Loop:
             actions = Actions()
             for i in rows:
                 if self.index[i] < len(self.goals[i]):
-                    self.closest[i], self.closer_at[i] = np.inf, now
+                    self.closest[i], self.closer_at[i], self.progress_at[i] = np.inf, now, now
                     goal = tuple(self.goals[i][self.index[i]]) + (0.0,)       # yaw 0
                     actions += self.planner.set_goal(self.names[i], goal, now)
             self._apply(actions, now)
@@ -267,7 +270,7 @@ class _Loop:
         if self.index[i] >= len(self.goals[i]):
             return
         goal = self.goals[i][self.index[i]]
-        self.closest[i], self.closer_at[i] = np.inf, now
+        self.closest[i], self.closer_at[i], self.progress_at[i] = np.inf, now, now
         altitude = goal[2] if len(goal) > 2 else None
         problem = self.controller.set_goal(i, goal[:2], altitude)
         if problem is not None:
@@ -292,7 +295,7 @@ class _Loop:
                     self._send_goal(i, now)
                 continue
             if distance <= self.closest[i] - _PROGRESS:
-                self.closest[i], self.closer_at[i] = distance, now
+                self.closest[i], self.closer_at[i], self.progress_at[i] = distance, now, now
             elif self.held_by_person[i]:
                 # Standing for a person (passive safety) is blocked by design, not stuck.
                 self.closer_at[i] = now

@@ -199,6 +199,15 @@ class Observer:
         publish()
         self.node.create_timer(1.0, publish)
 
+    def graph_view(self, robots) -> str:
+        """What discovery shows this node: the nodes, and per robot the readers of its
+        odometry and the writers of its cmd_vel (the simulator's lockstep waits for both)."""
+        node = self.node
+        links = {r: (node.count_subscribers(f'/{r}/odom'), node.count_publishers(f'/{r}/cmd_vel'))
+                 for r in robots}
+        return (f'nodes seen {sorted(node.get_node_names())}, (odom readers, cmd_vel writers) '
+                f'{links}')
+
     def close(self):
         self.executor.shutdown(timeout_sec=2.0)
         self.node.destroy_node()
@@ -264,8 +273,8 @@ def run(cfg, goals, specs, seconds, startup_timeout, shard_names):
         except Exception:
             # The logs go with the folder: what each process said is printed before.
             print(f'bench_shards: simulator up {observer.simulating}, clock {observer.sim_time}, '
-                  f'shard cycles {observer.cycles}, sampled commands {observer.cmd_counts}',
-                  file=sys.stderr)
+                  f'shard cycles {observer.cycles}, sampled commands {observer.cmd_counts}; '
+                  f'{observer.graph_view(cfg.robot_names)}', file=sys.stderr)
             for p in processes:
                 p.log.flush()
                 tail = Path(p.log.name).read_text().splitlines()[-20:]

@@ -270,7 +270,6 @@ class Coordinator:
         # Near the other's path already (not in its way, or it would go first): wait here.
         return Gate(max(stop - self.params.stop_buffer, j.progress), waits_for, locked_with)
 
-
     def _clears_first(self, j: _Path, i: _Path, conflict: _Conflict,
                       pending: np.ndarray) -> bool:
         """Robot j is through every stretch it shares with i's path ahead (and a reach past it)
@@ -278,7 +277,7 @@ class Coordinator:
         a robot drives a stretch; j's is stretched by pass_slack + pass_margin for starting from
         rest and being slowed. Should j lag all the same, it stands in i's way and goes first."""
         p = self.params
-        if not np.isfinite(p.pass_slack * p.pass_margin):
+        if not (np.isfinite(p.pass_slack) and np.isfinite(p.pass_margin)):
             return False
         b = np.flatnonzero(pending)
         reach = self._reach(i, j)

@@ -266,7 +266,7 @@ class FleetPlanner:
         position = robot.start.position
         ref = robot.reference
         if ref is None or robot.done:
-            distance = float(np.linalg.norm(robot.goal[:-1] - position))
+            distance = self._straight_to_goal(robot)
             duration = distance / robot.spec.max_speed
         else:
             ahead = ref.positions[ref.times > robot.progress_time]
@@ -274,6 +274,11 @@ class FleetPlanner:
             distance = float(np.sum(np.linalg.norm(np.diff(path, axis=0), axis=1)))
             duration = max(ref.duration - robot.progress_time, 0.0)
         return Progress(robot.start.pose.copy(), distance, duration, robot.replans)
+
+    @staticmethod
+    def _straight_to_goal(robot) -> float:
+        """The straight-line distance from where the robot is to its goal (x, y; z too)."""
+        return float(np.linalg.norm(robot.goal[:-1] - robot.start.position))
 
     def path_request(self, name: str, goal, query: int,
                      start: Optional[StartState] = None) -> Tuple[Optional[PlanRequest],
@@ -383,8 +388,7 @@ class FleetPlanner:
             robot.watch.observe(now, self.progress(name).distance_remaining,
                                 waiting=self._waiting_turn(name),
                                 stuck_time=self.policy.stuck_time,
-                                straight=float(np.linalg.norm(
-                                    robot.goal[:-1] - robot.start.position)))
+                                straight=self._straight_to_goal(robot))
             if robot.jam_timeout is not None and \
                     robot.watch.stalled_for(now) > robot.jam_timeout:
                 actions += self._jam(name, now)

@@ -43,9 +43,9 @@ class Steering:
         """New parameters; with `robots`, new kinematics: the trajectories are dropped (a
         tracker is per model). New deadlock parameters restart stall detection."""
         old, self._params = self._params, params
+        self._tracked_at = None     # new trackers or tolerances: the cycle's step is taken anew
         if robots is not None:
             self._new_trackers(robots)
-            self._tracked_at = None
         if params.deadlock != old.deadlock:
             self.breaker = self._new_breaker()
         if params.goal_tolerance != old.goal_tolerance:

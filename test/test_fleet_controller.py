@@ -348,14 +348,14 @@ def test_cycles_come_at_the_control_rate_whatever_the_odometry_rate(odom_rate):
 def test_a_localization_jump_widens_the_robot_for_a_while(monkeypatch):
     """A position far from where the last velocity leads is a localization jump: the robot's
     ORCA radius grows by the jump (everyone keeps that room) for JUMP_MARGIN_HOLD_S."""
-    from orca_nav.core.fleet import controller as controller_module
+    from orca_nav.core.fleet import avoidance_layers
     seen = []
-    real_solve = controller_module.solve
+    real_solve = avoidance_layers.solve
 
     def spy(positions, velocities, pref, params, obstacles, **responsibility):
         seen.append(np.array(params.radius, dtype=float))
         return real_solve(positions, velocities, pref, params, obstacles, **responsibility)
-    monkeypatch.setattr(controller_module, 'solve', spy)
+    monkeypatch.setattr(avoidance_layers, 'solve', spy)
     ctl = FleetController([RobotSpec('a', radius=0.3), RobotSpec('b', radius=0.3)],
                           ControllerParams())
 

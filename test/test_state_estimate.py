@@ -129,14 +129,14 @@ def test_the_batch_covariance_check_accepts_exactly_what_the_single_one_does():
 ])
 def test_unusable_covariance_gives_the_largest_margin_and_says_why(covariance, message,
                                                                    monkeypatch):
-    from orca_nav.core.fleet import controller as controller_module
+    from orca_nav.core.fleet import avoidance_layers
     radii = []
-    real_solve = controller_module.solve
+    real_solve = avoidance_layers.solve
 
     def spy(positions, velocities, pref, params, obstacles, **kwargs):
         radii.append(float(np.asarray(params.radius)[0]))
         return real_solve(positions, velocities, pref, params, obstacles, **kwargs)
-    monkeypatch.setattr(controller_module, 'solve', spy)
+    monkeypatch.setattr(avoidance_layers, 'solve', spy)
     assert message in covariance_problem(np.asarray(covariance))
     params = ControllerParams(safety_margin=0.0, max_uncertainty_margin=0.4)
     controller = FleetController([RobotSpec('robot0', radius=0.3)], params)

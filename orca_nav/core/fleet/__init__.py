@@ -7,7 +7,9 @@ how ORCA's velocities become commands it can execute.
     cycle_timing        when cycles run; the interval a command may last
     fleet_state         every robot's latest state, its age and uncertainty
     map_model           a map prepared for avoidance (polygons, guidance, distances)
+    bodies              what the robots are: limits, radii, avoidance shares, ORCA radii
     steering            preferred velocities: goals, trajectories and the deadlock breaker
+    avoidance_layers    one cycle's ORCA: ground robots in the plane, drones in 3-D
     kinematics          holonomic / diff-drive / car / quadrotor models and velocity mappings
     tracking            fleet trajectory tracking -> preferred velocities and twists
     preferred_velocity  goal seeking with braking

@@ -12,10 +12,10 @@ others as reciprocal agents). Each control cycle, for all robots at once:
               (`set_scan`) as short-lived obstacles next to the map's)
            -> body twists per kinematic model -> acceleration limits
 
-Drones (kinematics ``quadrotor``) run the same cycle in 3-D: straight toward their 3-D goal,
-3-D ORCA against each other, the 3-D map's voxels (`set_map_3d`) and the ground robots, and a
-climb rate vz next to their twist (`ControlOutput.climb_rates`); the ground robots keep 2-D
-ORCA and see low drones as discs (the layer rule: `drones`, docs/orca3d.md).
+Drones (kinematics ``quadrotor``) run the same cycle in their own layer, in 3-D: toward their
+3-D goal, 3-D ORCA against each other, the 3-D map's voxels (`set_map_3d`) and the ground
+robots, and a climb rate vz next to their twist (`ControlOutput.climb_rates`); the ground robots
+keep 2-D ORCA and see low drones as discs (the layer rule: `drones`, docs/orca3d.md).
 
 Time is passed in, never read: `now` and the state stamps are seconds on one clock (a ROS
 node's clock, simulated or not). A robot is commanded from the first cycle in which it is
@@ -31,12 +31,13 @@ The map arrives prepared (`map_model.prepare_map`, slow on big maps: a caller ma
 worker thread and hand the result to `set_map` on the controller's own thread). The controller
 is not thread-safe: one thread calls all its methods.
 
-Its parts, each in its own module: the robots' states (`fleet_state`), the parameters
-(`controller_params`), the cycle's timing (`cycle_timing`), preferred velocities from goals and
-trajectories (`steering`), sensor edges (`sensed_obstacles`), the safety layer (`safety`), the
-drones' layer rule (`drones`) and the status ladder (`control_status`). What stays here (over
-600 lines) is the one cycle that joins them, for every robot at once, and the inputs that must
-be checked against the controller's own state (goals against its maps).
+Its parts, each in its own module: the robots' states (`fleet_state`), what the robots are
+(`bodies`), the parameters (`controller_params`), the cycle's timing (`cycle_timing`),
+preferred velocities from goals and trajectories (`steering`), ORCA layer by layer
+(`avoidance_layers`), sensor edges (`sensed_obstacles`), the safety layer (`safety`) and the
+status ladder (`control_status`). What stays here (about 500 lines, most of them the inputs'
+contracts) is the cycle that joins them for every robot at once, and the inputs that must be
+checked against the controller's own state (goals against its maps).
 """
 from __future__ import annotations
 
@@ -45,29 +46,14 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 from scipy.spatial import cKDTree
 
-from orca_nav.core.avoidance import NonCooperative, OrcaLines, OrcaParams, prepare_obstacles, solve
-from orca_nav.core.avoidance.neighbors import AgentNeighborList
+from orca_nav.core.avoidance import NonCooperative, OrcaLines
+from orca_nav.core.fleet.avoidance_layers import Avoidance, Cycle
+from orca_nav.core.fleet.bodies import FleetBodies
 from orca_nav.core.fleet.control_status import ControlFacts, control_status
 from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.cycle_timing import CycleTiming
-from orca_nav.core.fleet.drones import (
-    Map3dModel,
-    goal_problem_3d,
-    ground_robot_spheres,
-    keep_right,
-    low_flying,
-    people_as_spheres,
-)
+from orca_nav.core.fleet.drones import Map3dModel, goal_problem_3d
 from orca_nav.core.fleet.fleet_state import FleetState
-from orca_nav.core.fleet.kinematics import (
-    CAR,
-    DIFF_DRIVE,
-    QUADROTOR,
-    RobotLimits,
-    limit_twist,
-    limit_velocity_3d,
-    tracking_error_bound,
-)
 from orca_nav.core.fleet.map_model import MapModel
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.safety import SafetyInput, SafetyLayer, SafetyParams
@@ -75,9 +61,6 @@ from orca_nav.core.fleet.sensed_obstacles import SensedObstacles
 from orca_nav.core.fleet.state_estimate import project_positions
 from orca_nav.core.fleet.status import RobotStatus
 from orca_nav.core.fleet.steering import Steering
-from orca_nav.core.fleet.tracking import tracking_twist
-from orca_nav.core.fleet.velocity_filter import filtered_twists, preferred_from_twists
-from orca_nav.core.geometry import body_to_world, world_to_body
 from orca_nav.core.planning.reference import Reference
 
 _SAFETY_STEP = 0.025     # s: the safety layer samples braking paths at least this often
@@ -137,22 +120,15 @@ class FleetController:
         self._climb_out = np.zeros(n)               # drones: last commanded vz
         self._map_3d: Optional[Map3dModel] = None
         self._twist = np.zeros((n, 3))              # last commanded twist
-        self._orca_velocity = np.zeros((n, 2))
         self._stale = np.zeros(n, dtype=bool)       # commanded, known and stale at the last cycle
         self._engaged = np.zeros(n, dtype=bool)     # commanded from the first cycle it was ready
         self._input_twist = np.zeros((n, 3))        # filter mode: the latest incoming twist
         self._input_stamp = np.full(n, -np.inf)
         self._timing = CycleTiming(params.period)
-        self._lines: Optional[Tuple[np.ndarray, OrcaLines]] = None
-        # Per robot, since the last status report: cycles it was commanded in, and those in which
-        # its ORCA constraints were infeasible (linearProgram3 picked the least-bad velocity).
-        self._orca_cycles = np.zeros(n, dtype=np.int64)
-        self._infeasible_cycles = np.zeros(n, dtype=np.int64)
+        self._avoidance = Avoidance(n)
         self._map: Optional[MapModel] = None
-        self._obstacles = prepare_obstacles([])
         self._safety_scale = np.ones(n)             # the safety layer's last factors ...
         self._safety_reason = np.zeros(n, dtype=int)    # ... and why (safety.REASONS)
-        self._neighbor_list = AgentNeighborList()    # kept over cycles: robots move little
         self.steering = Steering(self.robots, params)
         self._configure_robots()
 
@@ -192,22 +168,8 @@ class FleetController:
         return notes
 
     def _configure_robots(self) -> None:
-        r = self.robots
-        self._limits = RobotLimits.create([x.kinematics for x in r], [x.max_speed for x in r],
-                                          [x.max_accel for x in r], [x.max_yaw_rate for x in r],
-                                          [x.min_turning_radius for x in r])
-        self._radius = np.array([x.radius for x in r], dtype=float)
-        self._responsibility = np.array([x.responsibility for x in r], dtype=float)
-        self._flying = self._limits.model == QUADROTOR
-        # NH-ORCA: a diff-drive/car robot tracks the ORCA velocity only up to a bounded error,
-        # so ORCA keeps it apart by its radius plus that bound (kinematics.tracking_error_bound).
-        non_holonomic = (self._limits.model == DIFF_DRIVE) | (self._limits.model == CAR)
-        bound = tracking_error_bound(self._limits.max_speed, self.params.period,
-                                     self.params.command_latency)
-        self._orca_radius = self._radius + self.params.safety_margin + \
-            np.where(non_holonomic, bound, 0.0)
-        self._safety = SafetyLayer(self._limits, self._radius,
-                                   np.array([x.braking_decel for x in r]),
+        self._bodies = bodies = FleetBodies.create(self.robots, self.params)
+        self._safety = SafetyLayer(bodies.limits, bodies.radius, bodies.braking_decel,
                                    self.params.safety or SafetyParams(enabled=False),
                                    self.params.ground_clearance)
         self._safety.static = self._map.distance if self._map is not None else None
@@ -215,7 +177,7 @@ class FleetController:
 
     def dim(self, i: int) -> int:
         """Robot i's trajectories are 3-D (a drone's) or 2-D."""
-        return 3 if self._flying[i] else 2
+        return 3 if self._bodies.flying[i] else 2
 
     # ------------------------------------------------------------------ inputs
     def set_state(self, i: int, stamp: float, position, velocity, yaw: float,
@@ -260,7 +222,7 @@ class FleetController:
         robots = project_positions(self.state.position[known], self.state.velocity[known],
                                    self.state.stamp[known], stamp, self.params.max_extrapolation)
         return (np.vstack([robots, self._others.positions]),
-                np.concatenate([self._radius[known], self._others.radii]))
+                np.concatenate([self._bodies.radius[known], self._others.radii]))
 
     def set_others(self, others: NonCooperative) -> None:
         """The non-cooperative agents (people, robots of other fleets) for the next cycles, in
@@ -279,7 +241,7 @@ class FleetController:
         Setting the goal it already has changes nothing. A drone's goal altitude is `altitude`;
         None or 0 (a goal pose from a 2-D tool) keeps the altitude it flies at."""
         goal_z = np.nan
-        if altitude is not None and self._flying[i]:
+        if altitude is not None and self._bodies.flying[i]:
             if not np.isfinite(altitude):
                 return f'goal altitude {altitude} is not finite'
             goal_z = float(altitude) if altitude != 0.0 else np.nan
@@ -296,17 +258,17 @@ class FleetController:
         return None
 
     def _goal_problem(self, i: int, xy: np.ndarray, goal_z: float = np.nan) -> Optional[str]:
-        if self._flying[i]:     # a drone's map is the 3-D one; its altitude is known with its state
+        if self._bodies.flying[i]:     # a drone's map is the 3-D one, its altitude its state's
             known = np.isfinite(self.state.position[i, 0])
             z = goal_z if np.isfinite(goal_z) else self.state.altitude[i] if known else np.nan
             return goal_problem_3d(self._map_3d.grid if self._map_3d is not None else None,
-                                   (xy[0], xy[1], z), self._radius[i])
+                                   (xy[0], xy[1], z), self._bodies.radius[i])
         if self._map is None:
             return None
-        clearance = float(self._map.grid.clearance_near(xy[None, :], self._radius[i])[0])
-        if clearance <= self._radius[i]:
+        clearance = float(self._map.grid.clearance_near(xy[None, :], self._bodies.radius[i])[0])
+        if clearance <= self._bodies.radius[i]:
             return (f'({xy[0]:.3f}, {xy[1]:.3f}) is inside an obstacle (clearance '
-                    f'{clearance:.3f} m <= radius {self._radius[i]:.3f} m)')
+                    f'{clearance:.3f} m <= radius {self._bodies.radius[i]:.3f} m)')
         return None
 
     def set_input_twist(self, i: int, stamp: float, twist) -> None:
@@ -328,7 +290,6 @@ class FleetController:
         """Switches to a prepared map; goals now inside an obstacle are dropped: returns
         (robot index, reason) for each."""
         self._map = model
-        self._obstacles = model.obstacles
         self._safety.static = model.distance
         dropped = []
         goal = self.steering.goal
@@ -346,7 +307,7 @@ class FleetController:
         self._safety.static_3d = model.distance
         dropped = []
         goal = self.steering.goal
-        for i in np.flatnonzero(self._flying & np.isfinite(goal[:, 0])):
+        for i in np.flatnonzero(self._bodies.flying & np.isfinite(goal[:, 0])):
             reason = self._goal_problem(i, goal[i], self.steering.goal_z[i])
             if reason is not None:
                 goal[i] = np.nan
@@ -361,7 +322,7 @@ class FleetController:
         """(goals (K, 2), radii (K,)) of the commanded robots with a goal: the distance fields
         `prepare_map` should build ahead of time."""
         known = np.isfinite(self.steering.goal[:, 0]) & self.commanded
-        return self.steering.goal[known].copy(), self._orca_radius[known].copy()
+        return self.steering.goal[known].copy(), self._bodies.orca_radius[known].copy()
 
     def _ready(self, now: float, live: Optional[np.ndarray] = None) -> np.ndarray:
         p = self.params
@@ -371,7 +332,7 @@ class FleetController:
         if p.trajectories_only and not p.filter_mode:
             ready &= self.steering.has_trajectory
         if p.require_map_3d and self._map_3d is None:
-            ready &= ~self._flying
+            ready &= ~self._bodies.flying
         return ready
 
     def engage(self, now: float) -> np.ndarray:
@@ -429,11 +390,17 @@ class FleetController:
         self._cycle_xy = (self._cycle_position if known_everywhere
                           else np.nan_to_num(self._cycle_position))
         twist = np.zeros((n, 3))
+        climb = np.zeros(n)
         if run.any():
             rows = self._agents(known, run)
-            twist[rows] = self._command(rows, live[rows], run[rows], now, dt)
+            cycle = Cycle(now, dt, p, self._bodies, self.state, self.steering,
+                          self._cycle_position, self._cycle_xy, self._twist, self._climb_out,
+                          self.commanded, self._others, self._sensed, self._map, self._map_3d,
+                          self._input_twist, self._input_stamp)
+            twist[rows], climb[rows] = self._avoidance.command(cycle, rows, live[rows],
+                                                               run[rows])
         twist[~run] = 0.0
-        climb = np.where(run & self._flying, self._climb_out, 0.0)
+        climb[~(run & self._bodies.flying)] = 0.0
         twist, climb = self._made_safe(now, twist, climb, run, live, known, command_delay)
         self._twist = twist
         self._climb_out = climb
@@ -463,9 +430,10 @@ class FleetController:
         poses[:, 2] = self.state.yaw
         velocities = np.zeros((n, 3))
         velocities[live, :2] = self.state.velocity[live]
-        if self._flying.any():
-            velocities[live, 2] = np.where(self._flying, self.state.climb, 0.0)[live]
-        state = SafetyInput(poses=poses, altitudes=np.where(self._flying, self.state.altitude, 0.0),
+        flying = self._bodies.flying
+        if flying.any():
+            velocities[live, 2] = np.where(flying, self.state.climb, 0.0)[live]
+        state = SafetyInput(poses=poses, altitudes=np.where(flying, self.state.altitude, 0.0),
                             velocities=velocities,
                             yaw_rates=self._twist[:, 2], commands=twist, climb_rates=climb,
                             hold=self._timing.interval + p.command_latency + command_delay + age,
@@ -492,124 +460,6 @@ class FleetController:
         # inf: no commanded robot within range (commanded robots are kept even at range 0).
         return np.union1d(commanded, candidates[np.isfinite(nearest)])
 
-    def _command(self, rows: np.ndarray, live: np.ndarray, run: np.ndarray, now: float,
-                 dt: float, layered: bool = True) -> np.ndarray:
-        """Body twists (len(rows), 3) for the agents `rows`; `run` marks those commanded.
-        Agents not commanded here keep their measured velocity as preferred velocity; stale
-        ones are static agents at their last pose. With drones among them: `_command_layers`."""
-        p = self.params
-        if layered and not p.filter_mode and self._flying[rows].any():
-            return self._command_layers(rows, live, run, now, dt)
-        positions = self._cycle_position[rows]
-        velocities = np.where(live[:, None], self.state.velocity[rows], 0.0)
-        everyone = len(rows) == len(self.names)     # rows are sorted: then they are 0..N-1
-        limits = self._limits if everyone else self._limits.subset(rows)
-        if p.filter_mode:
-            fed = now - self._input_stamp[rows] <= p.source_timeout
-            inputs = np.where(fed[:, None], self._input_twist[rows], 0.0)
-            pref = preferred_from_twists(inputs, self.state.yaw[rows], limits)
-        else:
-            guidance = self._map.guidance if self._map is not None else None
-            pref, tracking = self.steering.ground(
-                now, rows, everyone, live, positions, limits, self._cycle_xy, self.state.yaw,
-                self._limits, guidance, self.commanded, self._orca_radius, self._radius,
-                lambda points: self._room(points, now))
-        pref = np.where(run[:, None], pref, velocities)
-        orca = OrcaParams(time_step=p.period, neighbor_dist=p.neighbor_dist,
-                          max_neighbors=p.max_neighbors, time_horizon=p.time_horizon,
-                          time_horizon_obst=p.time_horizon_obst,
-                          radius=self._orca_radius[rows] + self.state.margins(
-                              rows, now, p.uncertainty_gain, p.max_uncertainty_margin),
-                          max_speed=limits.max_speed,
-                          max_velocity_change=self._velocity_change(limits, dt)
-                          if p.acceleration_aware and not p.filter_mode else None)
-        # A drive follows its commands within max_accel: reachable from the last command.
-        commanded = np.where(run[:, None], body_to_world(self._twist[rows, :2],
-                                                         self.state.yaw[rows]), velocities)
-        solution = solve(positions, velocities, pref, orca, self._obstacles,
-                         responsibility=self._responsibility[rows], others=self._others,
-                         extra_obstacles=self._sensed.obstacles(now),
-                         neighbor_list=self._neighbor_list, reach_from=commanded)
-        self._orca_velocity[rows] = solution.velocities
-        self._orca_cycles[rows] += run
-        self._infeasible_cycles[rows] += run & solution.infeasible
-        self._lines = (rows, solution.lines)
-        if p.filter_mode:    # the chain's velocity smoother limits acceleration upstream
-            twist = filtered_twists(solution.velocities, pref, inputs, self.state.yaw[rows], limits)
-            return np.where((run & fed)[:, None], twist, 0.0)   # no input, no motion
-        command = tracking_twist(solution.velocities, self.state.yaw[rows], limits, tracking)
-        twist = limit_twist(command, self._twist[rows], limits, dt)
-        return np.where(run[:, None], twist, 0.0)
-
-    @staticmethod
-    def _velocity_change(limits: RobotLimits, dt: float) -> np.ndarray:
-        """(K,) how far each robot's velocity can change within a cycle of dt: max_accel * dt
-        for holonomic robots; inf (RVO2's choice) for diff-drive and car robots, whose ORCA
-        velocity is a reference their heading controller tracks within NH-ORCA's error bound
-        (`kinematics.tracking_error_bound`): limiting it too made a car lag its trajectory."""
-        return np.where(limits.planar_holonomic, limits.max_accel * dt, np.inf)
-
-    def _room(self, points, now: float) -> np.ndarray:
-        """Clearance at points (K, 2) from the recent sensor edges and the map's obstacles
-        (exact up to two of the largest radius: what the deadlock breaker compares)."""
-        sensed = self._sensed.distance(points, now)
-        if self._map is None:
-            return sensed
-        return np.minimum(self._map.grid.clearance_near(points, 2.0 * float(self._radius.max())),
-                          sensed)
-
-    def _command_layers(self, rows: np.ndarray, live: np.ndarray, run: np.ndarray, now: float,
-                        dt: float) -> np.ndarray:
-        """Ground robots in 2-D with the low drones as their agents, then the drones in 3-D with
-        the ground robots as enclosing spheres (`drones`); sets the drones' climb rates."""
-        p = self.params
-        flying = self._flying[rows]
-        altitude = self.state.altitude[rows]
-        twist = np.zeros((len(rows), 3))
-        ground = ~flying | low_flying(altitude, self._radius[rows], p.ground_clearance)
-        if (run & ~flying).any():
-            twist[ground] = self._command(rows[ground], live[ground], (run & ~flying)[ground],
-                                          now, dt, layered=False)
-        drive = flying & run
-        if not drive.any():     # per-robot mode on a ground robot: the drones are not ours
-            return twist
-        centre_z, spheres = ground_robot_spheres(self._radius[rows], p.ground_clearance)
-        positions = np.column_stack([self._cycle_position[rows],
-                                     np.where(flying, altitude, centre_z)])
-        velocities = np.where(live[:, None], np.column_stack(
-            [self.state.velocity[rows], np.where(flying, self.state.climb[rows], 0.0)]), 0.0)
-        pref = velocities.copy()
-        pref[drive] = keep_right(self.steering.drones(
-            now, rows[drive], positions[drive], self._limits.subset(rows[drive]),
-            self._cycle_xy, self.state.altitude, self.state.yaw, self._limits))
-        limits = self._limits.subset(rows)
-        margin = self.state.margins(rows, now, p.uncertainty_gain, p.max_uncertainty_margin)
-        orca = OrcaParams(time_step=p.period, neighbor_dist=p.neighbor_dist,
-                          max_neighbors=p.max_neighbors, time_horizon=p.time_horizon,
-                          time_horizon_obst=p.time_horizon_obst,
-                          radius=np.where(flying, self._orca_radius[rows],
-                                          spheres + p.safety_margin) + margin,
-                          max_speed=limits.max_speed)
-        solution = solve(positions, velocities, pref, orca,
-                         self._map_3d.obstacles if self._map_3d is not None else None,
-                         responsibility=self._responsibility[rows], others=people_as_spheres(
-                             self._others, (p.safety or SafetyParams()).person_height))
-        drones = rows[flying]
-        self._orca_velocity[drones] = solution.velocities[flying, :2]
-        self._orca_cycles[drones] += run[flying]
-        self._infeasible_cycles[drones] += (run & solution.infeasible)[flying]
-        if drive.any():
-            moving = rows[drive]
-            wanted = np.column_stack([world_to_body(solution.velocities[drive, :2],
-                                                    self.state.yaw[moving]),
-                                      solution.velocities[drive, 2]])
-            held = np.column_stack([self._twist[moving, :2], self._climb_out[moving]])
-            linear = limit_velocity_3d(wanted, held, limits.max_speed[drive],
-                                       limits.max_accel[drive], dt)
-            twist[drive] = np.column_stack([linear[:, :2], np.zeros(len(moving))])
-            self._climb_out[moving] = linear[:, 2]
-        return twist
-
     # ------------------------------------------------------------------ outputs
     def status(self, now: float, rows: Optional[np.ndarray] = None) -> List[RobotStatus]:
         """Every commanded robot's health (or that of the commanded ones among `rows`), and
@@ -619,11 +469,11 @@ class FleetController:
         breaker = self.steering.breaker
         yielding = breaker.yielding(now) if breaker is not None else np.zeros(len(self.names))
         detouring = breaker.detouring(now) if breaker is not None else np.zeros(len(self.names))
-        p, steering = self.params, self.steering
+        p, steering, avoidance = self.params, self.steering, self._avoidance
         out = []
         for i in rows:
             waiting = ('the map' if p.require_map and self._map is None else
-                       'the 3-D map' if self._flying[i] and p.require_map_3d and
+                       'the 3-D map' if self._bodies.flying[i] and p.require_map_3d and
                        self._map_3d is None else None)
             out.append(control_status(self.names[i], ControlFacts(
                 odom_age=now - self.state.stamp[i], odom_timeout=p.odom_timeout,
@@ -632,22 +482,23 @@ class FleetController:
                            if p.filter_mode else None),
                 holding=bool(steering.tracked[i] and steering.reference(i) is None),
                 goal=bool(steering.tracked[i] or np.isfinite(steering.goal[i, 0])),
-                arrived=bool(steering.arrived[i]), orca_cycles=int(self._orca_cycles[i]),
-                infeasible_cycles=int(self._infeasible_cycles[i]), yielding=bool(yielding[i]),
+                arrived=bool(steering.arrived[i]), orca_cycles=int(avoidance.cycles[i]),
+                infeasible_cycles=int(avoidance.infeasible[i]), yielding=bool(yielding[i]),
                 detouring=bool(detouring[i]),
-                speed=float(np.hypot(*self._orca_velocity[i])),
+                speed=float(np.hypot(*avoidance.velocity[i])),
                 safety_scale=float(self._safety_scale[i]),
                 safety_reason=int(self._safety_reason[i]))))
-        self._orca_cycles[rows] = 0
-        self._infeasible_cycles[rows] = 0
+        avoidance.restart_counts(rows)
         return out
 
     def view(self, now: float) -> FleetView:
-        return FleetView(self.state.position.copy(), self._radius.copy(),
-                         self._orca_velocity.copy(),
+        flying = self._bodies.flying
+        return FleetView(self.state.position.copy(), self._bodies.radius.copy(),
+                         self._avoidance.velocity.copy(),
                          self.steering.goal.copy(), self.commanded & ~self.live(now),
-                         self.commanded.copy(), self._limits.max_speed.copy(), self._lines,
-                         self._flying.copy(), np.where(self._flying, self.state.altitude, 0.0),
+                         self.commanded.copy(), self._bodies.limits.max_speed.copy(),
+                         self._avoidance.lines,
+                         flying.copy(), np.where(flying, self.state.altitude, 0.0),
                          np.where(np.isnan(self.steering.goal_z), self.state.altitude,
                                   self.steering.goal_z))
 

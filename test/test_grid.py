@@ -4,7 +4,8 @@ import time
 import numpy as np
 import pytest
 
-from orca_nav.core.grid import OccupancyGrid, read_pgm, write_pgm
+from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.map_image import read_pgm, write_pgm
 
 
 def small_map():
@@ -247,7 +248,7 @@ def test_border_distance_and_uncached_inflation():
 
 
 def test_coarse_geodesic_goes_around_walls():
-    from orca_nav.core.grid import CoarseGeodesic
+    from orca_nav.core.coarse_geodesic import CoarseGeodesic
     occ = np.zeros((100, 100), dtype=bool)
     occ[:80, 48:52] = True                      # wall x 4.8-5.2 m from y = 0 to 8 m; gap above
     g = OccupancyGrid(occ, 0.1, (0.0, 0.0))
@@ -276,7 +277,7 @@ def test_coarse_geodesic_goes_around_walls():
 
 
 def test_coarse_geodesic_connected_components():
-    from orca_nav.core.grid import CoarseGeodesic
+    from orca_nav.core.coarse_geodesic import CoarseGeodesic
     occ = np.zeros((60, 60), dtype=bool)
     occ[:, 25:35] = True                            # a 1 m thick wall splits the map
     geo = CoarseGeodesic(OccupancyGrid(occ, 0.1, (0.0, 0.0)), 4, optimistic=True)

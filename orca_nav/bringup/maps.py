@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Tuple, Union
+from typing import Tuple
 
 import yaml
 
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.map_image import PathLike
 from orca_nav.core.voxel_map import load_voxel_map
-
-PathLike = Union[str, Path]
 
 
 def load_map(path: PathLike) -> OccupancyGrid:

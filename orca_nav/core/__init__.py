@@ -7,9 +7,11 @@ Four parts, each a subpackage that imports only the ones below it, plus what the
                  the fleet planning supervisor
     planning/    global planners (kinodynamic A*, hybrid A*) and the planner -> tracker Reference
     avoidance/   ORCA exactly as RVO2 (2-D) and RVO2-3D (3-D, plus voxel obstacles) compute it
-    grid.py      occupancy grids, map_server I/O, clearance (shared)
-    geometry.py  angles and planar rotations (shared)
-    validation   checks of numbers handed to the core (shared)
+    shared:      grid (occupancy grids and their clearance), map_image (map_server's image
+                 rule, PGM), coarse_geodesic (distance to a goal on a coarse graph),
+                 obstacle_distance (exact distances to occupied cells), voxel_map (3-D maps
+                 on disk), geometry (angles, rotations), transforms (a tf buffer's core),
+                 validation (checks of numbers handed to the core)
 
 The public API is re-exported here: ``from orca_nav.core import compute_velocities, ...``.
 """

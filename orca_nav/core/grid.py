@@ -22,11 +22,9 @@ Conventions (every caller relies on these):
   the true geometry; add a margin to ``r`` if the map's cells only approximate the obstacles.
 * ``segment_free`` samples each segment at spacing <= resolution / 2 (both end points included).
 
-Also here: ``to_int8`` / ``save_map_yaml`` (nav_msgs data and map_server files out), ``from_npz`` /
-``save_npz`` (voxel grids as .npz, e.g. the 3-D forest),
-``border_distance_at`` (the border part of the clearance measure), ``read_pgm`` / ``write_pgm``
-and :class:`CoarseGeodesic` (an obstacle-aware distance-to-goal on a coarse graph, for search
-heuristics).
+Also here: ``to_int8`` / ``save_map_yaml`` (nav_msgs data and map_server files out; the image
+side is `map_image`), ``from_npz`` / ``save_npz`` (voxel grids as .npz, e.g. the 3-D forest) and
+``border_distance_at`` (the border part of the clearance measure).
 
 Memory: the grid itself stores one byte per cell (a bool array; a bool, C-contiguous input is
 used without a copy and is exposed read-only). The clearance field is only built (and then
@@ -39,23 +37,25 @@ query (segment checks, clearance, inflation) reads.
 """
 from __future__ import annotations
 
-import itertools
 import math
 from pathlib import Path
-from typing import Optional, Sequence, Tuple, Union
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 from scipy import ndimage
 
 from orca_nav.core.geometry import row_norms
+from orca_nav.core.map_image import (
+    OCC_FREE,
+    OCC_OCCUPIED,
+    OCC_UNKNOWN,
+    PathLike,
+    map_server_values,
+    read_image_shade,
+    write_pgm,
+)
 from orca_nav.core.validation import finite_at_least_zero, finite_number
 
-# Values of nav_msgs/OccupancyGrid data.
-OCC_FREE = 0
-OCC_OCCUPIED = 100
-OCC_UNKNOWN = -1
-
-PathLike = Union[str, Path]
 _NEAR_CELLS = 1 << 22   # clearance_near reads at most this many window cells, else the field
 # segment_free skips samples the clearance field vouches for from this many samples on, in
 # blocks of these sizes (each level splits the blocks the one before could not vouch for).
@@ -224,7 +224,7 @@ class OccupancyGrid:
         image_path = Path(str(meta['image']))
         if not image_path.is_absolute():
             image_path = path.parent / image_path
-        shade, opaque = _read_image_shade(image_path)
+        shade, opaque = read_image_shade(image_path)
         values = map_server_values(shade, opaque, mode, bool(negate), occ_th, free_th)
         height, width = values.shape
         # Image row 0 is the top (max y); grid row 0 is min y.
@@ -510,224 +510,3 @@ class OccupancyGrid:
     def __repr__(self) -> str:
         return (f'OccupancyGrid(shape={self.shape}, resolution={self._resolution}, '
                 f'origin={self._origin.tolist()})')
-
-
-# ---------------------------------------------------------------------- image I/O
-def map_server_values(shade: np.ndarray, opaque: np.ndarray, mode: str, negate: bool,
-                      occupied_thresh: float, free_thresh: float) -> np.ndarray:
-    """nav2_map_server's pixel -> int8 rule. ``shade`` is brightness in [0, 1] (channel mean),
-    ``opaque`` marks pixels with full alpha. Returns int8 values in image layout."""
-    occ = shade if negate else 1.0 - shade
-    if mode == 'raw':
-        raw = np.round(shade * 255.0)
-        return np.where((raw >= OCC_FREE) & (raw <= OCC_OCCUPIED), raw, OCC_UNKNOWN).astype(np.int8)
-    out = np.full(shade.shape, OCC_UNKNOWN, dtype=np.int8)
-    if mode == 'scale':
-        span = max(occupied_thresh - free_thresh, 1e-12)
-        scaled = np.rint((occ - free_thresh) / span * 100.0)
-        middle = (occ >= free_thresh) & (occ <= occupied_thresh)
-        out[middle] = scaled[middle].astype(np.int8)
-    out[occ < free_thresh] = OCC_FREE
-    out[occupied_thresh < occ] = OCC_OCCUPIED
-    if mode == 'scale':
-        out[~opaque] = OCC_UNKNOWN
-    return out
-
-
-def _read_image_shade(path: Path) -> Tuple[np.ndarray, np.ndarray]:
-    """Brightness in [0, 1] (mean of colour channels) and full-alpha mask of a PGM or PNG."""
-    suffix = path.suffix.lower()
-    if suffix in ('.pgm', '.pnm'):
-        pixels, maxval = read_pgm(path)
-        return pixels.astype(float) / maxval, np.ones(pixels.shape, dtype=bool)
-    if suffix == '.png':
-        import matplotlib.image  # lazy: only PNG maps need it
-
-        img = np.asarray(matplotlib.image.imread(str(path)), dtype=float)  # PNG -> floats in [0, 1]
-        if img.ndim == 2:
-            return img, np.ones(img.shape, dtype=bool)
-        if img.shape[2] in (2, 4):  # grey+alpha or RGBA
-            return img[..., :-1].mean(axis=2), img[..., -1] >= 1.0
-        return img.mean(axis=2), np.ones(img.shape[:2], dtype=bool)
-    raise ValueError(f'image {path} must be a .pgm or .png file')
-
-
-def _pgm_tokens(raw: bytes, count: int) -> Tuple[list, int]:
-    """First ``count`` whitespace-separated header tokens (skipping # comments) and the offset
-    just after the last one."""
-    tokens = []
-    pos = 0
-    while len(tokens) < count:
-        while pos < len(raw) and raw[pos:pos + 1].isspace():
-            pos += 1
-        if pos >= len(raw):
-            raise ValueError('PGM header is truncated')
-        if raw[pos:pos + 1] == b'#':
-            while pos < len(raw) and raw[pos:pos + 1] not in (b'\n', b'\r'):
-                pos += 1
-            continue
-        end = pos
-        while end < len(raw) and not raw[end:end + 1].isspace() and raw[end:end + 1] != b'#':
-            end += 1
-        tokens.append(raw[pos:end])
-        pos = end
-    return tokens, pos
-
-
-def read_pgm(path: PathLike) -> Tuple[np.ndarray, int]:
-    """Read a binary (P5) or ASCII (P2) PGM. Returns (pixels ``[row, col]``, row 0 = top;
-    maxval)."""
-    raw = Path(path).read_bytes()
-    magic = raw[:2]
-    if magic not in (b'P5', b'P2'):
-        raise ValueError(f'{path}: not a PGM file (magic {magic!r}, expected P5 or P2)')
-    (width, height, maxval), pos = _pgm_tokens(raw[2:], 3)
-    width, height, maxval = int(width), int(height), int(maxval)
-    if width <= 0 or height <= 0 or not 0 < maxval < 65536:
-        raise ValueError(f'{path}: bad PGM header {width}x{height} maxval {maxval}')
-    body_start = 2 + pos
-    if magic == b'P5':
-        body_start += 1  # exactly one whitespace byte after maxval
-        dtype = np.dtype('>u2') if maxval > 255 else np.dtype(np.uint8)
-        count = width * height
-        pixels = np.frombuffer(raw, dtype=dtype, count=count, offset=body_start)
-    else:
-        pixels = np.array(raw[body_start:].split()[:width * height], dtype=np.int64)
-        if pixels.size != width * height:
-            raise ValueError(f'{path}: PGM has {pixels.size} values, expected {width * height}')
-    return pixels.reshape(height, width).astype(np.uint16 if maxval > 255 else np.uint8), maxval
-
-
-def write_pgm(path: PathLike, pixels: np.ndarray) -> None:
-    """Write an 8-bit binary (P5) PGM; ``pixels[row, col]`` with row 0 = top."""
-    img = np.asarray(pixels)
-    if img.ndim != 2 or img.dtype != np.uint8:
-        raise ValueError(f'pixels must be a 2-D uint8 array, got {img.dtype} {img.shape}')
-    header = f'P5\n{img.shape[1]} {img.shape[0]}\n255\n'.encode('ascii')
-    Path(path).write_bytes(header + np.ascontiguousarray(img).tobytes())
-
-
-class CoarseGeodesic:
-    """Obstacle-aware distance to a goal on a coarse graph over a grid (a search heuristic).
-
-    The grid is cut into blocks of ``factor`` cells per axis, one graph node per block, and
-    nodes are joined to their 8 (2-D) / 26 (3-D) neighbours by edges as long as the distance
-    between block centres. :meth:`from_goal` runs one Dijkstra (``scipy.sparse.csgraph``) from
-    the goal; :meth:`lookup` gives points the distance of their block minus half a block
-    diagonal (a point may sit anywhere in its block; clipped at 0), ``inf`` where the graph has
-    no path. It estimates, and does not bound, the free-space path length.
-
-    * ``optimistic=True``: a block is free if *any* of its cells is free and free neighbours
-      are always joined. Distances leak through walls thinner than a block, but ``inf`` is a
-      proof: no free path exists through the grid's free cells.
-    * ``optimistic=False`` (lattice): a node is free if the cell at its block centre is free,
-      and an edge exists only if the straight segment between the centres is free. Distances
-      go around obstacles as the robot must, but passages narrower than about a block may be
-      missed (``inf`` proves nothing). Blocks whose own node is blocked take their best
-      neighbour's distance plus one step.
-    """
-
-    def __init__(self, grid: OccupancyGrid, factor: int, optimistic: bool = True):
-        factor = int(factor)
-        if factor < 1:
-            raise ValueError(f'factor must be >= 1, got {factor}')
-        # Local import: only this heuristic needs sparse graphs (and csgraph is slow to import).
-        from scipy.sparse import coo_matrix
-        from scipy.sparse.csgraph import connected_components, dijkstra
-        self._dijkstra = dijkstra
-
-        self.grid = grid
-        self.factor = factor
-        self.optimistic = bool(optimistic)
-        self.cell_size = grid.resolution * factor
-        block_shape = tuple(-(-n // factor) for n in grid.shape)
-        if self.optimistic:
-            pad = [(0, (-n) % factor) for n in grid.shape]
-            occ = np.pad(grid.occupied, pad, constant_values=True)
-            blocks = occ.reshape(sum(((n // factor, factor) for n in occ.shape), ()))
-            free = ~blocks.all(axis=tuple(range(1, 2 * grid.ndim, 2)))
-        else:
-            free = ~grid.occupied_at(self._centres(np.arange(np.prod(block_shape)), block_shape))
-            free = free.reshape(block_shape)
-        self.free = free
-        self._size_xyz = np.array(free.shape[::-1], dtype=np.int64)
-        self._strides = np.cumprod(np.concatenate(([1], self._size_xyz[:-1]))).astype(np.int64)
-        ids = np.arange(free.size).reshape(free.shape)
-        src, dst, weight = [], [], []
-        for offset in itertools.product((-1, 0, 1), repeat=grid.ndim):
-            if offset <= (0,) * grid.ndim:
-                continue  # each undirected edge once: only lexicographically positive offsets
-            a = tuple(slice(max(-o, 0), n - max(o, 0)) for o, n in zip(offset, free.shape))
-            b = tuple(slice(max(o, 0), n - max(-o, 0)) for o, n in zip(offset, free.shape))
-            both = free[a] & free[b]
-            pair_a, pair_b = ids[a][both], ids[b][both]
-            if not self.optimistic and pair_a.size:
-                visible = grid.segment_free(self._centres(pair_a, block_shape),
-                                            self._centres(pair_b, block_shape))
-                pair_a, pair_b = pair_a[visible], pair_b[visible]
-            src.append(pair_a)
-            dst.append(pair_b)
-            length = self.cell_size * math.sqrt(sum(o * o for o in offset))
-            weight.append(np.full(pair_a.size, length))
-        src, dst, weight = (np.concatenate(x) for x in (src, dst, weight))
-        self._graph = coo_matrix((weight, (src, dst)), shape=(free.size, free.size)).tocsr()
-        _, labels = connected_components(self._graph, directed=False)
-        self._labels = np.where(free.reshape(-1), labels, -1)
-
-    def _centres(self, flat_ids: np.ndarray, block_shape) -> np.ndarray:
-        """World centres (K, ndim) of blocks given by flat index into the [..., by, bx] array."""
-        idx = np.stack(np.unravel_index(flat_ids, block_shape)[::-1], axis=1)
-        return self.grid.origin + (idx + 0.5) * self.cell_size
-
-    def _block_index(self, points) -> Tuple[np.ndarray, np.ndarray]:
-        pts = self.grid._points(points)
-        cells = np.floor((pts - self.grid.origin) / self.cell_size).astype(np.int64)
-        unsigned = cells.view(np.uint64)
-        inside = unsigned[:, 0] < self._size_xyz[0]
-        for axis in range(1, cells.shape[1]):
-            inside &= unsigned[:, axis] < self._size_xyz[axis]
-        return np.where(inside, cells @ self._strides, 0), inside
-
-    def from_goal(self, goal) -> np.ndarray:
-        """Graph distance (m) from every block to the goal (flat, ``inf`` if unreachable)."""
-        goal = self.grid._points(goal)
-        index, inside = self._block_index(goal)
-        if not inside[0]:
-            raise ValueError(f'goal {goal[0].tolist()} is outside the map')
-        if self.optimistic:
-            return self._dijkstra(self._graph, directed=False, indices=int(index[0]))
-        # Lattice: start from the free nodes of the goal's and neighbouring blocks that see it.
-        cell = np.array(np.unravel_index(int(index[0]), self.free.shape))
-        near = np.stack(np.meshgrid(*[np.arange(c - 1, c + 2) for c in cell], indexing='ij'), -1)
-        near = near.reshape(-1, self.grid.ndim)
-        near = near[np.all((near >= 0) & (near < self.free.shape), axis=1)]
-        near_ids = np.ravel_multi_index(tuple(near.T), self.free.shape)
-        near_ids = near_ids[self.free.reshape(-1)[near_ids]]
-        if near_ids.size:
-            centres = self._centres(near_ids, self.free.shape)
-            goals = np.repeat(goal, near_ids.size, axis=0)
-            near_ids = near_ids[self.grid.segment_free(goals, centres)]
-        if near_ids.size == 0:
-            return np.full(self.free.size, np.inf)
-        field = self._dijkstra(self._graph, directed=False, indices=near_ids, min_only=True)
-        # Blocks without a reachable node of their own borrow the best neighbour's distance.
-        grid_field = field.reshape(self.free.shape)
-        borrowed = ndimage.minimum_filter(grid_field, size=3, mode='constant', cval=np.inf)
-        step = self.cell_size * math.sqrt(self.grid.ndim)
-        return np.where(np.isfinite(grid_field), grid_field, borrowed + step).reshape(-1)
-
-    def connected(self, a, b) -> bool:
-        """Whether points ``a`` and ``b`` lie in free blocks joined by the graph (connected
-        components are computed with the graph, so this costs no search). With ``optimistic=True``,
-        False proves that no free path joins them."""
-        index, inside = self._block_index(np.stack([np.ravel(a), np.ravel(b)]))
-        if not inside.all():
-            return False
-        la, lb = self._labels[index]
-        return bool(la >= 0 and la == lb)
-
-    def lookup(self, field: np.ndarray, points) -> np.ndarray:
-        """``(K,)`` distance-to-goal estimate for points (``inf``: unreachable or outside)."""
-        index, inside = self._block_index(points)
-        slack = 0.5 * self.cell_size * math.sqrt(self.grid.ndim)
-        return np.where(inside, np.maximum(field[index] - slack, 0.0), np.inf)

@@ -15,14 +15,14 @@ everything outside it counts as occupied (`OccupancyGrid`'s rule).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Tuple, Union
+from typing import Tuple
 
 import numpy as np
 
 from orca_nav.core.grid import OccupancyGrid
+from orca_nav.core.map_image import PathLike
 from orca_nav.core.validation import finite_at_least_zero
 
-PathLike = Union[str, Path]
 # A point further than this (in voxels) from the voxel grid of the given resolution means the
 # resolution is not the map's.
 OFF_GRID_TOLERANCE = 0.25

@@ -6,9 +6,9 @@ preferred velocities) cannot get it out. RVO2's own Blocks example steers its ag
 roadmap for this reason. Here the roadmap is the map itself:
 
 * per robot radius class (radius + ``margin``, rounded up to whole cells) the map is inflated
-  and cut into a graph of free cells (`grid.CoarseGeodesic`, blocks of ``factor`` cells on big
-  maps), built once per map; where the margin shuts the only way to a goal (a door a little
-  wider than the robot), the class of the radius alone routes it;
+  and cut into a graph of free cells (`coarse_geodesic.CoarseGeodesic`, blocks of ``factor``
+  cells on big maps), built once per map; where the margin shuts the only way to a goal (a door
+  a little wider than the robot), the class of the radius alone routes it;
 * per (goal, radius class) one Dijkstra from the goal gives the distance-to-goal field, and a
   next-hop array (every block's steepest-descent neighbour) is derived from it by whole-array
   shifts; both are cached until the map changes;
@@ -37,7 +37,8 @@ from typing import Dict, Tuple
 import numpy as np
 from scipy import ndimage
 
-from orca_nav.core.grid import CoarseGeodesic, OccupancyGrid
+from orca_nav.core.coarse_geodesic import CoarseGeodesic
+from orca_nav.core.grid import OccupancyGrid
 
 __all__ = ['GeodesicGuidance']
 

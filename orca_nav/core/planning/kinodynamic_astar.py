@@ -10,7 +10,7 @@ Search (after Fast-Planner's kinodynamic A*, seed 003):
 * Edge cost ``(|u|^2 + rho) * tau``; heuristic: the OBVP cost
   (:mod:`orca_nav.core.planning.obvp`) with its duration bounded below by distance / speed limit,
   where the distance is the larger of the straight line and an obstacle-aware distance on a coarse
-  line-of-sight lattice (:class:`~orca_nav.core.grid.CoarseGeodesic`), times a tie breaker;
+  line-of-sight lattice (`coarse_geodesic.CoarseGeodesic`), times a tie breaker;
   weighted A* (``heuristic_weight``).
 * Analytic shot: the minimum-energy cubic to the goal state, tried at every expansion within
   ``shot_distance`` of the goal (if the straight line there is free) and every
@@ -64,7 +64,8 @@ from typing import Optional
 import numpy as np
 from scipy import ndimage
 
-from orca_nav.core.grid import CoarseGeodesic, OccupancyGrid
+from orca_nav.core.coarse_geodesic import CoarseGeodesic
+from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.obvp import cubic_coefficients, obvp_min_cost
 from orca_nav.core.planning.polynomial import PolynomialTrajectory
 from orca_nav.core.planning.result import PlanClock, PlanResult, PlanStats, PlanStatus

@@ -46,6 +46,9 @@ layer stay the last layers for what planning did not foresee. Drones (3-D plans)
 coordinated here.
 
 numpy and scipy only; time is passed in.
+
+One file: the order, the gates it cuts into references and the waiting spots they end at are
+one mechanism, read together.
 """
 from __future__ import annotations
 

@@ -45,6 +45,10 @@ the number of replans since the goal was set (the recoveries).
 query id, runs like any other, and its outcome goes back to the caller, never to ``finish``.
 
 Time is passed in (seconds, the caller's one clock); numpy only.
+
+One file: every decision here (plan, replan, escalate, finish, report) reads and writes the
+same per-robot record (`_Robot`); what it calls lives elsewhere (the queries `plan_jobs`, the
+order `coordination`, the ladder's clock `stuck`, tasks `navigation_task`).
 """
 from __future__ import annotations
 

@@ -12,30 +12,38 @@ or inside an obstacle are dropped, each with a warning.
 """
 from __future__ import annotations
 
+from typing import Callable, Sequence
+
 from sensor_msgs.msg import PointCloud2
 
+from orca_nav.core.fleet.controller import FleetController
 from orca_nav.core.fleet.drones import prepare_map_3d
+from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.ros.convert import cloud_to_grid, latched_qos
-from orca_nav.ros.params import robot_spec
 
 
 class DroneMap:
-    """Feeds the 3-D map to `node.fleet` (an OrcaNode, configured)."""
+    """Feeds the 3-D map to `fleet` (of the robots `specs`); `node` subscribes and logs. A drone
+    goal the map drops goes to `goal_dropped(row, text)`; after every new map, `changed()`
+    (robots may have become ready)."""
 
-    def __init__(self, node):
-        self.node = node
-        cfg = node._cfg
+    def __init__(self, node, fleet: FleetController, cfg: dict, specs: Sequence[RobotSpec],
+                 goal_dropped: Callable[[int, str], None], changed: Callable[[], None]):
+        self._log = node.get_logger()
+        self._fleet = fleet
+        self._frame = cfg['global_frame']
+        self._goal_dropped, self._changed = goal_dropped, changed
         self.topic = cfg['map_3d_topic']
         self.resolution = cfg['map_3d_resolution']
-        if any(robot_spec(robot, node._robot_cfg[robot]).flies for robot in node.robots):
+        if any(spec.flies for spec in specs):
             node.create_subscription(PointCloud2, self.topic, self._on_cloud, latched_qos())
 
     def _on_cloud(self, msg: PointCloud2) -> None:
-        node, log = self.node, self.node.get_logger()
-        keeping = ('the drones keep the previous 3-D map' if node.fleet.map_3d is not None
+        log, fleet = self._log, self._fleet
+        keeping = ('the drones keep the previous 3-D map' if fleet.map_3d is not None
                    else 'drones without a 3-D map')
         try:
-            grid, note = cloud_to_grid(msg, self.resolution, frame_id=node.global_frame)
+            grid, note = cloud_to_grid(msg, self.resolution, frame_id=self._frame)
         except ValueError as err:
             log.warning(f'rejecting {self.topic}: {err}; {keeping}')
             return
@@ -47,7 +55,7 @@ class DroneMap:
         log.info(f'3-D map {nx} x {ny} x {nz} voxels of {grid.resolution:g} m (x {lower[0]:g}..'
                  f'{upper[0]:g}, y {lower[1]:g}..{upper[1]:g}, z {lower[2]:g}..{upper[2]:g}) '
                  f'-> {len(model.obstacles)} surface voxels for the drones')
-        for i, reason in node.fleet.set_map_3d(model):
-            node._goal_warning(i, f'{node.robots[i]}: dropping goal after the new 3-D map: '
+        for i, reason in fleet.set_map_3d(model):
+            self._goal_dropped(i, f'{fleet.names[i]}: dropping goal after the new 3-D map: '
                                   f'{reason}')
-        node._engage_ready_robots()
+        self._changed()

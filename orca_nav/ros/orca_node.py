@@ -89,9 +89,9 @@ class OrcaNode(ManagedNode):
     def configure(self) -> None:
         self._poses = FleetPoses(self, self.robots, self._cfg['tf_layout'], self.global_frame,
                                  self._cfg['transform_tolerance'])
+        specs = robot_specs(self.robots, self._robot_cfg)
         self.fleet = controller.FleetController(
-            robot_specs(self.robots, self._robot_cfg),
-            controller_params(self._cfg, self._deadlock_cfg, self._safety_cfg),
+            specs, controller_params(self._cfg, self._deadlock_cfg, self._safety_cfg),
             commanded=commanded_robots(self._cfg))
         self.commanded = [r for r in self.robots if self.fleet.commanded[self.fleet.index[r]]]
         for robot, fields in self._robot_cfg.items():
@@ -142,7 +142,7 @@ class OrcaNode(ManagedNode):
         self._others = TrackedAgentsInput(self, self.fleet, self._cfg, self.global_frame,
                                           self._warn)
         ScanInput(self, self.fleet, self._cfg, self._poses, self.commanded, self._warn)
-        self._drone_map = DroneMap(self)
+        DroneMap(self, self.fleet, self._cfg, specs, self._goal_warning, self._engage_ready_robots)
         self._timer = self._marker_timer = None
         self._make_control_timer()
         self._set_marker_timer(self._cfg['marker_rate'])

@@ -125,11 +125,15 @@ class _Path:
 @dataclass
 class _Conflict:
     """Robot j's path against robot i's: per point b of j's path, the nearest and the farthest
-    arc length of a conflicting point of i's path (inf / -inf: none)."""
+    arc length of a conflicting point of i's path (inf / -inf: none); the farthest of them all
+    and j's last conflicting point (-inf / -1: none), which tell at a glance when either robot
+    has passed every conflict."""
 
     first: np.ndarray
     last: np.ndarray
     generations: Tuple[int, int]
+    last_max: float = -np.inf
+    last_point: int = -1
 
 
 class Coordinator:
@@ -199,6 +203,9 @@ class Coordinator:
             np.minimum.at(first, pairs['j'], i.s[pairs['i']])
             np.maximum.at(last, pairs['j'], i.s[pairs['i']])
         conflict = _Conflict(first, last, (j.generation, i.generation))
+        if len(pairs):
+            conflict.last_max = float(last.max())
+            conflict.last_point = int(np.flatnonzero(np.isfinite(last))[-1])
         self._conflicts[key] = conflict
         return conflict
 
@@ -217,25 +224,47 @@ class Coordinator:
         a, b = np.nonzero(np.triu(overlap, 1))
         return [(names[x], names[y]) for x, y in zip(a, b)]
 
-    def _in_way(self, stander: str, mover: str) -> bool:
-        """`stander` stands on `mover`'s path beyond `mover`'s own place: closer to it than
-        the two radii and half the clearance (a robot that stopped a little late for its turn
-        is not in the way yet)."""
-        j, i = self._paths[stander], self._paths[mover]
-        here = j.position
-        if here is None:
-            here = j.points[min(int(np.searchsorted(j.s, j.progress)), len(j.s) - 1)]
-        near = i.tree.query_ball_point(here, i.radius + j.radius + 0.5 * self.params.clearance)
-        return bool(near) and float(i.s[near].max()) > i.progress + self._reach(i, j)
+    def _here(self, name: str) -> np.ndarray:
+        j = self._paths[name]
+        if j.position is not None:
+            return j.position
+        return j.points[min(int(np.searchsorted(j.s, j.progress)), len(j.s) - 1)]
+
+    def _in_way(self, pairs: Sequence[Tuple[str, str]]) -> set:
+        """The (stander, mover) of `pairs`, both ways, where the stander stands on the mover's
+        path beyond the mover's own place: closer to it than the two radii and half the
+        clearance (a robot that stopped a little late for its turn is not in the way yet).
+        One kd-tree query per mover for all the robots near its path."""
+        standers: Dict[str, List[str]] = {}
+        for a, b in pairs:
+            standers.setdefault(b, []).append(a)
+            standers.setdefault(a, []).append(b)
+        here = {name: self._here(name) for name in standers}
+        found = set()
+        for mover, others in standers.items():
+            i = self._paths[mover]
+            radii = np.array([self._paths[name].radius for name in others])
+            near = i.tree.query_ball_point(np.array([here[name] for name in others]),
+                                           i.radius + radii + 0.5 * self.params.clearance)
+            counts = np.array([len(points) for points in near])
+            hit = np.flatnonzero(counts)
+            if not len(hit):
+                continue
+            farthest = np.maximum.reduceat(i.s[np.concatenate(near[hit])],
+                                           np.cumsum(counts[hit]) - counts[hit])
+            beyond = farthest > i.progress + (i.radius + radii[hit] + self.params.clearance)
+            found.update((others[k], mover) for k in hit[beyond])
+        return found
 
     def update(self) -> Dict[str, Gate]:
         """Every coordinated robot's gate (after `set_progress` for each)."""
         names = sorted(self._paths, key=lambda n: self._paths[n].rank)
         pairs = self._near()
+        in_way = self._in_way(pairs)
         before: Dict[str, set] = {n: set() for n in names}     # x: robots that go before x
         locked: Dict[str, str] = {}
         for a, b in pairs:
-            a_blocks, b_blocks = self._in_way(a, b), self._in_way(b, a)
+            a_blocks, b_blocks = (a, b) in in_way, (b, a) in in_way
             if a_blocks and b_blocks:
                 early, late = sorted((a, b), key=lambda n: self._paths[n].rank)
                 locked[late] = early
@@ -258,16 +287,24 @@ class Coordinator:
         """Where `name` must stop for the robots before it that have not passed yet."""
         j = self._paths[name]
         spacing = self.params.spacing
-        stop, waits_for = np.inf, None
+        ahead = j.s >= j.progress - spacing
+        candidates = []     # (first pending point, leader, its conflict, pending points)
         for leader in leaders:
             i = self._paths[leader]
             conflict = self._conflict(name, leader)
-            pending = (conflict.last >= i.progress - spacing) & (j.s >= j.progress - spacing)
-            if not pending.any() or self._clears_first(j, i, conflict, pending):
-                continue
-            first = j.s[int(np.argmax(pending))]
-            if first < stop:
+            if conflict.last_max < i.progress - spacing or \
+                    conflict.last_point < 0 or not ahead[conflict.last_point]:
+                continue    # one of them has passed every conflict (or they never meet)
+            pending = (conflict.last >= i.progress - spacing) & ahead
+            if pending.any():
+                candidates.append((j.s[int(np.argmax(pending))], leader, conflict, pending))
+        # The nearest first: only the nearest one j does not clear first sets the gate (a tie
+        # goes to the leader listed first).
+        stop, waits_for = np.inf, None
+        for first, leader, conflict, pending in sorted(candidates, key=lambda c: c[0]):
+            if not self._clears_first(j, self._paths[leader], conflict, pending):
                 stop, waits_for = first, leader
+                break
         if waits_for is None:
             return Gate(locked_with=locked_with)
         # Near the other's path already (not in its way, or it would go first): wait here.

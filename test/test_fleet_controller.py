@@ -395,3 +395,24 @@ def test_states_set_together_are_the_states_set_one_by_one():
         np.testing.assert_array_equal(getattr(many.state, name), getattr(one.state, name),
                                       err_msg=name)
     assert many.state.jump_margin[1] > 0.25 and many.state.stamp[0] == 1.0
+
+
+def test_cars_nose_to_nose_back_off_where_orca_asks_them_to_give_way():
+    """Two cars stand nose to nose inside each other's ORCA discs at the end of their
+    trajectories: ORCA asks each to give way, which is behind it. A car keeps speed to turn, so
+    driving on toward that velocity took both into each other, where the safety layer froze
+    them at its margin for good (open_mixed_planned seed 8); they back off instead."""
+    car = dict(kinematics='car', radius=0.6, max_speed=1.5, max_accel=1.0, max_yaw_rate=1.0,
+               wheelbase=0.8, min_turning_radius=2.0)
+    fleet = FleetController(specs(2, **car), ControllerParams(trajectories_only=True))
+    starts = [(0.0, 0.0, 0.0), (1.35, 0.0, math.pi)]       # 0.15 m between the bodies
+    for i, (x, y, yaw) in enumerate(starts):
+        standing = Reference(times=np.array([0.0, 1.0]), positions=np.array([[x, y], [x, y]]),
+                             velocities=np.zeros((2, 2)), accelerations=np.zeros((2, 2)),
+                             yaw=np.full(2, yaw), yaw_rate=np.zeros(2), direction=np.ones(2))
+        fleet.set_trajectory(i, standing, start_time=100.0)
+    poses, twists, events = closed_loop(fleet, starts, 3.0)
+    gap = np.linalg.norm(poses[:, 0, :2] - poses[:, 1, :2], axis=1) - 1.2
+    assert events == []
+    assert (twists[:, 0, 0] < -0.05).any() and (twists[:, 1, 0] < -0.05).any()   # backed off
+    assert gap.min() > 0.1 and gap[-1] > 0.15

@@ -287,7 +287,9 @@ def tracking_twist(v_des, yaw, limits: RobotLimits, command: TrackingCommand,
 
     Robots with a reference drive in its direction: on a reversing segment a car or diff-drive
     robot drives backward (it is mapped as a robot driving forward with heading yaw + pi, then the
-    speed is negated; the yaw rate is the same), and on a forward segment it never reverses.
+    speed is negated; the yaw rate is the same), and on a forward segment it does not reverse,
+    except a car whose ORCA velocity points behind its driving direction while the tracker's
+    does not (ORCA asks it to give way): it backs off toward it, within the same NH-ORCA bound.
     A diff-drive robot whose desired speed is below ``turn_in_place_speed`` turns in place at the
     tracker's yaw rate (turn-in-place segments, final heading at the goal). Robots without a
     reference, holonomic robots and quadrotors get ``planar_velocity_to_twist``.
@@ -312,8 +314,16 @@ def tracking_twist(v_des, yaw, limits: RobotLimits, command: TrackingCommand,
         twist[diff, 1] = 0.0
         twist[diff, 2] = np.where(slow, command.yaw_rate[diff], w)
     if car.any():
-        v, w = planar_velocity_to_car(v_des[car], heading[car], limits.min_turning_radius[car],
-                                      limits.max_speed[car], limits.max_yaw_rate[car],
-                                      car_heading_time, allow_reverse=False)
+        # ORCA's velocity behind the driving direction where the tracker's is not: ORCA asks
+        # the car to give way. It backs off toward it; driving on (a car keeps speed to turn)
+        # took it into what it gave way to, where the safety layer froze it for good.
+        drive = np.column_stack([np.cos(heading), np.sin(heading)])
+        give_way = (np.sum(v_des * drive, axis=1) < 0.0) & \
+            (np.sum(command.pref_velocity * drive, axis=1) >= 0.0)
+        args = (v_des[car], heading[car], limits.min_turning_radius[car], limits.max_speed[car],
+                limits.max_yaw_rate[car], car_heading_time)
+        v, w = planar_velocity_to_car(*args, allow_reverse=False)
+        back_v, back_w = planar_velocity_to_car(*args, allow_reverse=True)
+        v, w = np.where(give_way[car], back_v, v), np.where(give_way[car], back_w, w)
         twist[car, 0], twist[car, 1], twist[car, 2] = sign[car] * v, 0.0, w
     return admissible_twist(twist, limits)

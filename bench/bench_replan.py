@@ -114,9 +114,10 @@ def measure(robots_count: int, seed: int) -> dict:
         now += 0.05
         steady.append(_timed(lambda: f.run(f.planner.check_progress(now), now)))
     replans, queries = [], []
-    fresh = free_points(rng, grid, REPLANS, radii[:REPLANS] + 0.35, radii[:REPLANS] + 0.3,
+    count = min(REPLANS, robots_count)
+    fresh = free_points(rng, grid, count, radii[:count] + 0.35, radii[:count] + 0.3,
                         avoid=np.vstack([starts, goals]), avoid_radius=0.6)
-    for r, (x, y) in zip(robots[:REPLANS], fresh):
+    for r, (x, y) in zip(robots[:count], fresh):
         now += 0.05
         asked = len(f.query_s)
 
@@ -127,7 +128,7 @@ def measure(robots_count: int, seed: int) -> dict:
         queries.append(sum(f.query_s[asked:]))
     replans, queries = np.array(replans), np.array(queries)
     return {'robots': robots_count, 'map_m': round(grid.extent[1][0] - grid.extent[0][0], 1),
-            'plans': len(plans), 'failed_plans': f.failed,
+            'plans': len(plans), 'replans': count, 'failed_plans': f.failed,
             'plan_median_ms': 1e3 * float(np.median(plans)),
             'plan_p95_ms': 1e3 * float(np.percentile(plans, 95)),
             'plan_max_ms': 1e3 * float(plans.max()), 'plans_total_s': float(plans.sum()),

@@ -9,7 +9,8 @@ import sys
 import time
 
 AREAS = ('orca', 'orca3d', 'kinodynamic', 'planner3d', 'hybrid', 'cycle', 'fleet', 'pipeline',
-         'transforms', 'noisy_map', 'sensors', 'people', 'shards', 'tf_load', 'generalize')
+         'transforms', 'noisy_map', 'sensors', 'people', 'shards', 'tf_load', 'generalize',
+         'replan')
 
 
 def main(argv=None):

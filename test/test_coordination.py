@@ -116,6 +116,32 @@ def test_two_robots_each_on_the_others_path_are_locked_and_the_later_backs_out()
     assert gates['b'].locked_with == 'a' and gates['a'].locked_with is None
 
 
+def test_who_stands_in_whose_way_is_the_same_asked_for_all_pairs_at_once_as_pair_by_pair():
+    """The fleet-wide query (one kd-tree query per robot) answers as the definition does for
+    each pair: the stander within the two radii and half the clearance of a point of the
+    mover's path that lies more than their reach beyond the mover's progress."""
+    rng = np.random.default_rng(7)
+    coordinator = Coordinator()
+    refs = {}
+    for k in range(14):
+        x0, y0, x1, y1 = rng.uniform(0.0, 12.0, 4)
+        refs[f'r{k}'] = straight(x0, y0, x1, y1)
+        coordinator.set_path(f'r{k}', refs[f'r{k}'], float(rng.uniform(0.2, 0.5)), (k, k))
+        arc = arc_lengths(refs[f'r{k}'].positions)
+        at(coordinator, f'r{k}', refs[f'r{k}'], float(rng.uniform(0.0, arc[-1])))
+    pairs = coordinator._near()
+    clearance = CoordinationParams().clearance
+
+    def in_way(stander, mover):
+        j, i = coordinator._paths[stander], coordinator._paths[mover]
+        gap = np.linalg.norm(i.points - coordinator._here(stander), axis=1)
+        near = gap <= i.radius + j.radius + 0.5 * clearance
+        return near.any() and i.s[near].max() > i.progress + i.radius + j.radius + clearance
+    expected = {(a, b) for x, y in pairs for a, b in ((x, y), (y, x)) if in_way(a, b)}
+    assert len(pairs) > 20 and expected
+    assert coordinator._in_way(pairs) == expected
+
+
 def test_a_gated_reference_brakes_to_a_stand_at_the_gate():
     reference = straight(0.0, 0.0, 10.0, 0.0)
     piece, offset = stop_before(reference, 2.0, 6.0, decel=1.0)

@@ -157,7 +157,7 @@ def placed_scene(name: str, rng, grid: OccupancyGrid, kinds: Sequence[str], goal
     """Robots of `kinds` at random free starts, each with `goals` random free goals."""
     robots = fleet(kinds)
     radii = np.array([r.radius for r in robots])
-    room = radii + 0.35 + np.where([r.kinematics == 'car' for r in robots], 0.5, 0.0)
+    room = radii + 0.35 + np.where([r.steered for r in robots], 0.5, 0.0)
     starts = free_points(rng, grid, len(robots), room, radii + 0.3)
     targets = [free_points(rng, grid, len(robots), room, radii + 0.3) for _ in range(goals)]
     yaw = rng.uniform(-math.pi, math.pi, len(robots))

@@ -68,11 +68,10 @@ def baseline_run(cfg, dt: float = 0.05):
                                 [r.min_turning_radius for r in robots])
     starts = np.array([r.start for r in robots], dtype=float)
     sim = FleetSim(limits, [r.radius for r in robots], starts, grid=grid)
-    tracker = FleetTracker([r.kinematics in ('diff_drive', 'car') for r in robots],
-                           steered=[r.kinematics == 'car' for r in robots])
+    specs = [RobotSpec(r.name, **r.field_values()) for r in robots]
+    tracker = FleetTracker([s.non_holonomic for s in specs], steered=[s.steered for s in specs])
     settings = PlanSettings.from_values({'safety_margin': SHARED_SPECS['safety_margin'].default,
                                          **cfg.node_parameters['planner_node']})
-    specs = [RobotSpec(r.name, **r.field_values()) for r in robots]
     goal_index = np.zeros(n, dtype=int)
     finish = [None] * n
     planners = [None] * n

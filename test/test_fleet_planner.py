@@ -145,6 +145,29 @@ def test_replan_on_deviation_only_after_min_replan_interval():
     assert 'off the trajectory' in actions.status[0].message
 
 
+@pytest.mark.parametrize('kinematics, speed, replanned', [
+    ('car', 0.0, True), ('car', 0.2, False), ('diff_drive', 0.0, False)])
+def test_a_car_stopped_at_its_trajectorys_end_beside_its_goal_is_planned_again(kinematics, speed,
+                                                                              replanned):
+    """A car's tracker leaves a sideways error at the end to the planner (a car closes it only
+    by a manoeuvre): standing there out of tolerance, it is planned again at once rather than
+    when the stuck ladder comes round. One still moving is left to finish; other robots close
+    the error themselves."""
+    spec = RobotSpec('robot0', kinematics=kinematics, radius=0.25, max_speed=1.0, max_accel=1.0,
+                     min_turning_radius=1.0)
+    planner = supervisor(spec=spec)
+    planner.set_map(room(), now=10.0)
+    planner.set_start_state('robot0', state(2.0, 5.0, stamp=10.0), now=10.0)
+    following(planner, now=10.0)
+    beside = StartState(pose=[8.0, 5.4, 0.0], velocity=[speed, 0.0], stamp_s=20.0)  # 0.4 m off
+    planner.set_start_state('robot0', beside, now=20.0)
+    actions = planner.check_progress(now=20.0)
+    assert bool(actions.plan) == replanned
+    if replanned:
+        np.testing.assert_allclose(actions.plan[0].start.pose[:2], [8.0, 5.4])
+        assert 'stopped 0.40 m from the end of its trajectory' in actions.status[0].message
+
+
 def test_new_map_blocking_the_trajectory_replans_and_one_that_does_not_is_ignored():
     planner = ready()
     following(planner)

@@ -6,7 +6,9 @@ stamp it was measured at) and the current plan, and decides when to plan:
 * a new goal plans from the latest start state; so does the first map or start state a waiting
   goal needed;
 * a new map that blocks the rest of the trajectory replans; so does a robot farther than
-  ``replan_deviation`` from its trajectory, at most once per ``min_replan_interval``;
+  ``replan_deviation`` from its trajectory, or a car standing at its trajectory's end farther
+  than ``goal_tolerance`` from it (the tracker leaves a sideways error to the planner: a car
+  closes it only by a manoeuvre), at most once per ``min_replan_interval``;
 * a robot within ``goal_tolerance`` of the end of its trajectory, once its last driving-direction
   segment has started, is done and no longer replanned.
 
@@ -77,6 +79,7 @@ from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.reference import Reference
 
 JAM_PROGRESS = 0.1      # m the distance to go must shrink by within a goal's jam_timeout
+_STANDING = 0.05        # m/s: slower than this, a robot at its trajectory's end has stopped there
 _GATE_STEP = 0.5        # m a gate moves on before the shortened reference is sent again
 _GATE_TIGHTER = 0.05    # m a gate moves back before it is
 BACK_OUT_BUDGET_DIVISOR = 5     # a plan to back out to a place nearby gets this much less
@@ -400,6 +403,12 @@ class FleetPlanner:
                     now - robot.last_request >= self.policy.min_replan_interval:
                 robot.replans += 1
                 actions += self._request(name, f'{deviation:.2f} m off the trajectory', now)
+            elif robot.spec.steered and robot.progress_time >= ref.times[-1] and \
+                    float(np.linalg.norm(robot.start.velocity)) < _STANDING and \
+                    now - robot.last_request >= self.policy.min_replan_interval:
+                robot.replans += 1
+                actions += self._request(name, f'stopped {to_end:.2f} m from the end of its '
+                                               'trajectory', now)
             else:
                 actions += self._escalate(name, now)
         actions += self._coordinate(now)
@@ -473,7 +482,7 @@ class FleetPlanner:
                              'to back out to; waiting')
             return actions
         # A car backs out as it stands (straight back where it can); the others face the place.
-        heading = robot.start.yaw if robot.spec.kinematics == 'car' else \
+        heading = robot.start.yaw if robot.spec.steered else \
             float(np.arctan2(*(spot - here)[::-1]))
         robot.waypoint = np.array([spot[0], spot[1], heading])
         robot.around = True

@@ -83,6 +83,11 @@ class RobotSpec:
         """Cannot move sideways (diff-drive, car)."""
         return self.kinematics in ('diff_drive', 'car')
 
+    @property
+    def steered(self) -> bool:
+        """Turns by steering (a car): no turn in place, and a sideways error takes a manoeuvre."""
+        return self.kinematics == 'car'
+
     def field_values(self) -> dict:
         """{field: value} for every field of ROBOT_FIELDS."""
         return {f.name: getattr(self, f.name) for f in fields(RobotSpec) if f.name != 'name'}

@@ -59,13 +59,12 @@ class Steering:
         return TrackingParams(position_tolerance=self._params.goal_tolerance)
 
     def _new_trackers(self, robots: Sequence[RobotSpec]) -> None:
-        kinds = [r.kinematics for r in robots]
         self._tracker = FleetTracker([r.non_holonomic for r in robots], dim=2,
                                      params=self._tracking_params(),
-                                     steered=[k == 'car' for k in kinds])
-        self.tracked = np.full(len(kinds), self._params.trajectories_only)
+                                     steered=[r.steered for r in robots])
+        self.tracked = np.full(len(robots), self._params.trajectories_only)
         # Drones' 3-D plans (x, y, z references) are tracked in 3-D; 2-D ones in the plane.
-        self._flight_tracker = FleetTracker(np.zeros(len(kinds), dtype=bool), dim=3,
+        self._flight_tracker = FleetTracker(np.zeros(len(robots), dtype=bool), dim=3,
                                             params=self._tracking_params())
 
     # ------------------------------------------------------------------ inputs

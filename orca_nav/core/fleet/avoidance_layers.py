@@ -110,8 +110,8 @@ class Avoidance:
         limits = c.bodies.limits if everyone else c.bodies.limits.subset(rows)
         guidance = c.map.guidance if c.map is not None else None
         pref, tracking = c.steering.ground(
-            c.now, rows, everyone, live, positions, limits, c.xy, c.state.yaw, c.bodies.limits,
-            guidance, c.commanded, c.bodies.orca_radius, c.bodies.radius,
+            c.params, c.now, rows, everyone, live, positions, limits, c.xy, c.state.yaw,
+            c.bodies.limits, guidance, c.commanded, c.bodies.orca_radius, c.bodies.radius,
             lambda points: _room(c, points))
         pref = np.where(run[:, None], pref, velocities)
         velocity = self._solve_planar(c, rows, run, positions, velocities, pref, limits,
@@ -174,7 +174,7 @@ class Avoidance:
             [state.velocity[rows], np.where(flying, state.climb[rows], 0.0)]), 0.0)
         pref = velocities.copy()
         pref[drive] = keep_right(c.steering.drones(
-            c.now, rows[drive], positions[drive], bodies.limits.subset(rows[drive]), c.xy,
+            p, c.now, rows[drive], positions[drive], bodies.limits.subset(rows[drive]), c.xy,
             state.altitude, state.yaw, bodies.limits))
         limits = bodies.limits.subset(rows)
         margin = state.margins(rows, c.now, p.uncertainty_gain, p.max_uncertainty_margin)

@@ -159,7 +159,7 @@ class FleetController:
             notes += [f'{name}: kinematics changed; current trajectories dropped'
                       for name in changed]
             robots = robots if changed else None
-        self.steering.configure(params or self.params, robots)
+        self.steering.configure(self.params, params or self.params, robots)
         if params is not None:
             self.params = params
             self._sensed.persistence = params.sensor_persistence

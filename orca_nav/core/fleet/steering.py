@@ -4,8 +4,9 @@ A robot with a trajectory tracks it (`tracking`; a drone's 3-D plan in 3-D); a r
 one heads for its goal with the braking profile (`preferred_velocity`), around the map's
 obstacles once a map with goal guidance is known (`guidance`), with the deadlock breaker on
 top (`deadlock`). `Steering` keeps what this needs across cycles: goals, trajectories, the
-trackers, the breaker's history and who has arrived. It checks nothing against maps: the
-controller refuses goals before they get here.
+trackers, the breaker's history and who has arrived; not the parameters, which are the
+controller's and come with each call. It checks nothing against maps: the controller refuses
+goals before they get here.
 """
 from __future__ import annotations
 
@@ -33,39 +34,31 @@ class Steering:
         self.goal_z = np.full(n, np.nan)        # drones' goal altitude; NaN: keep flying level
         self.arrived = np.zeros(n, dtype=bool)
         self.has_trajectory = np.zeros(n, dtype=bool)
-        self._params = params
-        self.breaker = self._new_breaker()
-        self._new_trackers(robots)
+        self.breaker = _new_breaker(n, params)
+        self._new_trackers(robots, params)
         self._tracked_at: Optional[float] = None    # the cycle `_tracking` was computed for
         self._tracking: Optional[TrackingCommand] = None
 
-    def configure(self, params: ControllerParams, robots: Optional[Sequence[RobotSpec]]) -> None:
-        """New parameters; with `robots`, new kinematics: the trajectories are dropped (a
-        tracker is per model). New deadlock parameters restart stall detection."""
-        old, self._params = self._params, params
+    def configure(self, old: ControllerParams, new: ControllerParams,
+                  robots: Optional[Sequence[RobotSpec]]) -> None:
+        """Parameters `old` -> `new`; with `robots`, new kinematics: the trajectories are dropped
+        (a tracker is per model). New deadlock parameters restart stall detection."""
         self._tracked_at = None     # new trackers or tolerances: the cycle's step is taken anew
         if robots is not None:
-            self._new_trackers(robots)
-        if params.deadlock != old.deadlock:
-            self.breaker = self._new_breaker()
-        if params.goal_tolerance != old.goal_tolerance:
-            self._tracker.params = self._flight_tracker.params = self._tracking_params()
+            self._new_trackers(robots, new)
+        if new.deadlock != old.deadlock:
+            self.breaker = _new_breaker(len(self.goal), new)
+        if new.goal_tolerance != old.goal_tolerance:
+            self._tracker.params = self._flight_tracker.params = _tracking_params(new)
 
-    def _new_breaker(self) -> Optional[DeadlockBreaker]:
-        p = self._params.deadlock
-        return None if p is None else DeadlockBreaker(len(self.goal), p)
-
-    def _tracking_params(self) -> TrackingParams:
-        return TrackingParams(position_tolerance=self._params.goal_tolerance)
-
-    def _new_trackers(self, robots: Sequence[RobotSpec]) -> None:
+    def _new_trackers(self, robots: Sequence[RobotSpec], params: ControllerParams) -> None:
         self._tracker = FleetTracker([r.non_holonomic for r in robots], dim=2,
-                                     params=self._tracking_params(),
+                                     params=_tracking_params(params),
                                      steered=[r.steered for r in robots])
-        self.tracked = np.full(len(robots), self._params.trajectories_only)
+        self.tracked = np.full(len(robots), params.trajectories_only)
         # Drones' 3-D plans (x, y, z references) are tracked in 3-D; 2-D ones in the plane.
         self._flight_tracker = FleetTracker(np.zeros(len(robots), dtype=bool), dim=3,
-                                            params=self._tracking_params())
+                                            params=_tracking_params(params))
 
     # ------------------------------------------------------------------ inputs
     def same_goal(self, i: int, xy: np.ndarray, goal_z: float) -> bool:
@@ -101,17 +94,17 @@ class Steering:
             self._tracked_at = now
         return self._tracking
 
-    def ground(self, now: float, rows: np.ndarray, everyone: bool, live: np.ndarray,
-               positions: np.ndarray, limits: RobotLimits, fleet_xy: np.ndarray,
+    def ground(self, p: ControllerParams, now: float, rows: np.ndarray, everyone: bool,
+               live: np.ndarray, positions: np.ndarray, limits: RobotLimits, fleet_xy: np.ndarray,
                yaw: np.ndarray, fleet_limits: RobotLimits, guidance: Optional[GeodesicGuidance],
                guided: np.ndarray, orca_radius: np.ndarray, radius: np.ndarray,
                room: Callable[[np.ndarray], np.ndarray]) -> Tuple[np.ndarray, TrackingCommand]:
-        """Preferred velocities (len(rows), 2) of the ground agents `rows` (positions and
-        limits theirs; fleet_xy, yaw, fleet_limits, orca_radius and radius the whole fleet's):
-        trajectory tracking where a robot is tracked, else toward the goal (down `guidance`
-        for the robots marked `guided` (N,)) with the deadlock breaker on top, which asks
-        `room(points)` for the clearance there. Also the tracking command for the rows."""
-        p = self._params
+        """Preferred velocities (len(rows), 2) of the ground agents `rows` under the controller's
+        parameters `p` (positions and limits theirs; fleet_xy, yaw, fleet_limits, orca_radius
+        and radius the whole fleet's): trajectory tracking where a robot is tracked, else toward
+        the goal (down `guidance` for the robots marked `guided` (N,)) with the deadlock
+        breaker on top, which asks `room(points)` for the clearance there. Also the tracking
+        command for the rows."""
         track = self._track(now, fleet_xy, yaw, fleet_limits)
         tracking = track if everyone else TrackingCommand(
             **{f.name: getattr(track, f.name)[rows] for f in fields(TrackingCommand)})
@@ -155,14 +148,14 @@ class Steering:
             pref = out[rows]
         return np.where(tracked[:, None], tracking.pref_velocity, pref), tracking
 
-    def drones(self, now: float, drones: np.ndarray, positions: np.ndarray,
+    def drones(self, p: ControllerParams, now: float, drones: np.ndarray, positions: np.ndarray,
                limits: RobotLimits, fleet_xy: np.ndarray, fleet_z: np.ndarray, yaw: np.ndarray,
                fleet_limits: RobotLimits) -> np.ndarray:
-        """(K, 3) preferred velocities of `drones` at `positions` (K, 3): straight to the 3-D
+        """(K, 3) preferred velocities of `drones` at `positions` (K, 3) under the controller's
+        parameters `p`: straight to the 3-D
         goal with the braking profile (a NaN goal altitude: level flight); a drone with a
         trajectory follows it in 3-D (a 3-D plan), or in x, y (a 2-D one) climbing to its goal
         altitude. fleet_xy, fleet_z, yaw and fleet_limits are the whole fleet's."""
-        p = self._params
         goals = np.column_stack([self.goal[drones], np.where(
             np.isnan(self.goal_z[drones]), positions[:, 2], self.goal_z[drones])])
         goals[np.isnan(goals[:, 0]), 2] = np.nan
@@ -181,3 +174,11 @@ class Steering:
                 pref[flying_plan] = flight.pref_velocity[drones[flying_plan]]
                 self.arrived[drones[flying_plan]] = flight.reached[drones[flying_plan]]
         return pref
+
+
+def _new_breaker(count: int, params: ControllerParams) -> Optional[DeadlockBreaker]:
+    return None if params.deadlock is None else DeadlockBreaker(count, params.deadlock)
+
+
+def _tracking_params(params: ControllerParams) -> TrackingParams:
+    return TrackingParams(position_tolerance=params.goal_tolerance)

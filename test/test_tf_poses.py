@@ -60,10 +60,14 @@ class Stack:
             return False
         return newest >= stamp
 
-    def odom(self, x, y, yaw, stamp, frame=None):
+    def advance(self, stamp):
+        """Simulated time on to `stamp`, once orca_node's clock is there."""
         self.clock.now_s = max(self.clock.now_s, stamp)
         self.clock.publish()
         assert self.ros.wait_for(lambda: node_time_s(self.node) >= self.clock.now_s - 1e-6)
+
+    def odom(self, x, y, yaw, stamp, frame=None):
+        self.advance(stamp)
         self.odom_pub.publish(state_to_odom((x, y), yaw, (0.5, 0.0), 0.0, seconds_to_time(stamp),
                                             frame or self.odom_frame, 'base_link'))
 
@@ -134,6 +138,9 @@ def test_a_missing_transform_stops_the_robot_and_the_diagnostic_names_the_frames
     diagnostics = ros.collect(DiagnosticArray, '/diagnostics', qos=50)
     for k in range(3):
         stack.odom(1.0, 0.0, 0.0, stamp=100.0 + 0.1 * k)
+    # The report after the refusal says why: a clock tick that came first reported without it.
+    assert ros.wait_for(lambda: 0 in stack.node.fleet.state.input_problem)
+    stack.advance(100.3)
 
     def says_why():
         return [s.message for d in diagnostics for s in d.status

@@ -153,6 +153,13 @@ def test_car_mapping_respects_turning_radius_and_reverses():
     assert np.all(np.sign(v[np.abs(ahead) > 1e-6]) == np.sign(ahead[np.abs(ahead) > 1e-6]))
     v, w = planar_velocity_to_car([[-1.0, 0.0]], [0.0], 2.0, 1.0, allow_reverse=False)
     assert v[0] > 0.0 and abs(w[0]) == pytest.approx(v[0] / 2.0)   # turns around forward
+    # Per car: each as it would be alone.
+    both = planar_velocity_to_car([[-1.0, 0.0]] * 2, [0.0] * 2, 2.0, 1.0,
+                                  allow_reverse=[True, False])
+    alone = [planar_velocity_to_car([[-1.0, 0.0]], [0.0], 2.0, 1.0, allow_reverse=flag)
+             for flag in (True, False)]
+    np.testing.assert_array_equal(both, np.hstack(alone))
+    assert both[0][0] < 0.0 < both[0][1]
 
 
 def test_car_drives_to_a_point_behind_it_by_reversing():

@@ -175,12 +175,13 @@ def integrate_pose(pose, twist, dt: float) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # Desired planar velocity (what ORCA outputs) -> commands a non-holonomic robot can execute.
 
-def _desired_heading(v_des, yaw, max_speed, allow_reverse: bool):
+def _desired_heading(v_des, yaw, max_speed, allow_reverse):
     """Validated inputs -> (speed (N,) clipped to max_speed, heading error alpha (N,),
     backwards (N,)).
 
-    With `allow_reverse`, a desired direction behind the robot (|alpha| > pi/2) is driven
-    backwards: alpha is then the error of the robot's tail, so |alpha| <= pi/2.
+    Where `allow_reverse` (bool, or (N,) bool per robot), a desired direction behind the robot
+    (|alpha| > pi/2) is driven backwards: alpha is then the error of the robot's tail, so
+    |alpha| <= pi/2.
     """
     v_des = np.atleast_2d(np.asarray(v_des, dtype=float))
     n = v_des.shape[0]
@@ -189,8 +190,9 @@ def _desired_heading(v_des, yaw, max_speed, allow_reverse: bool):
     speed = np.minimum(row_norms(v_des), _per_robot('max_speed', max_speed, n))
     alpha = np.where(speed > 0.0, wrap_angle(np.arctan2(v_des[:, 1], v_des[:, 0]) - yaw), 0.0)
     backwards = np.zeros(n, dtype=bool)
-    if allow_reverse:
-        backwards = np.abs(alpha) > 0.5 * np.pi
+    allow = np.broadcast_to(np.asarray(allow_reverse, dtype=bool), (n,))
+    if allow.any():
+        backwards = allow & (np.abs(alpha) > 0.5 * np.pi)
         alpha = np.where(backwards, wrap_angle(alpha - np.pi), alpha)
     return speed, alpha, backwards
 
@@ -221,14 +223,15 @@ def planar_velocity_to_unicycle(v_des, yaw, max_speed, max_yaw_rate, heading_tim
 
 
 def planar_velocity_to_car(v_des, yaw, min_turning_radius, max_speed, max_yaw_rate=np.inf,
-                           heading_time: float = 0.5, allow_reverse: bool = True,
+                           heading_time: float = 0.5, allow_reverse=True,
                            min_speed_fraction: float = 0.5):
     """Car (v, omega) with |omega| <= |v| / min_turning_radius toward desired velocities (N,2).
 
     Like the unicycle mapping, but a car cannot turn on the spot: while the heading error
     alpha is large it keeps at least `min_speed_fraction` of the desired speed so that it can
-    turn, and it turns at the tightest curvature the steering allows. With `allow_reverse`
-    a car whose desired direction is behind it (|alpha| > pi/2) reverses toward it.
+    turn, and it turns at the tightest curvature the steering allows. Where `allow_reverse`
+    (bool, or per car) a car whose desired direction is behind it (|alpha| > pi/2) reverses
+    toward it.
     Returns (v (N,), omega (N,)); omega = curvature * v with |curvature| <= 1/min_turning_radius.
     Keeping speed while turning costs tracking accuracy: over a cycle of length T the car
     deviates from v_des * T by at most |v_des| T sqrt(1 + f^2) with reversing, |v_des| T (1 + f)

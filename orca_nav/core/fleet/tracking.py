@@ -317,13 +317,11 @@ def tracking_twist(v_des, yaw, limits: RobotLimits, command: TrackingCommand,
         # ORCA's velocity behind the driving direction where the tracker's is not: ORCA asks
         # the car to give way. It backs off toward it; driving on (a car keeps speed to turn)
         # took it into what it gave way to, where the safety layer froze it for good.
-        drive = np.column_stack([np.cos(heading), np.sin(heading)])
-        give_way = (np.sum(v_des * drive, axis=1) < 0.0) & \
-            (np.sum(command.pref_velocity * drive, axis=1) >= 0.0)
-        args = (v_des[car], heading[car], limits.min_turning_radius[car], limits.max_speed[car],
-                limits.max_yaw_rate[car], car_heading_time)
-        v, w = planar_velocity_to_car(*args, allow_reverse=False)
-        back_v, back_w = planar_velocity_to_car(*args, allow_reverse=True)
-        v, w = np.where(give_way[car], back_v, v), np.where(give_way[car], back_w, w)
+        drive = np.column_stack([np.cos(heading[car]), np.sin(heading[car])])
+        give_way = (np.sum(v_des[car] * drive, axis=1) < 0.0) & \
+            (np.sum(command.pref_velocity[car] * drive, axis=1) >= 0.0)
+        v, w = planar_velocity_to_car(v_des[car], heading[car], limits.min_turning_radius[car],
+                                      limits.max_speed[car], limits.max_yaw_rate[car],
+                                      car_heading_time, allow_reverse=give_way)
         twist[car, 0], twist[car, 1], twist[car, 2] = sign[car] * v, 0.0, w
     return admissible_twist(twist, limits)

@@ -36,6 +36,7 @@ from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.sim.closed_loop import RunResult, Scene, run
 from orca_nav.core.sim.fleet_sim import CONTACT_CATEGORIES
 from orca_nav.core.sim.pedestrians import PedestrianParams, Pedestrians
+from orca_nav.core.traffic_rules import Lane, TrafficRules
 
 RESULTS = Path(__file__).resolve().parent / 'results' / 'generalize.json'
 MAPS = Path(__file__).resolve().parents[1] / 'config' / 'maps'
@@ -63,21 +64,51 @@ def open_map(rng, size: float = 24.0, pillars: int = 10) -> OccupancyGrid:
     return OccupancyGrid.from_rectangles((0.0, 0.0, size, size), 0.1, rects, wall=0.3)
 
 
+@dataclass(frozen=True)
+class Warehouse:
+    """Rows of shelves (1 m deep, two blocks of `length` split by a cross-aisle) with aisles of
+    width `aisle` between them, open at both ends and along the outer walls."""
+
+    rows: int
+    aisle: float
+    length: float
+    cross: float = 2.5
+    end: float = 3.0                # the open bands at either end (x)
+    side: float = 2.5               # the open bands below the first row and above the last (y)
+
+    @classmethod
+    def draw(cls, rng, rows: Optional[int] = None) -> 'Warehouse':
+        """Aisles of a width drawn from 1.4, 1.8 and 2.4 m, 3 - 5 rows, blocks 8 - 12 m long."""
+        aisle = float(rng.choice([1.4, 1.8, 2.4]))
+        rows = int(rng.integers(3, 6)) if rows is None else rows
+        return cls(rows, aisle, float(rng.uniform(8.0, 12.0)))
+
+    def _row_y(self, k: int) -> float:
+        return self.side + k * (1.0 + self.aisle)
+
+    def grid(self) -> OccupancyGrid:
+        width = 2 * self.end + 2 * self.length + self.cross
+        height = 2 * self.side + self.rows * 1.0 + (self.rows - 1) * self.aisle
+        x0, x1 = self.end, self.end + self.length + self.cross
+        rects = [(x, self._row_y(k), x + self.length, self._row_y(k) + 1.0)
+                 for k in range(self.rows) for x in (x0, x1)]
+        return OccupancyGrid.from_rectangles((0.0, 0.0, width, height), 0.1, rects, wall=0.3)
+
+    def one_way_aisles(self) -> TrafficRules:
+        """Every aisle one way, the direction alternating from row to row (a circulation the
+        open bands close), each block's half apart so the cross-aisle stays two-way."""
+        lanes = []
+        for k in range(self.rows - 1):
+            y = self._row_y(k) + 1.0 + 0.5 * self.aisle
+            for half, x in enumerate((self.end, self.end + self.length + self.cross)):
+                ends = [x, x + self.length][::1 if k % 2 == 0 else -1]
+                lanes.append(Lane(f'aisle_{k}_{half}', (ends[0], y), (ends[1], y), self.aisle))
+        return TrafficRules(lanes)
+
+
 def warehouse_map(rng, rows: Optional[int] = None) -> OccupancyGrid:
-    """Rows of shelves (1 m deep) with aisles of a width drawn from 1.4, 1.8 and 2.4 m, split by
-    a cross-aisle, open at both ends."""
-    aisle = float(rng.choice([1.4, 1.8, 2.4]))
-    rows = int(rng.integers(3, 6)) if rows is None else rows
-    length = float(rng.uniform(8.0, 12.0))
-    cross = 2.5
-    width = 2 * 3.0 + 2 * length + cross
-    height = 2 * 2.5 + rows * 1.0 + (rows - 1) * aisle
-    rects = []
-    for k in range(rows):
-        y = 2.5 + k * (1.0 + aisle)
-        rects += [(3.0, y, 3.0 + length, y + 1.0),
-                  (3.0 + length + cross, y, 3.0 + 2 * length + cross, y + 1.0)]
-    return OccupancyGrid.from_rectangles((0.0, 0.0, width, height), 0.1, rects, wall=0.3)
+    """A drawn `Warehouse`'s map."""
+    return Warehouse.draw(rng, rows).grid()
 
 
 def office_map(rng) -> OccupancyGrid:
@@ -312,7 +343,8 @@ def warehouse_throughput(rng) -> Scene:
     continuous pick tasks (a pick at a shelf face in an aisle, then a drop at a station in the
     open bands at either end, and so on) for a fixed 240 s; counted in goals reached per
     robot-hour. Run with coordination on and off (`--throughput`)."""
-    grid = warehouse_map(rng, rows=int(rng.integers(4, 6)))
+    layout = Warehouse.draw(rng, rows=int(rng.integers(4, 6)))
+    grid = layout.grid()
     count = int(rng.integers(20, 27))
     robots = fleet(['diff_drive'] * count)
     radii = np.array([r.radius for r in robots])

@@ -84,3 +84,18 @@ def test_a_bad_file_is_refused_naming_the_entry_and_field(mend, message):
         TrafficRules.from_dict(data, 'warehouse_traffic.yaml')
     assert message in str(err.value)
     assert str(err.value).startswith('warehouse_traffic.yaml')
+
+
+def test_the_shipped_warehouse_rules_lie_in_its_aisles():
+    from pathlib import Path
+
+    from orca_nav.core.grid import OccupancyGrid
+    maps = Path(__file__).resolve().parents[1] / 'config' / 'maps'
+    rules = TrafficRules.from_yaml(maps / 'warehouse_traffic.yaml')
+    grid = OccupancyGrid.from_map_yaml(maps / 'warehouse.yaml')
+    assert len(rules.lanes) == 8 and rules.frame_id == 'map'
+    for lane in rules.lanes:
+        along = np.linspace(0.0, 1.0, 50)[:, None]
+        centre = np.array(lane.start) + along * (np.array(lane.end) - np.array(lane.start))
+        # Each lane's centre line runs through its aisle, as far from a shelf as the aisle allows.
+        assert (grid.clearance_at(centre) >= 0.5 * lane.width - grid.resolution).all(), lane.name

@@ -429,6 +429,7 @@ def summary(job: Job, result: RunResult, seconds: float) -> dict:
                 for c in CONTACT_CATEGORIES for state in ('moving', 'rest')}
     return {'family': job.family, 'seed': job.seed, 'coordinate': job.coordinate,
             'longest_wait_s': round(result.longest_wait, 1),
+            'longest_stalled_wait_s': round(result.longest_stalled_wait, 1),
             'goals_per_robot_hour': round(result.reached / result.robots * 3600.0 /
                                           THROUGHPUT_SECONDS, 1)
             if job.family in THROUGHPUT_FAMILIES else None,
@@ -482,7 +483,7 @@ def _label(run: dict) -> str:
 def throughput_table(runs: List[dict]) -> List[str]:
     """Goals reached per robot-hour with coordination on and off, per seed and in all."""
     lines = [f'{"family":<22} {"seed":>4} {"robots":>6} {"goals/robot-h on":>16} '
-             f'{"off":>6} {"ratio":>6} {"stuck on/off":>12} {"longest wait on":>15}']
+             f'{"off":>6} {"ratio":>6} {"stuck on/off":>12} {"waits on: most, stalled":>23}']
     pairs = {}
     for r in runs:
         pairs.setdefault((r['family'], r['seed']), {})[r['coordinate']] = r
@@ -496,7 +497,8 @@ def throughput_table(runs: List[dict]) -> List[str]:
         lines.append(f'{family:<22} {seed:>4} {on["robots"]:>6} '
                      f'{on["goals_per_robot_hour"]:>16.1f} '
                      f'{off["goals_per_robot_hour"]:>6.1f} {ratio:>6.2f} '
-                     f'{on["stuck"]:>5}/{off["stuck"]:<6} {on["longest_wait_s"]:>15.1f}')
+                     f'{on["stuck"]:>5}/{off["stuck"]:<6} {on["longest_wait_s"]:>15.1f} s, '
+                     f'{on["longest_stalled_wait_s"]:>4.1f} s')
     if ratios:
         total_on = sum(p[True]['reached'] for p in pairs.values() if len(p) == 2)
         total_off = sum(p[False]['reached'] for p in pairs.values() if len(p) == 2)

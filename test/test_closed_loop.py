@@ -74,6 +74,7 @@ def test_the_throughput_table_pairs_the_runs_with_and_without_coordination():
     def row(seed, coordinate, reached):
         return {'family': 'warehouse_throughput', 'seed': seed, 'coordinate': coordinate,
                 'robots': 20, 'reached': reached, 'stuck': 0, 'longest_wait_s': 0.0,
+                'longest_stalled_wait_s': 0.0,
                 'goals_per_robot_hour': reached / 20 * 3600.0 / 240.0}
     lines = throughput_table([row(0, True, 60), row(0, False, 30), row(1, True, 40),
                               row(1, False, 40), row(2, True, 10)])   # seed 2 has no pair

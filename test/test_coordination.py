@@ -407,6 +407,8 @@ def test_robots_take_turns_in_a_one_robot_lane(make):
     result = run(make(coordinate=True))
     assert result.finished == result.robots and result.stuck == []
     assert result.moving_contacts == 0
+    # Someone waited its turn; its longest wait without progress is a part of all its waits.
+    assert 0.0 < result.longest_stalled_wait <= result.longest_wait, result
 
 
 @pytest.mark.slow

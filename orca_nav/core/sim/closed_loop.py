@@ -88,6 +88,9 @@ class RunResult:
     duration: float                         # simulated time run
     plan_failures: int = 0
     longest_wait: float = 0.0               # s the longest one robot waited its turns, in all
+    # s the longest one robot stood at a gate without progress toward its goal, in one stretch
+    # (the 30 s; `longest_wait` adds up every turn it waited).
+    longest_stalled_wait: float = 0.0
     # Robots that did not finish, were not stuck, and at the end stood for a person (the
     # passive guarantee) or had one next to them: blocked by design.
     held: List[str] = field(default_factory=list)
@@ -148,6 +151,7 @@ class _Loop:
         self.progress_at = np.zeros(len(robots))   # progress only
         self.stuck = np.zeros(len(robots), dtype=bool)
         self.waited = np.zeros(len(robots))     # s spent waiting for another robot's turn
+        self.stalled_wait = np.zeros(len(robots))   # longest wait at a gate since progress
         self.held_by_person = np.zeros(len(robots), dtype=bool)    # in the last cycle
         self.retry_at: Dict[int, float] = {}
         self.plan_failures = 0
@@ -179,6 +183,7 @@ class _Loop:
             int(finished.sum()), [n for n, bad in zip(self.names, self.stuck) if bad],
             float(np.nanmax(self.finish_time)) if finished.all() else None, now,
             self.plan_failures, float(self.waited.max(initial=0.0)),
+            float(self.stalled_wait.max(initial=0.0)),
             [n for n, bad in zip(self.names, held) if bad])
 
     def _over(self, now: float) -> bool:
@@ -302,6 +307,7 @@ class _Loop:
             elif self.planner is not None and self.planner.gate(self.names[i]) is not None:
                 # Waiting its turn (coordination) is not being stuck; it is counted apart.
                 self.waited[i] += now - max(self.closer_at[i], now - s_period)
+                self.stalled_wait[i] = max(self.stalled_wait[i], now - self.progress_at[i])
                 self.closer_at[i] = now
             elif now - self.closer_at[i] > self.scene.stuck_time:
                 self.stuck[i] = True

@@ -34,6 +34,35 @@ def test_where_lanes_overlap_a_motion_must_not_be_against_either():
         [False, False, True, True]
 
 
+def test_slack_counts_headings_closer_to_the_lane_as_against():
+    rules = TrafficRules.from_dict(RULES)
+    heading = np.radians([110.0, 116.0, 125.0])
+    assert rules.against(np.full(3, 2.0), np.zeros(3), heading).tolist() == [False, False, True]
+    assert rules.against(np.full(3, 2.0), np.zeros(3), heading, slack=np.radians(5.0)).tolist() \
+        == [False, True, True]
+
+
+def test_a_straight_move_is_against_a_lane_only_where_the_lane_holds_both_ends():
+    rules = TrafficRules.from_dict(RULES)
+    a = [[3.0, 0.0], [3.0, 0.0], [3.0, 0.8], [3.0, 0.0], [1.0, 0.0]]
+    b = [[2.0, 0.0], [4.0, 0.0], [2.0, 0.8], [2.0, 1.5], [-1.0, 0.0]]
+    # West inside 'east': against; east: along; 0.2 m from its edge or leaving it: not with an
+    # inset of 0.5 m; at its west end, one end outside: not.
+    assert rules.against_between(a, b).tolist() == [True, False, True, False, False]
+    assert rules.against_between(a, b, inset=0.5).tolist() == [True, False, False, False, False]
+
+
+def test_points_far_from_every_lane_are_against_none():
+    rules = TrafficRules.from_dict(RULES)
+    rng = np.random.default_rng(3)
+    x, y, heading = rng.uniform(-10.0, 40.0, (3, 5000))
+    inside = rules.in_lanes(np.column_stack([x, y]))
+    cosine = np.cos(heading)[:, None] * np.array([1.0, 0.0]) + \
+        np.sin(heading)[:, None] * np.array([0.0, 1.0])
+    expected = (inside & (cosine < -0.5)).any(axis=1)
+    assert expected.any() and np.array_equal(rules.against(x, y, heading), expected)
+
+
 def test_motions_as_steps():
     rules = TrafficRules.from_dict(RULES)
     points = [[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]]

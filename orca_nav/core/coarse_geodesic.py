@@ -30,9 +30,15 @@ class CoarseGeodesic:
       go around obstacles as the robot must, but passages narrower than about a block may be
       missed (``inf`` proves nothing). Blocks whose own node is blocked take their best
       neighbour's distance plus one step.
+
+    ``traffic`` (2-D, lattice only): the graph is directed, without the edges against a one-way
+    lane that holds both blocks' centres half a block inside it (`TrafficRules.against_between`),
+    and
+    :meth:`from_goal` measures the distance *to* the goal keeping the lanes.
     """
 
-    def __init__(self, grid: OccupancyGrid, factor: int, optimistic: bool = True):
+    def __init__(self, grid: OccupancyGrid, factor: int, optimistic: bool = True,
+                 traffic=None):
         factor = int(factor)
         if factor < 1:
             raise ValueError(f'factor must be >= 1, got {factor}')
@@ -45,6 +51,10 @@ class CoarseGeodesic:
         self.factor = factor
         self.optimistic = bool(optimistic)
         self.cell_size = grid.resolution * factor
+        lanes = traffic if traffic is not None and traffic.lanes else None
+        if lanes is not None and (optimistic or grid.ndim != 2):
+            raise ValueError('traffic: one-way lanes need a 2-D lattice (optimistic=False)')
+        self._directed = lanes is not None
         block_shape = tuple(-(-n // factor) for n in grid.shape)
         if self.optimistic:
             pad = [(0, (-n) % factor) for n in grid.shape]
@@ -70,9 +80,18 @@ class CoarseGeodesic:
                 visible = grid.segment_free(self._centres(pair_a, block_shape),
                                             self._centres(pair_b, block_shape))
                 pair_a, pair_b = pair_a[visible], pair_b[visible]
+            length = self.cell_size * math.sqrt(sum(o * o for o in offset))
+            if self._directed:
+                # Both ways but against a lane, stored reversed (to -> from): Dijkstra from the
+                # goal then gives each block's distance to the goal.
+                a, b = self._centres(pair_a, block_shape), self._centres(pair_b, block_shape)
+                inset = 0.5 * self.cell_size
+                forward = ~lanes.against_between(a, b, inset)
+                backward = ~lanes.against_between(b, a, inset)
+                pair_a, pair_b = (np.concatenate([pair_b[forward], pair_a[backward]]),
+                                  np.concatenate([pair_a[forward], pair_b[backward]]))
             src.append(pair_a)
             dst.append(pair_b)
-            length = self.cell_size * math.sqrt(sum(o * o for o in offset))
             weight.append(np.full(pair_a.size, length))
         src, dst, weight = (np.concatenate(x) for x in (src, dst, weight))
         self._graph = coo_matrix((weight, (src, dst)), shape=(free.size, free.size)).tocsr()
@@ -114,7 +133,8 @@ class CoarseGeodesic:
             near_ids = near_ids[self.grid.segment_free(goals, centres)]
         if near_ids.size == 0:
             return np.full(self.free.size, np.inf)
-        field = self._dijkstra(self._graph, directed=False, indices=near_ids, min_only=True)
+        field = self._dijkstra(self._graph, directed=self._directed, indices=near_ids,
+                               min_only=True)
         # Blocks without a reachable node of their own borrow the best neighbour's distance.
         grid_field = field.reshape(self.free.shape)
         borrowed = ndimage.minimum_filter(grid_field, size=3, mode='constant', cval=np.inf)

@@ -87,33 +87,67 @@ class TrafficRules:
                               for lane in self.lanes]).reshape(-1, 2)
         self._length = np.array([lane.length for lane in self.lanes])
         self._half_width = 0.5 * np.array([lane.width for lane in self.lanes])
+        # Bounding box (x_min, y_min, x_max, y_max) of every lane's rectangle.
+        normal = self._dir[:, ::-1] * [1.0, -1.0] * self._half_width[:, None]
+        corners = np.concatenate([self._start + side * normal + end * self._length[:, None]
+                                  * self._dir for side in (-1.0, 1.0) for end in (0.0, 1.0)]) \
+            if self.lanes else np.zeros((1, 2))
+        self._box = np.concatenate([corners.min(axis=0), corners.max(axis=0)])
 
     @property
     def empty(self) -> bool:
         return not (self.lanes or self.zones)
 
     # ------------------------------------------------------------------ queries
-    def in_lanes(self, points) -> np.ndarray:
-        """(N, L) bool: point n lies inside lane l's rectangle."""
+    def in_lanes(self, points, inset: float = 0.0) -> np.ndarray:
+        """(N, L) bool: point n lies inside lane l's rectangle (at least `inset` metres from its
+        edges)."""
         p = np.asarray(points, dtype=float).reshape(-1, 2)
         rel = p[:, None, :] - self._start[None]
         along = (rel * self._dir[None]).sum(axis=2)
         across = rel[..., 0] * self._dir[None, :, 1] - rel[..., 1] * self._dir[None, :, 0]
-        return ((along >= 0.0) & (along <= self._length[None])
-                & (np.abs(across) <= self._half_width[None]))
+        return ((along >= inset) & (along <= self._length[None] - inset)
+                & (np.abs(across) <= self._half_width[None] - inset))
 
-    def against(self, x, y, heading) -> np.ndarray:
+    def against(self, x, y, heading, slack: float = 0.0) -> np.ndarray:
         """(N,) bool: travelling in direction `heading` (rad) at (x, y) goes against a lane the
-        point lies in. A NaN heading (turning in place, standing) is against nothing."""
+        point lies in. A NaN heading (turning in place, standing) is against nothing. `slack`
+        (rad) counts headings that much closer to the lane's direction as against too: a planner
+        that checks samples of a path whose heading turns between them keeps the rule between
+        them as well."""
         x, y, heading = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (x, y, heading)))
         shape = x.shape
+        out = np.zeros(x.size, dtype=bool)
         if not self.lanes:
-            return np.zeros(shape, dtype=bool)
-        inside = self.in_lanes(np.column_stack([x.ravel(), y.ravel()]))
-        h = heading.ravel()
+            return out.reshape(shape)
+        x, y, h = x.ravel(), y.ravel(), heading.ravel()
+        # Most points of a map lie far from every lane: only those near one are looked at.
+        near = np.flatnonzero((x >= self._box[0]) & (x <= self._box[2])
+                              & (y >= self._box[1]) & (y <= self._box[3]))
+        if near.size == 0:
+            return out.reshape(shape)
+        inside = self.in_lanes(np.column_stack([x[near], y[near]]))
+        h = h[near]
         cosine = (np.cos(h)[:, None] * self._dir[None, :, 0]
                   + np.sin(h)[:, None] * self._dir[None, :, 1])
-        return (inside & (cosine < AGAINST_COSINE)).any(axis=1).reshape(shape)
+        threshold = math.cos(math.acos(AGAINST_COSINE) - slack) if slack > 0.0 else AGAINST_COSINE
+        out[near] = (inside & (cosine < threshold)).any(axis=1)
+        return out.reshape(shape)
+
+    def against_between(self, a, b, inset: float = 0.0) -> np.ndarray:
+        """(N,) bool: going straight from points `a` to points `b` (N, 2) is against a lane that
+        holds both ends at least `inset` metres inside it. A coarse graph's edge between blocks
+        (inset: half a block) is then against the lanes only where both blocks lie in the lane,
+        so a planner's way just outside a lane's border is not ruled out."""
+        a = np.asarray(a, dtype=float).reshape(-1, 2)
+        b = np.asarray(b, dtype=float).reshape(-1, 2)
+        if not self.lanes or not len(a):
+            return np.zeros(len(a), dtype=bool)
+        step = b - a
+        length = np.maximum(np.hypot(step[:, 0], step[:, 1]), 1e-12)
+        cosine = (step @ self._dir.T) / length[:, None]
+        return (self.in_lanes(a, inset) & self.in_lanes(b, inset)
+                & (cosine < AGAINST_COSINE)).any(axis=1)
 
     def against_motion(self, points, steps) -> np.ndarray:
         """(N,) bool: moving by `steps` (N, 2) from `points` (N, 2) goes against a lane the point

@@ -43,6 +43,10 @@ shrunk by ``JAM_PROGRESS`` within that time; or cancelled (``cancel``), which ho
 ``progress`` gives what feedback reports: distance and time still to go along the trajectory and
 the number of replans since the goal was set (the recoveries).
 
+Ground robots keep the fleet's one-way lanes (``traffic``, `set_traffic_rules`): every ground
+request carries them. A plan that had to break them (`plan_jobs.run_request`) is followed,
+with the robot's status at WARN saying so.
+
 ``path_request`` plans a path nobody executes (Nav2's ComputePathToPose): the request carries a
 query id, runs like any other, and its outcome goes back to the caller, never to ``finish``.
 
@@ -77,6 +81,7 @@ from orca_nav.core.fleet.status import Level, RobotStatus
 from orca_nav.core.fleet.stuck import StuckWatch
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.reference import Reference
+from orca_nav.core.traffic_rules import TrafficRules
 
 JAM_PROGRESS = 0.1      # m the distance to go must shrink by within a goal's jam_timeout
 _STANDING = 0.05        # m/s: slower than this, a robot at its trajectory's end has stopped there
@@ -202,8 +207,9 @@ class FleetPlanner:
     runs on one thread; only :func:`run_request` runs elsewhere."""
 
     def __init__(self, robots: Mapping[str, RobotSpec], settings: PlanSettings,
-                 policy: ReplanPolicy):
+                 policy: ReplanPolicy, traffic: Optional[TrafficRules] = None):
         self.settings, self.policy = settings, policy
+        self.traffic = traffic
         self._robots = {name: _Robot(spec, order=k) for k, (name, spec) in
                         enumerate(robots.items())}
         self._maps: Dict[int, _Map] = {}      # by dimension: 2 (/map), 3 (the 3-D map)
@@ -217,6 +223,11 @@ class FleetPlanner:
     def configure(self, settings: PlanSettings, policy: ReplanPolicy) -> None:
         """New settings apply to the next plan request."""
         self.settings, self.policy = settings, policy
+
+    def set_traffic_rules(self, traffic: Optional[TrafficRules]) -> None:
+        """The one-way lanes every later ground-robot plan keeps (None: none); plans made
+        before stay."""
+        self.traffic = traffic
 
     def set_robot(self, name: str, spec: RobotSpec) -> None:
         """New robot parameters apply to the robot's next plan request."""
@@ -326,7 +337,7 @@ class FleetPlanner:
         return PlanRequest(robot=name, generation=robot.generation, grid=held.grid,
                            map_generation=held.generation, start=start, goal=goal,
                            spec=robot.spec, settings=self.settings, planners=self._planners,
-                           query=query), None
+                           query=query, traffic=self._traffic_for(name)), None
 
     def reject_goal(self, name: str, reason: str) -> Actions:
         """Reports a goal the caller could not accept; the current plan stays."""
@@ -600,9 +611,11 @@ class FleetPlanner:
             self._coordinator.drop(name)
             actions.publish.append(TrajectoryUpdate(name, reference, request.start.stamp_s))
         stats = outcome.result.stats
-        self._set_status(actions, name, Level.OK, f'following a {reference.duration:.1f} s '
-                         f'trajectory to {_fmt_pose(request.goal)}, planned in '
-                         f'{stats.plan_time * 1e3:.0f} ms{again}', values=(
+        broken = f'; lanes broken: {outcome.lanes_broken}' if outcome.lanes_broken else ''
+        self._set_status(actions, name, Level.WARN if broken else Level.OK,
+                         f'following a {reference.duration:.1f} s trajectory to '
+                         f'{_fmt_pose(request.goal)}, planned in '
+                         f'{stats.plan_time * 1e3:.0f} ms{again}{broken}', values=(
                              ('plan_time', f'{stats.plan_time:.3f}'),
                              ('expanded_nodes', str(stats.expanded_nodes)),
                              ('duration', f'{reference.duration:.2f}'),
@@ -658,7 +671,11 @@ class FleetPlanner:
                            map_generation=held.generation, start=robot.start,
                            goal=goal.copy(), spec=robot.spec, settings=settings,
                            planners=self._planners, obstacles=self._standing(name),
-                           retry=robot.waypoint is None)
+                           retry=robot.waypoint is None, traffic=self._traffic_for(name))
+
+    def _traffic_for(self, name: str) -> Optional[TrafficRules]:
+        """The lanes a plan of `name` keeps: the fleet's for a ground robot, none for a drone."""
+        return self.traffic if self.dim(name) == 2 else None
 
     def _standing(self, name: str) -> np.ndarray:
         """(K, 3) x, y, radius of the ground robots a plan of `name` should go around: those

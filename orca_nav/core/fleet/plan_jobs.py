@@ -6,6 +6,11 @@ and what the outcome means; nothing here touches it.
 
 Drones plan in 3-D (`planning_dim`): a ``quadrotor`` robot's poses are (x, y, z, yaw) and its
 start velocity (vx, vy, vz); every other robot's poses are (x, y, yaw) on the 2-D map.
+
+Ground robots keep the request's one-way lanes (`TrafficRules`, `traffic`). The lanes are an
+annotation, not walls: when no plan keeps them (no path, or the budget spent after the retry),
+the request is planned once more without them, and a plan found so says in its message (and in
+``PlanOutcome.lanes_broken``) that it breaks them, and why.
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.path_timing import reference_from_samples, time_path
 from orca_nav.core.planning.reference import Reference
 from orca_nav.core.planning.result import PlanResult, PlanStats, PlanStatus
+from orca_nav.core.traffic_rules import TrafficRules
 
 _START_SPEED_FRACTION = 0.95     # odometry may overshoot the speed limit a little
 RETRY_BUDGET_FACTOR = 4     # a query that spent its expansion budget is retried with this many
@@ -93,14 +99,15 @@ class StartState:
         return float(self.pose[-1])
 
 
-PlannerKey = Tuple[int, int, Tuple[Tuple[str, object], ...], PlanSettings]
+PlannerKey = Tuple[int, int, Tuple[Tuple[str, object], ...], PlanSettings,
+                   Optional[TrafficRules]]
 
 
 class PlannerCache:
     """The fleet's built planners, shared by its plan jobs on any thread: one per map (its
-    dimension and generation), robot parameters (not the robot's name) and settings. Building a
-    planner (inflation, distance fields, coarse graphs) costs far more than a query on the
-    3-D forest, so a dozen drones with one spec build it once: the first job builds it under
+    dimension and generation), robot parameters (not the robot's name), settings and lanes.
+    Building a planner (inflation, distance fields, coarse graphs) costs far more than a query
+    on the 3-D forest, so a dozen drones with one spec build it once: the first job builds it under
     the lock while the others wait for it. A query does not change its planner, so jobs share
     it freely."""
 
@@ -147,6 +154,7 @@ class PlanRequest:
     # Robots standing where the plan should not go: (K, 3) x, y, radius (`run_request`).
     obstacles: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     retry: bool = True                  # a spent budget is tried again with a larger one
+    traffic: Optional[TrafficRules] = None     # one-way lanes a ground robot keeps (None: none)
 
 
 @dataclass(frozen=True)
@@ -159,26 +167,38 @@ class PlanOutcome:
     planners: Mapping[PlannerKey, object] = field(default_factory=dict)   # the ones it used
     retried: bool = False               # the first attempt spent its budget (RETRY_BUDGET_FACTOR)
     blocked: int = 0                    # standing robots the plan could not go around
+    lanes_broken: str = ''              # why the plan breaks the one-way lanes ('': it keeps
+                                        # them, or there are none)
+
+
+def lanes_of(grid: OccupancyGrid, traffic: Optional[TrafficRules]) -> Optional[TrafficRules]:
+    """The rules a plan on `grid` keeps: those with lanes, on a 2-D map (drones fly over
+    lanes); None otherwise."""
+    return traffic if traffic is not None and traffic.lanes and grid.ndim == 2 else None
 
 
 def planner_key(grid: OccupancyGrid, map_generation: int, spec: RobotSpec,
-                settings: PlanSettings) -> PlannerKey:
-    """What a built planner depends on: the map and the robot's planning parameters (robots
-    that differ only by name share it)."""
-    return grid.ndim, map_generation, tuple(spec.field_values().items()), settings
+                settings: PlanSettings, traffic: Optional[TrafficRules] = None) -> PlannerKey:
+    """What a built planner depends on: the map, the robot's planning parameters (robots
+    that differ only by name share it) and the lanes it keeps (the rules object itself: rules
+    set anew build new planners)."""
+    return (grid.ndim, map_generation, tuple(spec.field_values().items()), settings,
+            lanes_of(grid, traffic))
 
 
 def build_planner(grid: OccupancyGrid, spec: RobotSpec, settings: PlanSettings,
-                  refine_on_failure: bool = True):
+                  refine_on_failure: bool = True, traffic: Optional[TrafficRules] = None):
     """The core planner for the robot's kinematics (`refine_on_failure`: a hybrid A* search
-    that found no path is repeated on a finer lattice)."""
+    that found no path is repeated on a finer lattice), keeping `traffic`'s one-way lanes on
+    a 2-D map."""
+    traffic = lanes_of(grid, traffic)
     if not spec.non_holonomic:     # holonomic robots and drones
         from orca_nav.core.planning.kinodynamic_astar import KinodynamicAStar, KinodynamicParams
         return KinodynamicAStar(grid, KinodynamicParams(
             max_vel=spec.max_speed, max_acc=spec.max_accel, max_speed=spec.max_speed,
             max_acc_norm=spec.max_accel, robot_radius=spec.radius,
             safety_margin=settings.safety_margin, max_expansions=settings.plan_max_expansions,
-            max_time=settings.plan_time_budget))
+            max_time=settings.plan_time_budget), traffic)
     from orca_nav.core.planning.hybrid_astar import HybridAStar, HybridParams
     return HybridAStar(grid, HybridParams(
         wheelbase=spec.wheelbase, min_turning_radius=spec.min_turning_radius,
@@ -186,7 +206,7 @@ def build_planner(grid: OccupancyGrid, spec: RobotSpec, settings: PlanSettings,
         model='diff_drive' if spec.kinematics == 'diff_drive' else 'car',
         collision_margin=max(settings.safety_margin, 1e-3),
         max_expansions=settings.plan_max_expansions, timeout=settings.plan_time_budget,
-        refine_on_failure=refine_on_failure))
+        refine_on_failure=refine_on_failure), traffic)
 
 
 def plan_reference(planner, spec: RobotSpec, settings: PlanSettings, start: StartState,
@@ -224,17 +244,19 @@ def run_request(request: PlanRequest) -> PlanOutcome:
     A robot standing inside the safety margin (tracking error, pushed aside by others) is not in
     collision: when the start is in collision with the margin, it is planned again without it. A
     query that spent its expansion budget is planned again with RETRY_BUDGET_FACTOR times it.
+    One that then found no plan keeping the one-way lanes is planned once more without them.
     """
     planners: Dict[PlannerKey, object] = {}
+    traffic = lanes_of(request.grid, request.traffic)
 
     def attempt(settings: PlanSettings):
-        key = planner_key(request.grid, request.map_generation, request.spec, settings)
+        key = planner_key(request.grid, request.map_generation, request.spec, settings, traffic)
         planner = request.planners.get(
-            key, lambda: build_planner(request.grid, request.spec, settings))
+            key, lambda: build_planner(request.grid, request.spec, settings, traffic=traffic))
         planners[key] = planner
         return plan_reference(planner, request.spec, settings, request.start, request.goal)
 
-    settings, retried = request.settings, False
+    settings, retried, lanes_broken = request.settings, False, ''
     try:
         result, reference = attempt(settings)
         if result.status is PlanStatus.START_IN_COLLISION and settings.safety_margin > 0:
@@ -245,13 +267,25 @@ def run_request(request: PlanRequest) -> PlanOutcome:
             retried = True
             result, reference = attempt(replace(
                 settings, plan_max_expansions=RETRY_BUDGET_FACTOR * settings.plan_max_expansions))
+        if traffic is not None and result.status in (PlanStatus.NO_PATH, PlanStatus.TIMEOUT):
+            # The lanes are an annotation: a robot is not left without a path for them.
+            kept = f'no path keeps the one-way lanes ({result.status.value}: {result.message})'
+            traffic = None
+            result, reference = attempt(settings)
+            if result.success:
+                lanes_broken = kept
+                result = replace(result, message=f'lanes broken: {kept}; planned without them: '
+                                                 f'{result.message}')
+            else:
+                result = replace(result, message=f'{result.message} (without the one-way lanes '
+                                                 f'too; with them: {kept})')
         blocked = 0
         if reference is not None and len(request.obstacles):
-            reference, blocked = _around_standing(request, settings, reference)
+            reference, blocked = _around_standing(request, settings, reference, traffic)
     except Exception as err:    # noqa: BLE001 -- a planner bug fails this plan, not the worker
         result = PlanResult(PlanStatus.INTERNAL_ERROR, f'planner error: {err!r}', PlanStats())
-        reference, blocked = None, 0
-    return PlanOutcome(request, result, reference, planners, retried, blocked)
+        reference, blocked, lanes_broken = None, 0, ''
+    return PlanOutcome(request, result, reference, planners, retried, blocked, lanes_broken)
 
 
 def _standing_in_way(request: PlanRequest, reference: Reference) -> np.ndarray:
@@ -263,12 +297,13 @@ def _standing_in_way(request: PlanRequest, reference: Reference) -> np.ndarray:
     return (gaps < reach[None, :]).any(axis=0)
 
 
-def _around_standing(request: PlanRequest, settings: PlanSettings,
-                     reference: Reference) -> Tuple[Reference, int]:
+def _around_standing(request: PlanRequest, settings: PlanSettings, reference: Reference,
+                     traffic: Optional[TrafficRules]) -> Tuple[Reference, int]:
     """The reference planned on the map, or one planned again around the standing robots it
     passes through (on a copy of the map with their discs occupied; a planner built for it, not
-    cached). Robots standing on the start or the goal cannot be gone around and stay out of
-    it. Returns the reference and how many standing robots it still passes through."""
+    cached; keeping the lanes `traffic` the plan on the map kept). Robots standing on the start
+    or the goal cannot be gone around and stay out of it. Returns the reference and how many
+    standing robots it still passes through."""
     from orca_nav.core.fleet.coordination import with_discs
     hit = _standing_in_way(request, reference)
     if not hit.any():
@@ -283,7 +318,7 @@ def _around_standing(request: PlanRequest, settings: PlanSettings,
     grid = with_discs(request.grid, around[:, :2], around[:, 2])
     # Where the standing robots close every way the search is exhausted: one budget, no finer
     # lattice, then the plan on the map stands.
-    result, detour = plan_reference(build_planner(grid, request.spec, settings, False),
+    result, detour = plan_reference(build_planner(grid, request.spec, settings, False, traffic),
                                     request.spec, settings, request.start, request.goal)
     if detour is None:
         return reference, int(hit.sum())

@@ -31,6 +31,15 @@ Search:
   straight line or an in-place turn, so the curvature limit holds by construction.
 * If the search is exhausted (``NO_PATH``), it is repeated once on a lattice twice as fine
   (``refine_on_failure``): long primitives can miss tight manoeuvres.
+* One-way lanes (optional ``traffic``, `orca_nav.core.traffic_rules`): no motion the search
+  accepts (primitive, analytic path, shortcut, the finer retry's) goes against a lane. A pose
+  travels along its yaw, plus pi when reversing; an in-place turn travels nowhere. Poses are
+  checked at the collision samples, with the heading change between two samples as slack, so
+  the rule holds between them too. The distance field's graph is then directed: it has no
+  block edge against a lane that holds both blocks' centres half a block inside it (blocks
+  on a lane's border keep their edges: a way just outside the lane is not ruled out), and
+  Dijkstra runs from the goal over the reversed edges. A goal
+  reachable only against a lane is ``NO_PATH`` (a caller may plan again without the lanes).
 
 Collision checks use :class:`orca_nav.core.footprint.FootprintChecker` with the footprint grown by
 ``collision_margin``; poses are sampled densely enough (from the margin, the footprint's reach
@@ -79,6 +88,7 @@ from orca_nav.core.planning.reeds_shepp import (
     wrap_angle,
 )
 from orca_nav.core.planning.result import PlanClock, PlanResult, PlanStatus
+from orca_nav.core.traffic_rules import TrafficRules
 from orca_nav.core.validation import finite_at_least_zero
 
 _MODELS = ('car', 'diff_drive')
@@ -201,6 +211,8 @@ class _Primitives:
     spin: np.ndarray              # (K,) in-place yaw change
     direction: np.ndarray         # (K,) +1 / -1 (in-place: 0, keeps the parent's)
     cost: np.ndarray              # (K,) cost without the parent-dependent penalties
+    travel: np.ndarray            # (M,) travel direction of each sample relative to its yaw:
+                                  # 0 forward, pi reversing, NaN turning in place
 
 
 @dataclass
@@ -219,7 +231,8 @@ class _Search:
 class HybridAStar:
     """Hybrid A* planner over one map; reuse the instance for many queries on that map."""
 
-    def __init__(self, grid: OccupancyGrid, params: HybridParams):
+    def __init__(self, grid: OccupancyGrid, params: HybridParams,
+                 traffic: Optional[TrafficRules] = None):
         if not isinstance(grid, OccupancyGrid):
             raise ValueError(f'grid must be an OccupancyGrid, got {type(grid).__name__}')
         if grid.ndim != 2:
@@ -229,6 +242,9 @@ class HybridAStar:
         t0 = time.perf_counter()
         self.grid = grid
         self.params = params
+        self.traffic = traffic
+        # The lanes every accepted motion keeps; None (no rules, or no lanes): nothing checked.
+        self._lanes = traffic if traffic is not None and traffic.lanes else None
         self.footprint = params.footprint()
         self._by_margin = {}
         self._lock = threading.Lock()
@@ -256,7 +272,7 @@ class HybridAStar:
             fine = replace(p, xy_resolution=0.5 * p.xy_resolution, yaw_bins=2 * p.yaw_bins,
                            step_length=None if p.step_length is None else 0.5 * p.step_length,
                            refine_on_failure=False)
-            self._fine = HybridAStar(grid, fine)
+            self._fine = HybridAStar(grid, fine, traffic)
         self.precompute_time = time.perf_counter() - t0   # per map and params, not per plan
 
     # ------------------------------------------------------------------ setup
@@ -316,9 +332,10 @@ class HybridAStar:
                 direc.append(0.0)
         counts = [o.shape[0] for o in offsets]
         curv, length, spin, direc = map(np.array, (curv, length, spin, direc))
-        return _Primitives(np.vstack(offsets), np.repeat(np.arange(len(counts)), counts),
-                           np.cumsum(counts) - 1, curv, length, spin, direc,
-                           self._segment_costs(length, curv, spin))
+        owner = np.repeat(np.arange(len(counts)), counts)
+        travel = np.select([direc < 0.0, direc == 0.0], [math.pi, np.nan], 0.0)[owner]
+        return _Primitives(np.vstack(offsets), owner, np.cumsum(counts) - 1, curv, length, spin,
+                           direc, self._segment_costs(length, curv, spin), travel)
 
     def _build_heuristic_graph(self):
         """Passable blocks and their 16-connected graph, for the per-goal distance field."""
@@ -356,13 +373,25 @@ class HybridAStar:
             cols.append(idx[ys + dy, xs + dx])
             weights.append(np.full(ys.size, math.hypot(dx, dy) * self._hblock))
         rows, cols, weights = map(np.concatenate, (rows, cols, weights))
+        self._hdirected = self._lanes is not None
+        if self._hdirected:
+            # Each edge both ways, except against a lane holding both blocks; stored
+            # reversed (to -> from), so Dijkstra from the goal gives the distance to the goal.
+            centre = np.column_stack([(np.arange(by * bx) % bx + 0.5) * self._hblock,
+                                      (np.arange(by * bx) // bx + 0.5) * self._hblock]) + self._lo
+            inset = 0.5 * self._hblock
+            forward = ~self._lanes.against_between(centre[rows], centre[cols], inset)
+            backward = ~self._lanes.against_between(centre[cols], centre[rows], inset)
+            rows, cols = (np.concatenate([cols[forward], rows[backward]]),
+                          np.concatenate([rows[forward], cols[backward]]))
+            weights = np.concatenate([weights[forward], weights[backward]])
         self._hgraph = sparse.csr_matrix((weights, (rows, cols)), shape=(by * bx, by * bx))
 
     def _distance_field(self, goal) -> np.ndarray:
         by, bx = self._hshape
         gx = int((goal[0] - self._lo[0]) // self._hblock)
         gy = int((goal[1] - self._lo[1]) // self._hblock)
-        dist = csgraph.dijkstra(self._hgraph, directed=False, indices=gy * bx + gx)
+        dist = csgraph.dijkstra(self._hgraph, directed=self._hdirected, indices=gy * bx + gx)
         # Block centres are up to half a block diagonal from the points they stand for.
         return np.maximum(dist - self._hblock * math.sqrt(0.5), 0.0)
 
@@ -404,10 +433,24 @@ class HybridAStar:
         segs = self._segment_costs(curve.lengths, curve.curvatures, curve.spins)
         return float(segs.sum()) + self.params.switch_penalty * curve.direction_switches
 
-    def _curves_free(self, curves):
-        """(len(curves),) bool: every footprint sample along each curve is free."""
-        poses, _, owner = sample_curves(curves, min(self._ds, self._dspin))
-        return self._groups_free(poses[:, 0], poses[:, 1], poses[:, 2], owner, len(curves))
+    def _curves_allowed(self, curves):
+        """(len(curves),) bool: every footprint sample along each curve is free, and none goes
+        against a lane (the curves are Reeds-Shepp / Dubins: no in-place turns)."""
+        poses, direction, owner = sample_curves(curves, min(self._ds, self._dspin))
+        ok = self._groups_free(poses[:, 0], poses[:, 1], poses[:, 2], owner, len(curves))
+        if self._lanes is not None and ok.any():
+            travel = poses[:, 2] + np.where(direction < 0.0, math.pi, 0.0)
+            ok &= ~self._groups_against(poses[:, 0], poses[:, 1], travel, owner, len(curves), ok)
+        return ok
+
+    def _groups_against(self, x, y, travel, owner, n_groups, candidates):
+        """(n_groups,) bool: a pose of the group ``owner`` travels (direction ``travel``, NaN:
+        turning in place) against a lane; only the groups where ``candidates`` is set are
+        looked at. The slack is the most the heading turns between two samples."""
+        look = np.flatnonzero(candidates[owner])
+        slack = self.params.max_curvature * self._ds
+        bad = self._lanes.against(x[look], y[look], travel[look], slack)
+        return np.bincount(owner[look[bad]], minlength=n_groups) > 0
 
     def _groups_free(self, x, y, yaw, owner, n_groups, strides=(16, 4, 1)):
         """(n_groups,) bool: every pose of the group ``owner`` is free. Poses are checked coarse to
@@ -482,7 +525,8 @@ class HybridAStar:
         h_start = self._heuristic(field_flat, start[0:1], start[1:2], start[2:3], goal)[0]
         if not math.isfinite(h_start):
             return finish(PlanStatus.NO_PATH, 'the goal is not reachable from the start in the '
-                                              '2-D distance field (walled off)')
+                                              '2-D distance field (walled off' +
+                          (', or only against a one-way lane)' if self._lanes else ')'))
 
         planner = self
         margin = self._margin_for(start, goal)
@@ -565,6 +609,8 @@ class HybridAStar:
             py = y + s * ox + c * oy
             pyaw = yaw + oyaw
             ok = self._groups_free(px, py, pyaw, prims.owner, n_prims)
+            if self._lanes is not None and ok.any():
+                ok &= ~self._groups_against(px, py, pyaw + prims.travel, prims.owner, n_prims, ok)
             if not ok.any():
                 continue
             end = prims.end[ok]
@@ -616,7 +662,7 @@ class HybridAStar:
         for i, options in zip(ids, self._connect(starts, goal, self.params.analytic_candidates)):
             owners += [i] * len(options)
             curves += options
-        free = self._curves_free(curves)
+        free = self._curves_allowed(curves)
         if not free.any():
             return None
         total = [nodes.g[i] + self._curve_cost(c) if ok else math.inf
@@ -674,7 +720,7 @@ class HybridAStar:
                     options = [c[0] for c in self._connect(waypoints[i], waypoints[ends])]
                     better = [k for k, c in enumerate(options)
                               if self._curve_cost(c) < cum[ends[k]] - cum[i] - 1e-6]
-                    free = (self._curves_free([options[k] for k in better]) if better
+                    free = (self._curves_allowed([options[k] for k in better]) if better
                             else np.zeros(0, bool))
                     if free.any():
                         k = better[int(np.argmax(free))]

@@ -24,6 +24,13 @@ Search (after Fast-Planner's kinodynamic A*, seed 003):
   Children in a position cell already expanded ``max_expansions_per_cell`` times (with other
   velocities) get a large f penalty: dead ends are not flooded with velocity variants, yet the
   search stays complete.
+* One-way lanes (optional ``traffic``, `orca_nav.core.traffic_rules`; 2-D only: drones fly
+  over them and a 3-D planner ignores them): no child, analytic shot or refinement the search
+  accepts travels against a lane; the travel direction is the velocity's (standing: none),
+  checked at the collision samples with ``_LANE_SLACK`` of heading to spare. The obstacle-aware
+  distance then keeps the lanes too (a directed lattice, `CoarseGeodesic`); the reachability
+  proof does not (a lane is no wall), so a goal reachable only against a lane ends ``NO_PATH``
+  or ``TIMEOUT`` after a search (a caller may plan again without the lanes).
 * Collisions: the robot is a disc/ball of ``robot_radius + safety_margin``; the grid is inflated
   by that radius (clearance measure: see :mod:`orca_nav.core.grid`). Trajectories are sampled
   every ``check_dt`` s and at most 0.9 cell of travel apart; a copy of the inflated map grown by
@@ -69,10 +76,16 @@ from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.obvp import cubic_coefficients, obvp_min_cost
 from orca_nav.core.planning.polynomial import PolynomialTrajectory
 from orca_nav.core.planning.result import PlanClock, PlanResult, PlanStats, PlanStatus
+from orca_nav.core.traffic_rules import TrafficRules
 from orca_nav.core.validation import finite_array, finite_at_least_zero
 
 # Tolerance on limits (numerical round-off of exact integration).
 _LIMIT_EPS = 1e-6
+# Heading (rad) closer to a lane's direction than the rule's 120 degrees that already counts as
+# against it: the velocity turns a little between two collision samples.
+_LANE_SLACK = 0.05
+# Slower than this (m/s) a sample travels nowhere (no heading to hold against a lane).
+_STANDING_SPEED = 1e-6
 # Durations tried for the analytic shot, as multiples of the OBVP-optimal one.
 _SHOT_TIME_FACTORS = np.array([1.0, 1.1, 1.25, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 4.0])
 
@@ -164,13 +177,18 @@ def _vector(name: str, value, ndim: int) -> np.ndarray:
 class KinodynamicAStar:
     """Kinodynamic A* planner on an :class:`OccupancyGrid` (the grid decides 2-D or 3-D)."""
 
-    def __init__(self, grid: OccupancyGrid, params: KinodynamicParams):
+    def __init__(self, grid: OccupancyGrid, params: KinodynamicParams,
+                 traffic: Optional[TrafficRules] = None):
         if not isinstance(grid, OccupancyGrid):
             raise ValueError(f'grid must be an OccupancyGrid, got {type(grid).__name__}')
         if not isinstance(params, KinodynamicParams):
             raise ValueError(f'params must be KinodynamicParams, got {type(params).__name__}')
         self.grid = grid
         self.params = params
+        self.traffic = traffic
+        # The lanes every accepted motion keeps (2-D); None: nothing checked.
+        self._lanes = traffic if traffic is not None and traffic.lanes and grid.ndim == 2 \
+            else None
         ndim = grid.ndim
         self.ndim = ndim
         p = params
@@ -231,7 +249,8 @@ class KinodynamicAStar:
             block = (p.heuristic_resolution if p.heuristic_resolution is not None
                      else max(self._search_res, 4 * grid.resolution))
             factor = max(1, round(block / grid.resolution))
-            self._geodesic = CoarseGeodesic(self.inflated_grid, factor, optimistic=False)
+            self._geodesic = CoarseGeodesic(self.inflated_grid, factor, optimistic=False,
+                                            traffic=self._lanes)
             self._reachability = CoarseGeodesic(self.inflated_grid, factor, optimistic=True)
 
     # ------------------------------------------------------------------ helpers
@@ -307,6 +326,13 @@ class KinodynamicAStar:
                 root = (-b + np.sqrt(b * b - 4.0 * a * c)) / (2.0 * a)
                 scale[over] = np.minimum(scale[over], root)
         return self._inputs * np.clip(scale, 0.0, 1.0)[:, None]
+
+    def _against_lanes(self, pos: np.ndarray, vel: np.ndarray) -> np.ndarray:
+        """(m,) bool: some sample of (m, n, 2) positions with their velocities travels against
+        a lane."""
+        heading = np.where(np.hypot(vel[..., 0], vel[..., 1]) > _STANDING_SPEED,
+                           np.arctan2(vel[..., 1], vel[..., 0]), np.nan)
+        return self._lanes.against(pos[..., 0], pos[..., 1], heading, _LANE_SLACK).any(axis=1)
 
     def _swept_free(self, origins: np.ndarray, samples: np.ndarray) -> np.ndarray:
         """``(m,)`` bool: polylines ``origins[j] -> samples[j, 0] -> ... -> samples[j, -1]``
@@ -389,6 +415,8 @@ class KinodynamicAStar:
             if self.inflated_grid.occupied_at(pos_s[::8]).any():
                 continue
             if not self._swept_free(pos_s[:1], pos_s[None])[0]:
+                continue
+            if self._lanes is not None and self._against_lanes(pos_s[None], vel_s[None])[0]:
                 continue
             return float(duration), c
         return None
@@ -498,6 +526,8 @@ class KinodynamicAStar:
                 continue
             swept = p0 + v0 * ts + 0.5 * inputs[idx, None, :] * ts ** 2   # (m, n, d)
             free = self._swept_free(np.broadcast_to(p0, (idx.size, d)), swept)
+            if self._lanes is not None:
+                free &= ~self._against_lanes(swept, v0 + inputs[idx, None, :] * ts)
             idx = idx[free]
             if idx.size == 0:
                 continue

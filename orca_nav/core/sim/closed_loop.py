@@ -38,6 +38,7 @@ from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.sim.faults import Faults
 from orca_nav.core.sim.fleet_sim import CollisionEvent, FleetSim
 from orca_nav.core.sim.pedestrians import Pedestrians
+from orca_nav.core.traffic_rules import TrafficRules
 
 _PROGRESS = 0.1         # m a robot must get closer to its goal within stuck_time
 _PERSON_NEXT_TO = 0.5   # m: a robot without progress with a person this close is held by them
@@ -71,6 +72,7 @@ class Scene:
     odom_drop_rate: float = 0.0
     seed: int = 0
     stuck_time: float = 30.0
+    traffic: Optional[TrafficRules] = None  # one-way lanes the fleet planner keeps
 
 
 @dataclass
@@ -141,7 +143,8 @@ class _Loop:
                                         PlanSettings(safety_margin=params.safety_margin),
                                         ReplanPolicy(goal_tolerance=s.goal_tolerance,
                                                      stuck_time=s.escalation_time,
-                                                     coordinate=s.coordinate))
+                                                     coordinate=s.coordinate),
+                                        s.traffic)
             for grid in (s.grid, s.grid_3d):
                 if grid is not None:
                     self.planner.set_map(grid, 0.0)

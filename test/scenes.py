@@ -1,4 +1,5 @@
-"""Small worlds several tests share: a walled room and a car's parallel-parking path."""
+"""Small worlds several tests share: a walled room, a shelf with a one-way aisle and a car's
+parallel-parking path."""
 import numpy as np
 
 from orca_nav.core.grid import OccupancyGrid
@@ -16,6 +17,17 @@ def room(size=10.0, blocks=()):
     for x0, y0, x1, y1 in blocks:
         occ[np.ix_((centres >= y0) & (centres <= y1), (centres >= x0) & (centres <= x1))] = True
     return OccupancyGrid(occ, RES, (0.0, 0.0))
+
+
+# A 12 m room with a shelf (x 2..10, y 2.0..2.6); the aisle south of it (y 0.2..2.0) is one way,
+# eastwards (a traffic-rules file's contents); the room north of it is open both ways.
+SHELF = (2.0, 2.0, 10.0, 2.6)
+EAST_AISLE = {'lanes': [{'name': 'south_aisle', 'from': [2.0, 1.1], 'to': [10.0, 1.1],
+                         'width': 2.0}]}
+
+
+def shelf_aisle():
+    return room(12.0, [SHELF])
 
 
 def parallel_park():

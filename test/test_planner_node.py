@@ -3,6 +3,7 @@ trajectory, diagnostics out; on wall time and on simulated time. The planning po
 tested in test_fleet_planner.py."""
 import numpy as np
 import pytest
+import yaml
 
 rclpy = pytest.importorskip('rclpy')
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
@@ -12,7 +13,9 @@ from nav_msgs.msg import Odometry, Path  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from trajectory_msgs.msg import MultiDOFJointTrajectory  # noqa: E402
+from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
+from orca_nav.core.traffic_rules import TrafficRules  # noqa: E402
 from orca_nav.ros.convert import (  # noqa: E402
     grid_to_msg,
     latched_qos,
@@ -21,11 +24,11 @@ from orca_nav.ros.convert import (  # noqa: E402
     state_to_odom,
     yaw_to_quaternion,
 )
-from orca_nav.ros.planner_node import PlannerNode  # noqa: E402
+from orca_nav.ros.planner_node import TRAFFIC_RULES_TOPIC, PlannerNode  # noqa: E402
 from orca_nav.ros.trajectory_msgs import msg_to_reference  # noqa: E402
 
 from ros_harness import RosHarness, SimClock, harness_fixture, node_time_s, sim_time  # noqa: E402
-from scenes import room  # noqa: E402
+from scenes import EAST_AISLE, SHELF, room, shelf_aisle  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -211,3 +214,66 @@ def test_parameters_reach_the_supervisor_and_bad_ones_are_rejected(ros):
     with pytest.raises(ValueError, match='plan_time_budget'):
         PlannerNode(context=ros.context, parameter_overrides=[
             Parameter('plan_time_budget', value=0.0)])
+
+
+def traffic_status(ros):
+    """Waits for planner_node's traffic-rules status on /diagnostics; returns it."""
+    def found():
+        return [s for d in list(ros.diagnostics) for s in d.status
+                if s.name == 'planner_node: traffic_rules']
+    assert ros.wait_for(found), [s.name for d in ros.diagnostics for s in d.status]
+    return found()[-1]
+
+
+def test_traffic_rules_are_drawn_latched_and_plans_keep_the_lanes(ros, tmp_path):
+    rules = {**EAST_AISLE, 'zones': [{'name': 'door', 'polygon': [[0.5, 5.0], [1.5, 5.0],
+                                                                  [1.5, 6.0], [0.5, 6.0]]}]}
+    path = tmp_path / 'traffic.yaml'
+    path.write_text(yaml.safe_dump(rules))
+    ros.start(HOLONOMIC, Parameter('traffic_rules_file', value=str(path)))
+    # Subscribed after the node published them: latched.
+    drawn = ros.collect(MarkerArray, TRAFFIC_RULES_TOPIC, latched_qos())
+    assert ros.wait_for(lambda: drawn)
+    markers = {m.ns: m for m in drawn[0].markers}
+    assert markers['lanes'].type == Marker.ARROW and markers['lanes'].header.frame_id == 'map'
+    assert [(p.x, p.y) for p in markers['lanes'].points] == [(2.0, 1.1), (10.0, 1.1)]
+    zone = [(p.x, p.y) for p in markers['zones'].points]
+    assert markers['zones'].type == Marker.LINE_STRIP and len(zone) == 5 and zone[0] == zone[-1]
+    status = traffic_status(ros)
+    assert status.level == DiagnosticStatus.OK and '1 one-way lanes and 1 one-robot zones' in \
+        status.message
+    # West past the aisle: around the shelf, never against the lane.
+    ros.publish_map(shelf_aisle())
+    ros.odom(11.0, 1.1)
+    ros.goal(1.0, 1.1)
+    reference, _, _ = msg_to_reference(ros.planned())
+    points = reference.positions
+    assert points[:, 1].max() > SHELF[3]
+    lanes = TrafficRules.from_dict(EAST_AISLE)
+    assert not lanes.against_motion(points[:-1], np.diff(points, axis=0)).any()
+
+
+@pytest.mark.parametrize('contents, reason', [
+    ({'lanes': [{'name': 'a', 'from': [0.0, 0.0], 'to': [1.0, 0.0]}]},
+     "lanes[0] is missing field 'width'"),
+    ({**EAST_AISLE, 'frame_id': 'odom'}, "frame_id 'odom' is not the planner's global_frame"),
+    (None, 'cannot read the file'),
+])
+def test_a_bad_traffic_rules_file_is_refused_and_the_node_plans_without_rules(
+        ros, tmp_path, contents, reason):
+    path = tmp_path / 'traffic.yaml'
+    if contents is not None:
+        path.write_text(yaml.safe_dump(contents))
+    log = ros.rosout()
+    ros.start(HOLONOMIC, Parameter('traffic_rules_file', value=str(path)))
+    status = traffic_status(ros)
+    assert status.level == DiagnosticStatus.ERROR
+    assert str(path) in status.message and reason in status.message
+    assert 'planning without traffic rules' in status.message
+    assert ros.wait_for(lambda: any(reason in entry.msg for entry in log))
+    assert ros.node.count_publishers(TRAFFIC_RULES_TOPIC) == 0
+    ros.publish_map(room())
+    ros.odom(2.0, 5.0)
+    ros.goal(8.0, 5.0)
+    reference, _, _ = msg_to_reference(ros.planned())
+    np.testing.assert_allclose(reference.positions[-1], [8.0, 5.0], atol=0.1)

@@ -17,12 +17,9 @@ from orca_nav.core.planning.kinodynamic_astar import KinodynamicAStar, Kinodynam
 from orca_nav.core.planning.result import PlanStatus
 from orca_nav.core.traffic_rules import Lane, TrafficRules
 
-from scenes import room
+from scenes import EAST_AISLE, SHELF, room, shelf_aisle
 
-# A 12 m room with a shelf (x 2..10, y 2.0..2.6): the aisle south of it (y 0.2..2.0) is one-way
-# eastwards; the room north of it is open both ways.
-SHELF = (2.0, 2.0, 10.0, 2.6)
-EAST = TrafficRules([Lane('south_aisle', (2.0, 1.1), (10.0, 1.1), 2.0)])
+EAST = TrafficRules.from_dict(EAST_AISLE)
 DIFF = dict(wheelbase=0.5, min_turning_radius=0.5, robot_radius=0.3, model='diff_drive')
 CAR = dict(wheelbase=0.5, min_turning_radius=1.0, footprint_length=0.8, footprint_width=0.5,
            rear_overhang=0.15)
@@ -36,7 +33,7 @@ HYBRID = {'diff_drive': DIFF, 'car': CAR}
 
 @pytest.fixture(scope='module')
 def aisle():
-    return room(12.0, [SHELF])
+    return shelf_aisle()
 
 
 def against(points, rules=EAST):

@@ -200,11 +200,17 @@ class TrafficRules:
 
     @classmethod
     def from_yaml(cls, path) -> 'TrafficRules':
+        """Rules from a file; ValueError naming the file (and the entry and field) otherwise."""
         import yaml  # PyYAML: only needed for files
 
         path = Path(path)
-        with open(path, 'r', encoding='utf-8') as stream:
-            data = yaml.safe_load(stream)
+        try:
+            with open(path, 'r', encoding='utf-8') as stream:
+                data = yaml.safe_load(stream)
+        except OSError as err:
+            raise ValueError(f'{path}: cannot read the file: {err.strerror or err}') from None
+        except yaml.YAMLError as err:
+            raise ValueError(f'{path}: not valid YAML: {err}') from None
         return cls.from_dict({} if data is None else data, str(path))
 
     def to_dict(self) -> dict:

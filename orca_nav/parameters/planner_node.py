@@ -46,6 +46,8 @@ NODE_SPECS = [
     ParamSpec('cusp_dwell', _DEFAULTS['cusp_dwell'], 'Stop at each direction switch of a '
               'car/diff-drive path (s)', min=0.01, max=30.0),
     SHARED_SPECS['goal_tolerance'],
+    ParamSpec('traffic_rules_file', '', "Lanes/zones YAML (core/traffic_rules.py) or ''; a bad "
+              'file is refused, plans go on without', read_only=True),
     ParamSpec('unknown_is_occupied', True, 'Unknown map cells (-1) count as obstacles',
               read_only=True),
     SHARED_SPECS['map_3d_topic'],

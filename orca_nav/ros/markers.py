@@ -2,7 +2,9 @@
 radius at its altitude for a drone; blue, or red while its odometry is stale), its ORCA
 velocity as an arrow, its goal (at the goal's altitude for a drone), and optionally its ORCA
 half-plane lines drawn in velocity space around the robot like the arrow (the arrow's tip lies
-left of every line when the robot's linear program was feasible)."""
+left of every line when the robot's linear program was feasible). And a map's traffic rules
+(`traffic_rule_markers`): each one-way lane an arrow from its start to its end inside its
+outline, each one-robot zone its closed outline."""
 from __future__ import annotations
 
 from typing import List
@@ -12,6 +14,7 @@ from geometry_msgs.msg import Point
 from visualization_msgs.msg import Marker, MarkerArray
 
 from orca_nav.core.fleet.controller import FleetView
+from orca_nav.core.traffic_rules import TrafficRules
 
 DISC, ARROW, GOAL, LINES = range(4)     # marker ids within a robot's namespace
 
@@ -63,6 +66,35 @@ def _orca_line_markers(view: FleetView, names: List[str], frame: str, stamp) -> 
         marker.lifetime.sec = 1     # gone soon after publish_orca_lines is switched off
         markers.append(marker)
     return markers
+
+
+def traffic_rule_markers(rules: TrafficRules, stamp) -> MarkerArray:
+    """Lanes (namespace 'lanes': green arrows, 'lane_outlines') and zones ('zones': orange
+    closed line strips, 5 cm above the map) in the rules' frame."""
+    out = MarkerArray()
+    z = 0.05
+    for k, lane in enumerate(rules.lanes):
+        arrow = _marker('lanes', k, Marker.ARROW, rules.frame_id, stamp)
+        arrow.points = [Point(x=lane.start[0], y=lane.start[1], z=z),
+                        Point(x=lane.end[0], y=lane.end[1], z=z)]
+        head = min(0.5 * lane.width, 0.5 * lane.length)
+        arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.2 * head, head, head
+        arrow.color.g, arrow.color.b, arrow.color.a = 0.8, 0.3, 0.8
+        outline = _marker('lane_outlines', k, Marker.LINE_STRIP, rules.frame_id, stamp)
+        direction = (np.subtract(lane.end, lane.start)) / lane.length
+        side = 0.5 * lane.width * np.array([-direction[1], direction[0]])
+        corners = [lane.start + side, lane.end + side, lane.end - side, lane.start - side]
+        outline.points = [Point(x=float(x), y=float(y), z=z) for x, y in corners + corners[:1]]
+        outline.scale.x = 0.03
+        outline.color.g, outline.color.b, outline.color.a = 0.8, 0.3, 0.5
+        out.markers.extend([arrow, outline])
+    for k, zone in enumerate(rules.zones):
+        strip = _marker('zones', k, Marker.LINE_STRIP, rules.frame_id, stamp)
+        strip.points = [Point(x=x, y=y, z=z) for x, y in zone.polygon + zone.polygon[:1]]
+        strip.scale.x = 0.05
+        strip.color.r, strip.color.g, strip.color.a = 1.0, 0.5, 0.9
+        out.markers.append(strip)
+    return out
 
 
 def _marker(ns: str, marker_id: int, kind: int, frame: str, stamp) -> Marker:

@@ -16,6 +16,11 @@ plan requests it returns and publishes what it decides:
   starts from; an empty one means "hold still";
 * `/diagnostics`: every status change at once, all robots every `status_period`; each change is
   logged too (INFO for normal operation and start-up waiting, WARN/ERROR for failures);
+* traffic rules (`traffic_rules_file`, read when configured): ground robots' plans keep their
+  one-way lanes (`FleetPlanner`), and the rules are drawn for RViz on `/orca_nav/traffic_rules`
+  (MarkerArray, latched). A file that cannot be used is refused naming the file, entry and
+  field: logged and reported on /diagnostics every `status_period` (`planner_node:
+  traffic_rules`, ERROR), and the node plans without rules;
 * Nav2's actions per robot: `/<robot>/navigate_to_pose`, `navigate_through_poses`,
   `follow_waypoints` and `compute_path_to_pose` (`nav2_actions`), and its lifecycle state at
   `/<robot>/planner_node/get_state` too, where nav2_simple_commander's
@@ -40,10 +45,12 @@ from nav_msgs.msg import Odometry, Path
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import PointCloud2
 from trajectory_msgs.msg import MultiDOFJointTrajectory
+from visualization_msgs.msg import MarkerArray
 
 from orca_nav.core.fleet.fleet_planner import Actions, FleetPlanner, GoalEnd, ReplanPolicy
 from orca_nav.core.fleet.plan_jobs import PlanOutcome, PlanSettings, StartState, run_request
 from orca_nav.core.fleet.status import Level, RobotStatus
+from orca_nav.core.traffic_rules import TrafficRules
 from orca_nav.parameters.planner_node import NODE_SPECS
 from orca_nav.parameters.shared import ROBOT_SPECS
 from orca_nav.ros.construction import released_on_failure
@@ -56,8 +63,9 @@ from orca_nav.ros.convert import (
     pose_from_msg,
     seconds_to_time,
 )
-from orca_nav.ros.diagnostics import robot_status_msg
+from orca_nav.ros.diagnostics import robot_status_msg, status_msg
 from orca_nav.ros.lifecycle import ManagedNode
+from orca_nav.ros.markers import traffic_rule_markers
 from orca_nav.ros.nav2_actions import Nav2ActionServers, Planner
 from orca_nav.ros.node_main import run_node
 from orca_nav.ros.offload import Offloaded
@@ -75,6 +83,8 @@ from orca_nav.ros.trajectory_msgs import (
     reference_to_path,
     reference_to_trajectory,
 )
+
+TRAFFIC_RULES_TOPIC = '/orca_nav/traffic_rules'
 
 
 def goal_values(dim: int, x: float, y: float, z: float, yaw: float) -> np.ndarray:
@@ -108,9 +118,13 @@ class PlannerNode(ManagedNode):
     def configure(self) -> None:
         self._poses = FleetPoses(self, list(self.robot_configs), self.settings['tf_layout'],
                                  self.frame, self.settings['transform_tolerance'])
+        self._traffic, self._traffic_status = self._load_traffic_rules()
         self.supervisor = FleetPlanner(
             {name: robot_spec(name, config) for name, config in self.robot_configs.items()},
-            PlanSettings.from_values(self.settings), ReplanPolicy.from_values(self.settings))
+            PlanSettings.from_values(self.settings), ReplanPolicy.from_values(self.settings),
+            self._traffic)
+        self._traffic_pub = None if self._traffic is None else self.create_lifecycle_publisher(
+            MarkerArray, TRAFFIC_RULES_TOPIC, latched_qos())
         self._plan_pubs, self._traj_pubs = {}, {}
         for name in self.robot_configs:
             self._plan_pubs[name] = self.create_lifecycle_publisher(
@@ -138,11 +152,35 @@ class PlannerNode(ManagedNode):
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10)
         self.create_timer(self.settings['replan_check_period'], self._check_progress)
         self.create_timer(self.settings['status_period'],
-                          lambda: self._publish_statuses(self.supervisor.statuses()))
+                          lambda: self._publish_statuses(self.supervisor.statuses(),
+                                                         self._traffic_status))
         self.get_logger().info(f'planning for {len(self.robot_configs)} robots: '
                                f'{", ".join(self.robot_configs)} in frame {self.frame!r}')
 
+    def _load_traffic_rules(self):
+        """The rules of `traffic_rules_file` (None: no file, or refused) and the node status
+        that reports them (None: no file)."""
+        path = self.settings['traffic_rules_file']
+        if not path:
+            return None, None
+        name = 'planner_node: traffic_rules'
+        try:
+            rules = TrafficRules.from_yaml(path)
+            if rules.frame_id != self.frame:
+                raise ValueError(f'{path}: frame_id {rules.frame_id!r} is not the planner\'s '
+                                 f'global_frame {self.frame!r}')
+        except ValueError as err:
+            message = f'traffic_rules_file refused: {err}; planning without traffic rules'
+            self.get_logger().error(message)
+            return None, status_msg(name, '', Level.ERROR, message, {'file': path})
+        message = (f'{len(rules.lanes)} one-way lanes and {len(rules.zones)} one-robot zones '
+                   f'from {path}')
+        self.get_logger().info(f'traffic rules: {message}')
+        return rules, status_msg(name, '', Level.OK, message, {'file': path})
+
     def activated(self) -> None:
+        if self._traffic_pub is not None:
+            self._traffic_pub.publish(traffic_rule_markers(self._traffic, seconds_to_time(0.0)))
         if self.settings['plan_configured_goals']:
             for name, config in self.robot_configs.items():
                 if len(config['goal']) == 3:
@@ -283,10 +321,12 @@ class PlannerNode(ManagedNode):
         else:
             self.get_logger().info(text)
 
-    def _publish_statuses(self, statuses: Iterable[RobotStatus]) -> None:
+    def _publish_statuses(self, statuses: Iterable[RobotStatus], node_status=None) -> None:
         msg = DiagnosticArray()
         msg.header.stamp = seconds_to_time(node_now(self))
         msg.status = [robot_status_msg('planner_node', s) for s in statuses]
+        if node_status is not None:
+            msg.status.append(node_status)
         self._diag_pub.publish(msg)
 
 def main(args=None):

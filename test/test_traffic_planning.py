@@ -2,7 +2,6 @@
 through the fleet's plan jobs: paths keep the lanes, go around them the way the lanes allow,
 and a goal the lanes make unreachable still gets a plan that says it breaks them."""
 import math
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,9 +11,11 @@ from orca_nav.core.fleet.fleet_planner import FleetPlanner, ReplanPolicy
 from orca_nav.core.fleet.plan_jobs import PlanSettings, StartState, planner_key, run_request
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.status import Level
+from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.hybrid_astar import HybridAStar, HybridParams
 from orca_nav.core.planning.kinodynamic_astar import KinodynamicAStar, KinodynamicParams
 from orca_nav.core.planning.result import PlanStatus
+from orca_nav.core.sim.closed_loop import Scene, run
 from orca_nav.core.traffic_rules import Lane, TrafficRules
 
 from scenes import EAST_AISLE, SHELF, room, shelf_aisle
@@ -182,8 +183,23 @@ def test_drones_fly_over_lanes():
     planner = FleetPlanner({'drone0': drone, 'robot0': ROBOTS['holonomic']}, SETTINGS, POLICY,
                            OUTWARD)
     planner.set_map(CORRIDOR, now=1.0)
+    planner.set_map(OccupancyGrid(np.zeros((10, 120, 120), bool), 0.1, (0.0, 0.0, 0.0)), now=1.0)
     planner.set_start_state('robot0', StartState([2.0, 6.0, 0.0], [0.0, 0.0], 1.0), now=1.0)
-    request, _ = planner.path_request('robot0', [2.0, 9.0, 0.0], query=1)
-    assert request.traffic is OUTWARD
-    assert planner._traffic_for('drone0') is None
-    assert replace(request, traffic=None).traffic is None
+    planner.set_start_state('drone0', StartState([2.0, 6.0, 0.5, 0.0], [0.0, 0.0, 0.0], 1.0),
+                            now=1.0)
+    ground, _ = planner.path_request('robot0', [2.0, 9.0, 0.0], query=1)
+    flying, _ = planner.path_request('drone0', [10.0, 1.5, 0.5, 0.0], query=2)
+    assert ground.traffic is OUTWARD and flying.traffic is None
+    assert run_request(flying).result.success
+
+def test_a_closed_loop_scene_carries_its_lanes_to_the_fleet_planner(aisle):
+    robot = RobotSpec('robot0', kinematics='holonomic', radius=0.3, max_speed=1.0, max_accel=1.0)
+
+    def makespan(traffic):
+        result = run(Scene('west', [robot], np.array([[11.0, 1.1, math.pi]]), [[(1.0, 1.1)]],
+                           grid=aisle, planner=True, duration=60.0, traffic=traffic))
+        assert result.finished == 1 and not result.contacts
+        return result.makespan
+
+    # Around the shelf (about 4 m more) rather than straight down the aisle.
+    assert makespan(EAST) > makespan(None) + 2.0

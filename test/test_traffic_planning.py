@@ -178,6 +178,15 @@ def test_rules_set_later_apply_to_later_requests_and_key_the_planners():
         planner_key(before.grid, 1, before.spec, before.settings)
 
 
+def test_rules_of_another_type_are_refused_naming_the_field(aisle):
+    with pytest.raises(ValueError, match='traffic must be TrafficRules or None, got dict'):
+        HybridAStar(aisle, HybridParams(**DIFF), EAST_AISLE)
+    with pytest.raises(ValueError, match='traffic must be TrafficRules or None, got str'):
+        KinodynamicAStar(aisle, KinodynamicParams(**HOLONOMIC), 'lanes.yaml')
+    with pytest.raises(ValueError, match='traffic rules must be TrafficRules or None, got dict'):
+        fleet(ROBOTS['holonomic']).set_traffic_rules(EAST_AISLE)
+
+
 def test_drones_fly_over_lanes():
     drone = RobotSpec('drone0', kinematics='quadrotor', radius=0.2, max_speed=1.0, max_accel=1.0)
     planner = FleetPlanner({'drone0': drone, 'robot0': ROBOTS['holonomic']}, SETTINGS, POLICY,

@@ -33,8 +33,7 @@ class CoarseGeodesic:
 
     ``traffic`` (2-D, lattice only): the graph is directed, without the edges against a one-way
     lane that holds both blocks' centres half a block inside it (`TrafficRules.against_between`),
-    and
-    :meth:`from_goal` measures the distance *to* the goal keeping the lanes.
+    and :meth:`from_goal` measures the distance *to* the goal keeping the lanes.
     """
 
     def __init__(self, grid: OccupancyGrid, factor: int, optimistic: bool = True,

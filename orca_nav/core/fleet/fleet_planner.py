@@ -209,7 +209,7 @@ class FleetPlanner:
     def __init__(self, robots: Mapping[str, RobotSpec], settings: PlanSettings,
                  policy: ReplanPolicy, traffic: Optional[TrafficRules] = None):
         self.settings, self.policy = settings, policy
-        self.traffic = traffic
+        self.set_traffic_rules(traffic)
         self._robots = {name: _Robot(spec, order=k) for k, (name, spec) in
                         enumerate(robots.items())}
         self._maps: Dict[int, _Map] = {}      # by dimension: 2 (/map), 3 (the 3-D map)
@@ -227,6 +227,9 @@ class FleetPlanner:
     def set_traffic_rules(self, traffic: Optional[TrafficRules]) -> None:
         """The one-way lanes every later ground-robot plan keeps (None: none); plans made
         before stay."""
+        if traffic is not None and not isinstance(traffic, TrafficRules):
+            raise ValueError(f'traffic rules must be TrafficRules or None, got '
+                             f'{type(traffic).__name__}')
         self.traffic = traffic
 
     def set_robot(self, name: str, spec: RobotSpec) -> None:

@@ -38,8 +38,8 @@ Search:
   the rule holds between them too. The distance field's graph is then directed: it has no
   block edge against a lane that holds both blocks' centres half a block inside it (blocks
   on a lane's border keep their edges: a way just outside the lane is not ruled out), and
-  Dijkstra runs from the goal over the reversed edges. A goal
-  reachable only against a lane is ``NO_PATH`` (a caller may plan again without the lanes).
+  Dijkstra runs from the goal over the reversed edges. A goal reachable only against a lane
+  is ``NO_PATH`` (a caller may plan again without the lanes).
 
 Collision checks use :class:`orca_nav.core.footprint.FootprintChecker` with the footprint grown by
 ``collision_margin``; poses are sampled densely enough (from the margin, the footprint's reach
@@ -239,10 +239,11 @@ class HybridAStar:
             raise ValueError(f'grid must be 2-D, got {grid.ndim}-D')
         if not isinstance(params, HybridParams):
             raise ValueError(f'params must be HybridParams, got {type(params).__name__}')
+        if traffic is not None and not isinstance(traffic, TrafficRules):
+            raise ValueError(f'traffic must be TrafficRules or None, got {type(traffic).__name__}')
         t0 = time.perf_counter()
         self.grid = grid
         self.params = params
-        self.traffic = traffic
         # The lanes every accepted motion keeps; None (no rules, or no lanes): nothing checked.
         self._lanes = traffic if traffic is not None and traffic.lanes else None
         self.footprint = params.footprint()

@@ -183,9 +183,10 @@ class KinodynamicAStar:
             raise ValueError(f'grid must be an OccupancyGrid, got {type(grid).__name__}')
         if not isinstance(params, KinodynamicParams):
             raise ValueError(f'params must be KinodynamicParams, got {type(params).__name__}')
+        if traffic is not None and not isinstance(traffic, TrafficRules):
+            raise ValueError(f'traffic must be TrafficRules or None, got {type(traffic).__name__}')
         self.grid = grid
         self.params = params
-        self.traffic = traffic
         # The lanes every accepted motion keeps (2-D); None: nothing checked.
         self._lanes = traffic if traffic is not None and traffic.lanes and grid.ndim == 2 \
             else None

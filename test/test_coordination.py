@@ -21,6 +21,7 @@ from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.path_timing import time_path
 from orca_nav.core.planning.result import PlanResult, PlanStats, PlanStatus
 from orca_nav.core.sim.closed_loop import Scene, run
+from orca_nav.core.traffic_rules import TrafficRules
 
 from scenes import room
 
@@ -140,6 +141,104 @@ def test_who_stands_in_whose_way_is_the_same_asked_for_all_pairs_at_once_as_pair
     expected = {(a, b) for x, y in pairs for a, b in ((x, y), (y, x)) if in_way(a, b)}
     assert len(pairs) > 20 and expected
     assert coordinator._in_way(pairs) == expected
+
+
+# A door 3 m long (x 3.5 to 6.5) that holds one robot, wide enough for paths 2 m apart (twice
+# the reach of two 0.3 m robots: they never conflict by distance in it).
+DOOR = TrafficRules.from_dict({'zones': [{'name': 'door', 'polygon': [
+    [3.5, 2.0], [6.5, 2.0], [6.5, 8.0], [3.5, 8.0]]}]})
+
+
+def in_door(coordinator, name, reference, s):
+    """Whether robot `name` stopping at arc length s of `reference` stands in the door."""
+    if s is None:
+        return False
+    position = reference.positions[np.searchsorted(arc_lengths(reference.positions), s)]
+    return bool(DOOR.in_zones(position[None, :2])[0, 0])
+
+
+@pytest.mark.parametrize('stop_buffer', [0.0, 0.2])
+def test_the_later_robot_waits_outside_a_one_robot_zone_until_the_earlier_has_left(stop_buffer):
+    east, west = straight(0.0, 4.0, 10.0, 4.0), straight(10.0, 6.0, 0.0, 6.0)
+    params = CoordinationParams(stop_buffer=stop_buffer)
+    assert all(g.stop_s is None for g in two_robots(east, west, params).update().values())
+    coordinator = two_robots(east, west, params)
+    coordinator.set_traffic_rules(DOOR)
+    gates = coordinator.update()
+    assert gates['a'].stop_s is None and gates['b'].waits_for == 'a'
+    # Short of the door by the stop buffer at least, never in it (its edge is 3.5 m along).
+    assert gates['b'].stop_s <= 3.5 - stop_buffer and not in_door(coordinator, 'b', west,
+                                                                  gates['b'].stop_s)
+    at(coordinator, 'a', east, 6.0)         # in the door: b still waits
+    assert coordinator.update()['b'].waits_for == 'a'
+    at(coordinator, 'a', east, 6.9)         # out of it: b goes
+    assert coordinator.update()['b'].stop_s is None
+    coordinator.set_traffic_rules(None)     # and without the door's rule b never waited
+    at(coordinator, 'a', east, 1.0)
+    assert coordinator.update()['b'].stop_s is None
+
+
+def test_a_robot_standing_in_a_zone_goes_first_and_one_whose_path_enters_it_waits():
+    """b (the later goal) stands in the door on its way out; a's path enters the door 2 m from
+    b's place, further than any distance conflict: a waits outside for b to come out."""
+    a, b = straight(0.0, 3.0, 10.0, 3.0), straight(5.0, 5.0, 5.0, 10.0)
+    coordinator = two_robots(a, b, CoordinationParams(pass_margin=0.0, pass_slack=0.0))
+    coordinator.set_traffic_rules(DOOR)
+    gates = coordinator.update()
+    assert coordinator.order == ['b', 'a']
+    assert gates['b'].stop_s is None and gates['a'].waits_for == 'b'
+    assert gates['a'].stop_s <= 3.5 - 0.2
+    at(coordinator, 'b', b, 2.5)            # out at y = 7.5 < 8: still in the door
+    assert coordinator.update()['a'].waits_for == 'b'
+    at(coordinator, 'b', b, 3.5)
+    assert coordinator.update()['a'].stop_s is None
+    no_zone = two_robots(a, b, CoordinationParams(pass_margin=0.0, pass_slack=0.0))
+    assert no_zone.update()['a'].stop_s is None and no_zone.order == ['a', 'b']
+
+
+def test_a_chain_of_robots_through_one_zone_goes_one_at_a_time_in_their_turns():
+    """Three robots (paths 2 m apart in the door, two eastwards, one westwards between them)
+    drive at 1 m/s up to their gates: the door never holds two, each gets through, in the
+    order of their goals."""
+    paths = {'r0': straight(0.0, 3.0, 10.0, 3.0), 'r1': straight(10.5, 5.0, 0.0, 5.0),
+             'r2': straight(-1.0, 7.0, 10.0, 7.0)}
+    coordinator = Coordinator(rules=DOOR)
+    s = {}
+    for k, (name, reference) in enumerate(paths.items()):
+        coordinator.set_path(name, reference, 0.3, (float(k), k))
+        s[name] = 0.0
+        at(coordinator, name, reference, 0.0)
+    ends = {name: arc_lengths(reference.positions)[-1] for name, reference in paths.items()}
+    entered = []
+    for _ in range(200):
+        gates = coordinator.update()
+        for name, reference in paths.items():
+            stop = gates[name].stop_s
+            s[name] = max(s[name], min(s[name] + 0.25, ends[name] if stop is None else stop))
+            at(coordinator, name, reference, s[name])
+        inside = [n for n, reference in paths.items() if in_door(coordinator, n, reference, s[n])]
+        assert len(inside) <= 1
+        entered += [n for n in inside if n not in entered]
+        if all(s[n] >= ends[n] for n in paths):
+            break
+    assert all(s[n] >= ends[n] for n in paths) and entered == ['r0', 'r1', 'r2']
+
+
+def test_zones_no_path_enters_change_no_gate():
+    """Fourteen robots on random paths in a 12 m room, with a zone beyond it: the same order
+    and gates as without zones."""
+    rng = np.random.default_rng(3)
+    far = TrafficRules.from_dict({'zones': [{'name': 'far', 'polygon': [
+        [20.0, 20.0], [21.0, 20.0], [21.0, 21.0]]}]})
+    plain, zoned = Coordinator(), Coordinator(rules=far)
+    for k in range(14):
+        x0, y0, x1, y1 = rng.uniform(0.0, 12.0, 4)
+        reference, s = straight(x0, y0, x1, y1), float(rng.uniform(0.0, 1.0))
+        for coordinator in (plain, zoned):
+            coordinator.set_path(f'r{k}', reference, 0.3, (k, k))
+            at(coordinator, f'r{k}', reference, s * arc_lengths(reference.positions)[-1])
+    assert zoned.update() == plain.update() and zoned.order == plain.order
+    assert any(g.stop_s is not None for g in plain.update().values())
 
 
 def test_a_gated_reference_brakes_to_a_stand_at_the_gate():

@@ -6,6 +6,10 @@ b conflicts with robot i's path point a when ``|p_j(b) - p_i(a)| < r_i + r_j + c
 each ordered pair the coordinator keeps, per point of j's path, the farthest point of i's path
 it conflicts with (``_Conflict.last``): an action dependency graph in the sense of Hönig et al.
 (2019, "Persistent and robust execution of MAPF schedules in warehouses"), kept per path point.
+With one-robot zones (`TrafficRules`, `set_traffic_rules`: doors, narrow passages, Open-RMF's
+mutex groups) two paths that enter the same zone also conflict there whatever the distance:
+each point of j's path in the zone, and the last one before each entry, conflicts with i's
+path up to i's last point in it. A robot is in a zone when its centre is.
 
 Who goes first is a total order of the robots, rebuilt at every `update`:
 
@@ -21,29 +25,36 @@ of its path, at or ahead of where it is, that conflicts with a point not yet pas
 before it in the order (where it is, when that is closer), unless it clears every such point
 well before that robot can get there (`_clears_first`: both plans' timing, with slack). So it
 follows a robot ahead on the same aisle at a distance, waits before a crossing until the other
-has crossed (or crosses first, far ahead of it), and waits before a one-robot lane until the
-other has come out. A robot counts as standing in another's way only
-within the two radii and half the clearance of the other's path: one that braked a little late
-for its turn waits where it stopped.
+has crossed (or crosses first, far ahead of it), and waits before a one-robot lane or zone until
+the other has come out (stop_buffer short of its last point before the zone: outside it). A
+robot counts as standing in another's way only within the two radii and half the clearance of
+the other's path (one that braked a little late for its turn waits where it stopped), or in a
+zone the other's path enters ahead of it from outside.
 
 Why it does not deadlock, on the paths: a waiting robot stands before its first conflict with
-every unpassed robot before it, so it is on no path of a robot before it; the first robot of
-the order waits for nobody and its path is free of waiting robots (and of parked ones: the
-supervisor plans around robots standing without a plan); when it has passed, the next one is
-first. The only exception is two robots each standing on the other's path ahead (``locked``):
-the later one has to back out (`waiting_spot`), the fleet supervisor plans that. Why no robot
-starves: ranks only rise (every older goal ends, new goals rank last), so every robot becomes
-first, and the first one is delayed only by robots that stood in its way when it was planned,
-each of which moves off its path. A robot that cannot get on (stuck: the supervisor's ladder)
-breaks that: the supervisor puts it last (`set_rank`), so the others do not wait behind it.
+every unpassed robot before it, so it is on no path, and in no zone, of a robot before it (a
+robot in a zone that a robot before it enters would stand in its way, so go before it); the
+first robot of the order waits for nobody and its path is free of waiting robots (and of parked
+ones: the supervisor plans around robots standing without a plan); when it has passed, the next
+one is first. The only exception is two robots each standing in the other's way ahead
+(``locked``): the later one has to back out (`waiting_spot`), the fleet supervisor plans that.
+Why no robot starves: ranks only rise (every older goal ends, new goals rank last), so every
+robot becomes first, and the first one is delayed only by robots that stood in its way when it
+was planned, each of which moves off its path (and out of its zones). A robot that cannot get
+on (stuck: the supervisor's ladder) breaks that: the supervisor puts it last (`set_rank`), so
+the others do not wait behind it.
 
-Crossing first rests on timing, the rest on events: a robot that crossed first and lags stands
-in the other's way and so goes first by the rule above. What it does not do: schedule (robots
+Crossing first rests on timing, the rest on events: a robot that crossed first (through a zone:
+out of it a reach past its last point in it) and lags stands in the other's way, on its path or
+in its zone, and so goes first by the rule above. What it does not do: schedule (robots
 wait for events, not for clock times, so late and early robots alike keep the order), plan
 around the others (the planner plans each robot on the map; the supervisor replans around
 standing robots), or guarantee anything between the samples of a path: ORCA and the safety
 layer stay the last layers for what planning did not foresee. Drones (3-D plans) are not
-coordinated here.
+coordinated here. Zones hold robot centres, at the path points' spacing: a path that only cuts
+a zone's corner between two points does not enter it; a path that leaves a zone and comes back
+holds it from its first entry to its last exit; a robot parked in a zone (done, no plan) is
+planned around, not waited for.
 
 numpy and scipy only; time is passed in.
 
@@ -62,6 +73,7 @@ from scipy.spatial import cKDTree
 
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.reference import Reference
+from orca_nav.core.traffic_rules import TrafficRules
 
 __all__ = ['CoordinationParams', 'Coordinator', 'Gate', 'arc_lengths', 'stop_before',
            'remaining', 'waiting_spot', 'with_discs']
@@ -120,6 +132,37 @@ class _Path:
     progress: float = 0.0               # arc length reached
     position: Optional[np.ndarray] = None   # where the robot is (None: at its progress point)
     generation: int = 0
+    zones: Optional['_ZonePath'] = None     # its points against the one-robot zones (if any)
+
+
+@dataclass(frozen=True)
+class _ZonePath:
+    """A path's points against the one-robot zones, from its `set_path` on.
+
+    ``entering`` (M, Z): point b lies in zone z or is the last point before an entry into it
+    (where a robot waiting for the zone stops short of: so its gate lies outside the zone);
+    ``span`` (Z, 2): the arc lengths of the first and the last point in the zone (inf / -inf:
+    the path does not enter it); ``lower``, ``upper`` (2,): the bounding box of the zones it
+    enters (so paths sharing a zone are near each other, however far apart they pass)."""
+
+    entering: np.ndarray
+    span: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+    @classmethod
+    def of(cls, rules: TrafficRules, points: np.ndarray, s: np.ndarray) -> '_ZonePath':
+        inside = rules.in_zones(points)
+        entering = inside.copy()
+        entering[:-1] |= inside[1:]
+        span = np.column_stack([np.where(inside, s[:, None], np.inf).min(axis=0),
+                                np.where(inside, s[:, None], -np.inf).max(axis=0)])
+        entered = [np.asarray(zone.polygon) for zone, hit in zip(rules.zones, inside.any(axis=0))
+                   if hit]
+        if not entered:
+            return cls(entering, span, np.full(2, np.inf), np.full(2, -np.inf))
+        vertices = np.vstack(entered)
+        return cls(entering, span, vertices.min(axis=0), vertices.max(axis=0))
 
 
 @dataclass
@@ -139,12 +182,24 @@ class _Conflict:
 class Coordinator:
     """Turns on shared path space for a fleet's ground robots (see the module docstring)."""
 
-    def __init__(self, params: CoordinationParams = CoordinationParams()):
+    def __init__(self, params: CoordinationParams = CoordinationParams(),
+                 rules: Optional[TrafficRules] = None):
         self.params = params
         self._paths: Dict[str, _Path] = {}
         self._conflicts: Dict[Tuple[str, str], Optional[_Conflict]] = {}
         self._generation = 0
+        self._rules: Optional[TrafficRules] = None     # with one zone at least, or None
         self.order: List[str] = []      # the last update's order, first goes first
+        self.set_traffic_rules(rules)
+
+    def set_traffic_rules(self, rules: Optional[TrafficRules]) -> None:
+        """One robot at a time in each of `rules`' zones from now on (its lanes are the
+        planners'); None or no zones: paths conflict by distance alone."""
+        self._rules = rules if rules is not None and rules.zones else None
+        for path in self._paths.values():
+            path.zones = None if self._rules is None else \
+                _ZonePath.of(self._rules, path.points, path.s)
+        self._conflicts.clear()
 
     # ------------------------------------------------------------------ paths
     def set_path(self, name: str, reference: Reference, radius: float,
@@ -156,8 +211,10 @@ class Coordinator:
         picks = np.unique(np.append(np.searchsorted(arc, wanted), len(arc) - 1))
         points = reference.positions[picks, :2]
         self._generation += 1
+        zones = None if self._rules is None else _ZonePath.of(self._rules, points, arc[picks])
         self._paths[name] = _Path(float(radius), rank, reference.times.copy(), arc, points,
-                                  arc[picks], cKDTree(points), generation=self._generation)
+                                  arc[picks], cKDTree(points), generation=self._generation,
+                                  zones=zones)
 
     def set_rank(self, name: str, rank: Tuple[float, int]) -> None:
         """Robot `name` takes its turns by `rank` from now on (a stuck robot goes last)."""
@@ -202,15 +259,29 @@ class Coordinator:
         if len(pairs):
             np.minimum.at(first, pairs['j'], i.s[pairs['i']])
             np.maximum.at(last, pairs['j'], i.s[pairs['i']])
+        met = len(pairs) > 0
+        if j.zones is not None:
+            # A zone both paths enter: j's points in it (and the one before each entry)
+            # conflict with i's whole stretch in it, whatever the distance.
+            shared = np.flatnonzero(np.isfinite(j.zones.span[:, 0]) &
+                                    np.isfinite(i.zones.span[:, 0]))
+            if len(shared):
+                marks = j.zones.entering[:, shared]
+                np.minimum(first, np.where(marks, i.zones.span[shared, 0], np.inf).min(axis=1),
+                           out=first)
+                np.maximum(last, np.where(marks, i.zones.span[shared, 1], -np.inf).max(axis=1),
+                           out=last)
+                met = True
         conflict = _Conflict(first, last, (j.generation, i.generation))
-        if len(pairs):
+        if met:
             conflict.last_max = float(last.max())
             conflict.last_point = int(np.flatnonzero(np.isfinite(last))[-1])
         self._conflicts[key] = conflict
         return conflict
 
     def _near(self) -> List[Tuple[str, str]]:
-        """Pairs of robots whose paths' bounding boxes come within reach of each other."""
+        """Pairs of robots whose paths' bounding boxes come within reach of each other (a box
+        grown over the zones the path enters)."""
         names = list(self._paths)
         if len(names) < 2:
             return []
@@ -219,6 +290,9 @@ class Coordinator:
         reach = np.array([self._paths[n].radius for n in names]) + self.params.clearance
         lower -= reach[:, None]
         upper += reach[:, None]
+        if self._rules is not None:
+            lower = np.minimum(lower, [self._paths[n].zones.lower for n in names])
+            upper = np.maximum(upper, [self._paths[n].zones.upper for n in names])
         apart = (lower[:, None, :] > upper[None, :, :]).any(axis=2)
         overlap = ~(apart | apart.T)
         a, b = np.nonzero(np.triu(overlap, 1))
@@ -254,6 +328,24 @@ class Coordinator:
                                            np.cumsum(counts[hit]) - counts[hit])
             beyond = farthest > i.progress + (i.radius + radii[hit] + self.params.clearance)
             found.update((others[k], mover) for k in hit[beyond])
+        if self._rules is not None:
+            found |= self._in_zone_way(standers, here)
+        return found
+
+    def _in_zone_way(self, standers: Mapping[str, List[str]],
+                     here: Mapping[str, np.ndarray]) -> set:
+        """The (stander, mover) where the stander is in a zone the mover's path enters ahead
+        of it (the mover being outside it): the zone's robot has to come out first."""
+        names = list(here)
+        inside = self._rules.in_zones(np.array([here[n] for n in names]))
+        row = {n: k for k, n in enumerate(names)}
+        found = set()
+        for k in np.flatnonzero(inside.any(axis=1)):     # the few robots in a zone
+            stander, movers = names[k], standers[names[k]]
+            last = np.array([self._paths[m].zones.span[:, 1] for m in movers])
+            progress = np.array([self._paths[m].progress for m in movers])
+            enters = (last >= progress[:, None]) & ~inside[[row[m] for m in movers]] & inside[k]
+            found.update((stander, movers[x]) for x in np.flatnonzero(enters.any(axis=1)))
         return found
 
     def update(self) -> Dict[str, Gate]:

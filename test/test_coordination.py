@@ -20,7 +20,7 @@ from orca_nav.core.fleet.stuck import LADDER, StuckWatch
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.path_timing import time_path
 from orca_nav.core.planning.result import PlanResult, PlanStats, PlanStatus
-from orca_nav.core.sim.closed_loop import Scene, run
+from orca_nav.core.sim.closed_loop import Scene, _Loop, run
 from orca_nav.core.traffic_rules import TrafficRules
 
 from scenes import room
@@ -517,3 +517,45 @@ def test_without_coordination_the_lane_deadlocks(make):
     in the lane and nobody arrives."""
     result = run(make(coordinate=False, escalation_time=0.0))
     assert result.finished == 0 and len(result.stuck) == result.robots
+
+
+PASSAGE = TrafficRules.from_dict({'zones': [{'name': 'passage', 'polygon': [
+    [8.0, 2.5], [11.0, 2.5], [11.0, 5.5], [8.0, 5.5]]}]})
+
+
+class _ZoneWatch(_Loop):
+    """The closed loop with the coordinator keeping `rules` (None: none), counting the most
+    robot centres in the passage at once, every control period."""
+
+    def __init__(self, scene, rules):
+        super().__init__(scene)
+        self.planner._coordinator.set_traffic_rules(rules)
+        self.most_in_passage = 0
+
+    def _observe(self, now):
+        super()._observe(now)
+        inside = PASSAGE.in_zones(self.sim.poses[:, :2]).sum(axis=0)
+        self.most_in_passage = max(self.most_in_passage, int(inside.max()))
+
+
+@pytest.mark.slow
+def test_robots_go_through_a_one_robot_passage_one_at_a_time():
+    """Two rooms joined by a passage 3 m long and 3 m wide (two robots pass each other in it);
+    two robots in each room go to the other. As a one-robot zone, the passage never holds two
+    of them, and all arrive without contact; without it, two are in it at once."""
+    grid = OccupancyGrid.from_rectangles((0.0, 0.0, 19.0, 8.0), 0.1,
+                                         [(8.0, 0.0, 11.0, 2.5), (8.0, 5.5, 11.0, 8.0)], wall=0.3)
+    robots = [RobotSpec(f'robot{i}', kinematics='diff_drive', radius=0.3, max_speed=1.0,
+                        max_accel=1.5, max_yaw_rate=2.0) for i in range(4)]
+    starts = np.array([(2.0, 2.5, 0.0), (2.0, 5.5, 0.0), (17.0, 2.5, np.pi),
+                       (17.0, 5.5, np.pi)])
+    goals = [[(16.0, 5.5)], [(16.0, 2.5)], [(3.0, 5.5)], [(3.0, 2.5)]]
+    counts = {}
+    for rules in (PASSAGE, None):
+        loop = _ZoneWatch(Scene('passage', robots, starts, goals, grid=grid, planner=True,
+                                duration=90.0), rules)
+        result = loop.run()
+        assert result.finished == result.robots and result.stuck == []
+        assert result.moving_contacts == 0
+        counts[rules is not None] = loop.most_in_passage
+    assert counts == {True: 1, False: 2}

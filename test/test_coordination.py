@@ -149,8 +149,8 @@ DOOR = TrafficRules.from_dict({'zones': [{'name': 'door', 'polygon': [
     [3.5, 2.0], [6.5, 2.0], [6.5, 8.0], [3.5, 8.0]]}]})
 
 
-def in_door(coordinator, name, reference, s):
-    """Whether robot `name` stopping at arc length s of `reference` stands in the door."""
+def in_door(reference, s):
+    """Whether a robot at arc length s of `reference` (None: nowhere) stands in the door."""
     if s is None:
         return False
     position = reference.positions[np.searchsorted(arc_lengths(reference.positions), s)]
@@ -167,8 +167,7 @@ def test_the_later_robot_waits_outside_a_one_robot_zone_until_the_earlier_has_le
     gates = coordinator.update()
     assert gates['a'].stop_s is None and gates['b'].waits_for == 'a'
     # Short of the door by the stop buffer at least, never in it (its edge is 3.5 m along).
-    assert gates['b'].stop_s <= 3.5 - stop_buffer and not in_door(coordinator, 'b', west,
-                                                                  gates['b'].stop_s)
+    assert gates['b'].stop_s <= 3.5 - stop_buffer and not in_door(west, gates['b'].stop_s)
     at(coordinator, 'a', east, 6.0)         # in the door: b still waits
     assert coordinator.update()['b'].waits_for == 'a'
     at(coordinator, 'a', east, 6.9)         # out of it: b goes
@@ -216,7 +215,7 @@ def test_a_chain_of_robots_through_one_zone_goes_one_at_a_time_in_their_turns():
             stop = gates[name].stop_s
             s[name] = max(s[name], min(s[name] + 0.25, ends[name] if stop is None else stop))
             at(coordinator, name, reference, s[name])
-        inside = [n for n, reference in paths.items() if in_door(coordinator, n, reference, s[n])]
+        inside = [n for n, reference in paths.items() if in_door(reference, s[n])]
         assert len(inside) <= 1
         entered += [n for n in inside if n not in entered]
         if all(s[n] >= ends[n] for n in paths):

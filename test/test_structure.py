@@ -1,8 +1,8 @@
 """How orca_nav's modules may import each other (read from their source, imports anywhere in a
 file): no import circles; the core stacks one way, sim -> fleet -> planning -> avoidance, with
-grid, map_image, coarse_geodesic, geometry, validation, obstacle_distance, voxel_map and
-transforms shared below them all; no rclpy in the core or the parameter specs; the nodes never
-import the bringup; no clock read where time is passed in."""
+grid, map_image, coarse_geodesic, geometry, validation, obstacle_distance, voxel_map,
+transforms and traffic_rules shared below them all; no rclpy in the core or the parameter
+specs; the nodes never import the bringup; no clock read where time is passed in."""
 import ast
 import re
 from pathlib import Path
@@ -12,7 +12,7 @@ PACKAGE = REPO / 'orca_nav'
 # The core's parts, from the top down: a part imports only parts after it (and the shared ones).
 LAYERS = ('sim', 'fleet', 'planning', 'avoidance')
 SHARED = ('grid', 'map_image', 'coarse_geodesic', 'geometry', 'validation', 'obstacle_distance',
-          'voxel_map', 'transforms')
+          'voxel_map', 'transforms', 'traffic_rules')
 
 
 def module_name(path: Path) -> str:

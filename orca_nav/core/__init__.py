@@ -11,7 +11,8 @@ Four parts, each a subpackage that imports only the ones below it, plus what the
                  rule, PGM), coarse_geodesic (distance to a goal on a coarse graph),
                  obstacle_distance (exact distances to occupied cells), voxel_map (3-D maps
                  on disk), geometry (angles, rotations), transforms (a tf buffer's core),
-                 validation (checks of numbers handed to the core)
+                 validation (checks of numbers handed to the core), traffic_rules (lanes
+                 and one-robot zones annotated beside a map)
 
 The public API is re-exported here: ``from orca_nav.core import compute_velocities, ...``.
 """

@@ -523,12 +523,12 @@ PASSAGE = TrafficRules.from_dict({'zones': [{'name': 'passage', 'polygon': [
 
 
 class _ZoneWatch(_Loop):
-    """The closed loop with the coordinator keeping `rules` (None: none), counting the most
-    robot centres in the passage at once, every control period."""
+    """The closed loop counting the most robot centres in the passage at once, every control
+    period; its coordinator keeps the scene's zones (until FleetPlanner hands them on)."""
 
-    def __init__(self, scene, rules):
+    def __init__(self, scene):
         super().__init__(scene)
-        self.planner._coordinator.set_traffic_rules(rules)
+        self.planner._coordinator.set_traffic_rules(scene.traffic)
         self.most_in_passage = 0
 
     def _observe(self, now):
@@ -552,7 +552,7 @@ def test_robots_go_through_a_one_robot_passage_one_at_a_time():
     counts = {}
     for rules in (PASSAGE, None):
         loop = _ZoneWatch(Scene('passage', robots, starts, goals, grid=grid, planner=True,
-                                duration=90.0), rules)
+                                duration=90.0, traffic=rules))
         result = loop.run()
         assert result.finished == result.robots and result.stuck == []
         assert result.moving_contacts == 0

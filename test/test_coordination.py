@@ -524,11 +524,10 @@ PASSAGE = TrafficRules.from_dict({'zones': [{'name': 'passage', 'polygon': [
 
 class _ZoneWatch(_Loop):
     """The closed loop counting the most robot centres in the passage at once, every control
-    period; its coordinator keeps the scene's zones (until FleetPlanner hands them on)."""
+    period."""
 
     def __init__(self, scene):
         super().__init__(scene)
-        self.planner._coordinator.set_traffic_rules(scene.traffic)
         self.most_in_passage = 0
 
     def _observe(self, now):

@@ -45,7 +45,7 @@ the number of replans since the goal was set (the recoveries).
 
 Ground robots keep the fleet's one-way lanes (``traffic``, `set_traffic_rules`): every ground
 request carries them. A plan that had to break them (`plan_jobs.run_request`) is followed,
-with the robot's status at WARN saying so.
+with the robot's status at WARN saying so. The rules' one-robot zones go to the coordinator.
 
 ``path_request`` plans a path nobody executes (Nav2's ComputePathToPose): the request carries a
 query id, runs like any other, and its outcome goes back to the caller, never to ``finish``.
@@ -209,12 +209,12 @@ class FleetPlanner:
     def __init__(self, robots: Mapping[str, RobotSpec], settings: PlanSettings,
                  policy: ReplanPolicy, traffic: Optional[TrafficRules] = None):
         self.settings, self.policy = settings, policy
-        self.set_traffic_rules(traffic)
         self._robots = {name: _Robot(spec, order=k) for k, (name, spec) in
                         enumerate(robots.items())}
         self._maps: Dict[int, _Map] = {}      # by dimension: 2 (/map), 3 (the 3-D map)
         self._planners = PlannerCache()
         self._coordinator = Coordinator()
+        self.set_traffic_rules(traffic)
         self._waits_for: Dict[str, str] = {}
         for name, robot in self._robots.items():
             robot.status = RobotStatus(name, Level.OK, 'idle: no goal yet', self._values(robot))
@@ -225,12 +225,14 @@ class FleetPlanner:
         self.settings, self.policy = settings, policy
 
     def set_traffic_rules(self, traffic: Optional[TrafficRules]) -> None:
-        """The one-way lanes every later ground-robot plan keeps (None: none); plans made
-        before stay."""
+        """The one-way lanes every later ground-robot plan keeps (plans made before stay) and
+        the one-robot zones the coordinator lets one robot at a time into, from now on (None:
+        none)."""
         if traffic is not None and not isinstance(traffic, TrafficRules):
             raise ValueError(f'traffic rules must be TrafficRules or None, got '
                              f'{type(traffic).__name__}')
         self.traffic = traffic
+        self._coordinator.set_traffic_rules(traffic)
 
     def set_robot(self, name: str, spec: RobotSpec) -> None:
         """New robot parameters apply to the robot's next plan request."""

@@ -168,6 +168,44 @@ def test_a_car_stopped_at_its_trajectorys_end_beside_its_goal_is_planned_again(k
         assert 'stopped 0.40 m from the end of its trajectory' in actions.status[0].message
 
 
+def test_a_car_standing_short_of_and_beside_its_trajectorys_end_is_planned_again_after_its_time():
+    """A car's tracker stops it at its reference's end with a sideways error, short of the end
+    too: the sample nearest to it is not the last one. Standing there after the reference's
+    time ran out, it is planned again at once; before that time it is left to drive on."""
+    spec = RobotSpec('robot0', kinematics='car', radius=0.25, max_speed=1.0, max_accel=1.0,
+                     min_turning_radius=1.0)
+    planner = supervisor(spec=spec)
+    planner.set_map(room(), now=10.0)
+    planner.set_start_state('robot0', state(2.0, 5.0, stamp=10.0), now=10.0)
+    reference = following(planner, now=10.0)
+    end = 10.0 + reference.duration
+    for now, replanned in ((end - 1.0, False), (end + 0.5, True)):
+        short = StartState(pose=[7.8, 5.3, 0.0], velocity=[0.0, 0.0], stamp_s=now)
+        planner.set_start_state('robot0', short, now=now)
+        actions = planner.check_progress(now=now)
+        assert bool(actions.plan) == replanned
+    assert 'stopped 0.36 m from the end of its trajectory' in actions.status[0].message
+
+
+def test_a_robot_standing_at_its_trajectorys_end_after_its_time_is_done_though_a_cusp_came_first():
+    """The tracker takes a cusp as passed within its tolerance and goes on to the last segment,
+    while the sample nearest to the robot may lie before the cusp: a robot standing within the
+    goal tolerance of the end after the reference's time ran out has reached its goal."""
+    planner = ready()
+    (request,) = planner.set_goal('robot0', [5.0, 5.12, 0.0], 10.0).plan
+    # Back along the way it came, to an end 0.12 m beside it.
+    cusp = time_path([2.0, 6.0, 5.0], [5.0, 5.0, 5.12], [0.0, 0.0, 0.0], [1, 1, -1],
+                     max_speed=1.0, max_accel=1.0)
+    planner.finish(PlanOutcome(request, PlanResult(PlanStatus.SUCCESS, 'ok', PlanStats()),
+                               cusp, {}), 10.0)
+    planner.set_start_state('robot0', state(5.0, 5.02, stamp=11.0), now=11.0)
+    assert not planner.check_progress(now=11.0).ended       # its time has not run out
+    now = 10.0 + cusp.duration + 0.5
+    planner.set_start_state('robot0', state(5.0, 5.02, stamp=now), now=now)
+    (end,) = planner.check_progress(now=now).ended
+    assert end.reached and end.robot == 'robot0'
+
+
 def test_new_map_blocking_the_trajectory_replans_and_one_that_does_not_is_ignored():
     planner = ready()
     following(planner)

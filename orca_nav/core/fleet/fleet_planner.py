@@ -8,9 +8,11 @@ stamp it was measured at) and the current plan, and decides when to plan:
 * a new map that blocks the rest of the trajectory replans; so does a robot farther than
   ``replan_deviation`` from its trajectory, or a car standing at its trajectory's end farther
   than ``goal_tolerance`` from it (the tracker leaves a sideways error to the planner: a car
-  closes it only by a manoeuvre), at most once per ``min_replan_interval``;
+  closes it only by a manoeuvre; at the end: at its last sample, or on its last segment after the
+  trajectory's time ran out), at most once per ``min_replan_interval``;
 * a robot within ``goal_tolerance`` of the end of its trajectory, once its last driving-direction
-  segment has started, is done and no longer replanned.
+  segment has started (or standing there after the trajectory's time ran out: the tracker takes
+  a cusp as passed within its tolerance), is done and no longer replanned.
 
 Planning itself runs elsewhere (a thread pool in the node): every input returns
 :class:`Actions`, whose ``plan`` requests are plain data that ``plan_jobs.run_request`` turns
@@ -397,7 +399,13 @@ class FleetPlanner:
             # A place to back out to need not be hit exactly: within the robot's radius will do.
             tolerance = self.policy.goal_tolerance if robot.waypoint is None else \
                 max(self.policy.goal_tolerance, robot.spec.radius)
-            if to_end <= tolerance and robot.progress_time >= last_segment_start(ref):
+            standing = float(np.linalg.norm(robot.start.velocity)) < _STANDING
+            # Standing after its reference's time ran out, not held at a gate: the controller
+            # is through with the reference (its tracker skips a cusp it came near and stops a
+            # car with a sideways error), though the nearest sample need not be the last one.
+            ran_out = standing and robot.gate is None and now >= robot.start_s + ref.duration
+            on_last = robot.progress_time >= last_segment_start(ref)
+            if to_end <= tolerance and (on_last or ran_out):
                 if robot.waypoint is not None:      # out of the others' way: now the goal
                     robot.waypoint = None
                     actions += self._request(name, 'backed out; to the goal again', now)
@@ -419,8 +427,8 @@ class FleetPlanner:
                     now - robot.last_request >= self.policy.min_replan_interval:
                 robot.replans += 1
                 actions += self._request(name, f'{deviation:.2f} m off the trajectory', now)
-            elif robot.spec.steered and robot.progress_time >= ref.times[-1] and \
-                    float(np.linalg.norm(robot.start.velocity)) < _STANDING and \
+            elif robot.spec.steered and standing and \
+                    (robot.progress_time >= ref.times[-1] or on_last and ran_out) and \
                     now - robot.last_request >= self.policy.min_replan_interval:
                 robot.replans += 1
                 actions += self._request(name, f'stopped {to_end:.2f} m from the end of its '

@@ -187,6 +187,30 @@ def test_a_car_standing_short_of_and_beside_its_trajectorys_end_is_planned_again
     assert 'stopped 0.36 m from the end of its trajectory' in actions.status[0].message
 
 
+def test_a_car_beside_its_trajectorys_end_again_is_replanned_only_if_its_manoeuvre_got_nearer():
+    """Each new manoeuvre is progress along its own path, so replanning a car that stops beside
+    its end every time would keep the stuck ladder from ever climbing: after a manoeuvre that
+    brought it no nearer to the goal it is left to the ladder; one that did is followed by
+    another."""
+    spec = RobotSpec('robot0', kinematics='car', radius=0.25, max_speed=1.0, max_accel=1.0,
+                     min_turning_radius=1.0)
+    planner = supervisor(spec=spec)
+    planner.set_map(room(), now=10.0)
+    planner.set_start_state('robot0', state(2.0, 5.0, stamp=10.0), now=10.0)
+    following(planner, now=10.0)
+
+    def stand(x, y, now):
+        planner.set_start_state('robot0', StartState(pose=[x, y, 0.0], velocity=[0.0, 0.0],
+                                                     stamp_s=now), now=now)
+        return planner.check_progress(now=now)
+    (manoeuvre,) = stand(8.0, 5.4, 20.0).plan
+    planner.finish(straight_outcome(manoeuvre, 8.0, 5.0), 20.0)
+    for now in (23.0, 25.0):        # it ended where it began
+        assert not stand(8.0, 5.4, now).plan
+    actions = stand(8.0, 5.25, 26.0)     # 0.15 m nearer: worth another one
+    assert actions.plan and 'stopped 0.25 m from the end' in actions.status[0].message
+
+
 def test_a_robot_standing_at_its_trajectorys_end_after_its_time_is_done_though_a_cusp_came_first():
     """The tracker takes a cusp as passed within its tolerance and goes on to the last segment,
     while the sample nearest to the robot may lie before the cusp: a robot standing within the

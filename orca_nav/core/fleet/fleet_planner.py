@@ -202,6 +202,9 @@ class _Robot:
     backed_out_at: float = -np.inf       # when it last tried to back out
     blocked_by: int = 0                  # standing robots the current plan could not go around
     escalated: str = ''                  # what the stuck ladder last did (said while rung > 0)
+    # A car's least straight-line distance to the goal when it was last replanned for standing
+    # beside its trajectory's end: it is again only once it came nearer (else the ladder climbs)
+    beside_end_nearest: float = np.inf
 
 
 class FleetPlanner:
@@ -270,6 +273,7 @@ class FleetPlanner:
         robot.replans, robot.jam_timeout = 0, jam_timeout
         robot.watch.reset(now)
         robot.rank, robot.waypoint, robot.around = (now, robot.order), None, False
+        robot.beside_end_nearest = np.inf
         return self._request(name, f'new goal {_fmt_pose(goal)}', now)
 
     def cancel(self, name: str, now: float) -> Actions:
@@ -429,7 +433,11 @@ class FleetPlanner:
                 actions += self._request(name, f'{deviation:.2f} m off the trajectory', now)
             elif robot.spec.steered and standing and \
                     (robot.progress_time >= ref.times[-1] or on_last and ran_out) and \
-                    now - robot.last_request >= self.policy.min_replan_interval:
+                    now - robot.last_request >= self.policy.min_replan_interval and \
+                    robot.watch.nearest <= robot.beside_end_nearest - JAM_PROGRESS:
+                # Each manoeuvre makes progress along its own path, which keeps the stuck
+                # ladder from climbing: another one only after this one brought the car nearer.
+                robot.beside_end_nearest = robot.watch.nearest
                 robot.replans += 1
                 actions += self._request(name, f'stopped {to_end:.2f} m from the end of its '
                                                'trajectory', now)

@@ -365,7 +365,8 @@ def test_a_robot_without_progress_is_reported_stuck_at_stuck_time_and_replanned_
             planner.set_start_state(n, StartState([x, y, 0.0], [0.0, 0.0], now), now)
     observe(0.0)
     (request,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], 0.0).plan
-    np.testing.assert_allclose(request.obstacles, [[5.0, 8.0, 0.25], [8.0, 2.0, 0.25]])
+    # Discs as wide as ORCA keeps the others (radius + safety margin; holonomic: no more).
+    np.testing.assert_allclose(request.obstacles, [[5.0, 8.0, 0.3], [8.0, 2.0, 0.3]])
     (other,) = planner.set_goal('robot2', [9.0, 1.0, 0.0], 0.0).plan
     planner.finish(_outcome(request, straight(2.0, 5.0, 8.0, 5.0)), 0.0)
     planner.finish(_outcome(other, straight(8.0, 2.0, 9.0, 1.0)), 0.0)
@@ -380,7 +381,7 @@ def test_a_robot_without_progress_is_reported_stuck_at_stuck_time_and_replanned_
             break
     assert escalated == pytest.approx(4.25)          # the first check after 4 s standing
     (replan,) = replans
-    np.testing.assert_allclose(replan.obstacles, [[5.0, 8.0, 0.25], [8.0, 2.0, 0.25]])
+    np.testing.assert_allclose(replan.obstacles, [[5.0, 8.0, 0.3], [8.0, 2.0, 0.3]])
     status = next(s for s in actions.status if s.robot == 'robot0')
     assert status.level is Level.WARN and 'stuck 4 s' in status.message
 

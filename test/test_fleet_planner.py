@@ -4,6 +4,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from orca_nav.core.fleet.bodies import FleetBodies
+from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.fleet_planner import FleetPlanner, ReplanPolicy
 from orca_nav.core.fleet.plan_jobs import (
     PlanOutcome,
@@ -228,6 +230,34 @@ def test_a_robot_standing_at_its_trajectorys_end_after_its_time_is_done_though_a
     planner.set_start_state('robot0', state(5.0, 5.02, stamp=now), now=now)
     (end,) = planner.check_progress(now=now).ended
     assert end.reached and end.robot == 'robot0'
+
+
+def test_plans_keep_standing_robots_as_far_as_orca_keeps_them():
+    """ORCA keeps two robots their ORCA radii apart (radius, safety margin and a non-holonomic
+    robot's tracking bound): a plan passing a standing robot closer stalls there. The standing
+    robot's disc in a request is as wide as that, and a robot that parks closer than that to
+    another's path has it planned again, around it."""
+    spec = RobotSpec('robot0', kinematics='diff_drive', radius=0.3, max_speed=1.0, max_accel=1.0)
+    planner = supervisor(robots=('robot0', 'robot1'), spec=spec)
+    planner.set_map(room(), now=0.0)
+    planner.set_start_state('robot0', state(2.0, 5.0), now=0.0)
+    planner.set_start_state('robot1', state(9.0, 5.75), now=0.0)
+    orca = FleetBodies.create([spec, spec], ControllerParams(safety_margin=0.05)).orca_radius
+    (request,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], 0.0).plan
+    (x, y, radius), = request.obstacles
+    assert (x, y) == (9.0, 5.75)
+    assert radius + spec.radius + SETTINGS.safety_margin == pytest.approx(orca.sum())
+    assert orca.sum() > 2 * spec.radius + SETTINGS.safety_margin + 0.1
+    planner.finish(straight_outcome(request, 8.0, 5.0), 0.0)
+    # robot1 parks at its goal 0.75 m beside robot0's path: closer than ORCA lets robot0 pass.
+    (parking,) = planner.set_goal('robot1', [5.0, 5.75, 0.0], 0.5).plan
+    planner.finish(straight_outcome(parking, 5.0, 5.75), 0.5)
+    planner.set_start_state('robot1', state(5.0, 5.75, stamp=1.0), now=1.0)
+    actions = planner.check_progress(now=1.0)
+    assert [e.robot for e in actions.ended] == ['robot1']
+    (replan,) = actions.plan
+    assert replan.robot == 'robot0'
+    np.testing.assert_allclose(replan.obstacles[:, :2], [[5.0, 5.75]])
 
 
 def test_new_map_blocking_the_trajectory_replans_and_one_that_does_not_is_ignored():

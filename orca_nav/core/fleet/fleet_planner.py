@@ -65,6 +65,8 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from orca_nav.core.fleet.bodies import FleetBodies
+from orca_nav.core.fleet.controller_params import ControllerParams
 from orca_nav.core.fleet.coordination import Coordinator, Gate, remaining, stop_before, waiting_spot
 from orca_nav.core.fleet.plan_jobs import (
     RETRY_BUDGET_FACTOR,
@@ -521,20 +523,19 @@ class FleetPlanner:
         return self._request(name, f'{why}: backing out to ({spot[0]:.2f}, {spot[1]:.2f})', now)
 
     def _make_way_for(self, name: str, now: float) -> Actions:
-        """Robot `name` stands (goal reached, held): the robots whose paths it is on plan
-        again, around it."""
+        """Robot `name` stands (goal reached, held): the robots whose paths pass it closer
+        than ORCA lets them (`_orca_radii`) plan again, around it."""
         actions = Actions()
         if self.dim(name) != 2 or self._robots[name].start is None or \
                 not self.policy.coordinate:
             return actions
         here = self._robots[name].start.position[:2]
-        radius = self._robots[name].spec.radius
+        orca = self._orca_radii()
         for other, robot in self._robots.items():
             if other == name or not self._coordinator.has_path(other) or robot.running:
                 continue
             ahead = self._coordinator.remaining_points(other)
-            if np.min(np.linalg.norm(ahead - here, axis=1)) < \
-                    radius + robot.spec.radius + self.settings.safety_margin:
+            if np.min(np.linalg.norm(ahead - here, axis=1)) < orca[name] + orca[other]:
                 robot.replans += 1
                 actions += self._request(other, f'{name} stands on the path', now)
         return actions
@@ -706,11 +707,23 @@ class FleetPlanner:
         everyone, robot.around = robot.around, False
         if self.dim(name) != 2 or not (everyone or self.policy.coordinate):
             return np.zeros((0, 3))
-        rows = [(*other.start.position[:2], other.spec.radius)
+        # A disc the plan keeps its radius and safety margin from: the two robots' ORCA radii
+        # apart, centre to centre (a plan closer than ORCA lets it pass stalls there).
+        orca = self._orca_radii()
+        reach = orca[name] - robot.spec.radius - self.settings.safety_margin
+        rows = [(*other.start.position[:2], orca[n] + reach)
                 for n, other in self._robots.items()
                 if n != name and other.start is not None and self.dim(n) == 2 and
                 (everyone or not self._coordinator.has_path(n))]
         return np.array(rows, dtype=float).reshape(-1, 3)
+
+    def _orca_radii(self) -> Dict[str, float]:
+        """Each robot's radius as ORCA keeps it from others (`FleetBodies`: radius, safety
+        margin, a non-holonomic robot's tracking bound at the controller's default rate)."""
+        specs = [robot.spec for robot in self._robots.values()]
+        bodies = FleetBodies.create(specs, ControllerParams(
+            safety_margin=self.settings.safety_margin))
+        return dict(zip(self._robots, bodies.orca_radius.tolist()))
 
     def _hold(self, name: str, level: Level, message: str, now: float,
               waiting: bool) -> Actions:

@@ -9,7 +9,10 @@ stamp it was measured at) and the current plan, and decides when to plan:
   ``replan_deviation`` from its trajectory, or a car standing at its trajectory's end farther
   than ``goal_tolerance`` from it (the tracker leaves a sideways error to the planner: a car
   closes it only by a manoeuvre; at the end: at its last sample, or on its last segment after the
-  trajectory's time ran out), at most once per ``min_replan_interval``;
+  trajectory's time ran out; again only once the last such manoeuvre brought it nearer the
+  goal, else the stuck ladder climbs), at most once per ``min_replan_interval``;
+* a robot that parks at its goal replans the robots whose paths pass it closer than ORCA keeps
+  two robots apart (their ORCA radii); plans go around robots standing without a plan that far;
 * a robot within ``goal_tolerance`` of the end of its trajectory, once its last driving-direction
   segment has started (or standing there after the trajectory's time ran out: the tracker takes
   a cusp as passed within its tolerance), is done and no longer replanned.

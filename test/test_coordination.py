@@ -100,6 +100,83 @@ def test_the_later_robot_waits_outside_a_lane_the_earlier_one_drives_through():
     assert gates['east'].stop_s is None
 
 
+def crossroads():
+    """A 10 m room filled but for two 1.2 m corridors crossing at (5, 5): too narrow for two
+    robots of 0.25 - 0.3 m to pass each other."""
+    return room(blocks=[(0.0, 0.0, 4.4, 4.4), (5.6, 0.0, 10.0, 4.4), (0.0, 5.6, 4.4, 10.0),
+                        (5.6, 5.6, 10.0, 10.0)])
+
+
+def test_paths_take_turns_only_where_the_map_is_too_narrow_for_the_robots_to_pass():
+    """The same crossing: in an open room ORCA passes them (no turns); where two corridors
+    cross, the later goal waits; without a map, as everywhere."""
+    a, b = straight(0.0, 5.0, 10.0, 5.0), straight(5.0, 0.0, 5.0, 10.0)
+    for grid, waits in ((room(), False), (crossroads(), True), (None, True)):
+        coordinator = Coordinator()
+        if grid is not None:
+            coordinator.set_map(grid)
+        coordinator.set_path('a', a, 0.3, (0.0, 0))
+        coordinator.set_path('b', b, 0.3, (1.0, 1))
+        at(coordinator, 'a', a, 0.0)
+        at(coordinator, 'b', b, 0.0)
+        assert (coordinator.update()['b'].waits_for == 'a') == waits, grid
+    everywhere = Coordinator(CoordinationParams(narrow_only=False))
+    everywhere.set_map(room())
+    everywhere.set_path('a', a, 0.3, (0.0, 0))
+    everywhere.set_path('b', b, 0.3, (1.0, 1))
+    at(everywhere, 'a', a, 0.0)
+    at(everywhere, 'b', b, 0.0)
+    assert everywhere.update()['b'].waits_for == 'a'
+
+
+def test_free_width_is_a_corridors_width_across_it_and_large_in_a_room():
+    from orca_nav.core.fleet.coordination import free_width
+
+    def width_at(grid, x, y):
+        ix, iy = grid.world_to_cell([[x, y]])[0]
+        return free_width(grid)[iy, ix]
+    corridor = width_at(crossroads(), 5.2, 2.0)
+    assert corridor == pytest.approx(1.2, abs=0.15)     # off its centre line too
+    assert width_at(crossroads(), 5.0, 5.0) > corridor   # where the corridors cross
+    assert width_at(room(), 5.0, 5.0) > 8.0
+
+
+def test_a_later_robot_merging_well_ahead_leads_the_earlier_one_down_the_corridor():
+    """A 1.4 m corridor (y 4.3..5.7) with doors below (x 5, 9) and above (x 9, 13); a (the
+    earlier goal) drives it east from x 0.5. b comes in by the door at x 9, 6 m ahead of a:
+    turning east (out at the top at x 13) it goes first and leads; turning west towards a (out
+    by the door at x 5) it waits for a; crossing straight over, it waits too."""
+    grid = room(16.0, blocks=[(0.0, 0.0, 4.4, 4.3), (5.6, 0.0, 8.4, 4.3), (9.6, 0.0, 16.0, 4.3),
+                              (0.0, 5.7, 8.4, 16.0), (9.6, 5.7, 12.4, 16.0),
+                              (13.6, 5.7, 16.0, 16.0)])
+    a = straight(0.5, 5.0, 15.5, 5.0)
+
+    def b_path(xs, ys):
+        yaws = np.arctan2(np.diff(ys), np.diff(xs))
+        return time_path(xs, ys, np.append(yaws, yaws[-1]), [1] * len(xs), max_speed=1.0,
+                         max_accel=1.0)
+    for b, leads in ((b_path([9.0, 9.0, 13.0, 13.0], [2.5, 5.0, 5.0, 8.0]), True),
+                     (b_path([9.0, 9.0, 5.0, 5.0], [2.5, 5.0, 5.0, 2.5]), False),
+                     (b_path([9.0, 9.0], [2.5, 8.0]), False)):
+        coordinator = Coordinator()
+        coordinator.set_map(grid)
+        coordinator.set_path('a', a, 0.3, (0.0, 0))
+        coordinator.set_path('b', b, 0.3, (1.0, 1))
+        at(coordinator, 'a', a, 0.0)
+        at(coordinator, 'b', b, 0.0)
+        gates = coordinator.update()
+        assert (gates['b'].waits_for is None) == leads, b.positions[-1]
+        assert gates['a'].waits_for is None
+    follow_only = Coordinator(CoordinationParams(lead_same_way=False))
+    follow_only.set_map(grid)
+    follow_only.set_path('a', a, 0.3, (0.0, 0))
+    east = b_path([9.0, 9.0, 13.0, 13.0], [2.5, 5.0, 5.0, 8.0])
+    follow_only.set_path('b', east, 0.3, (1.0, 1))
+    at(follow_only, 'a', a, 0.0)
+    at(follow_only, 'b', east, 0.0)
+    assert follow_only.update()['b'].waits_for == 'a'
+
+
 def test_a_robot_standing_in_the_way_goes_first_whatever_its_rank():
     """b (the later goal) already stands on a's path: a waits for it to get out of the way."""
     a, b = straight(0.0, 5.0, 10.0, 5.0), straight(6.0, 5.0, 6.0, 10.0)
@@ -392,7 +469,8 @@ def test_a_goal_arriving_later_replans_that_robot_alone_and_takes_its_turn_after
     names = ('robot0', 'robot1')
     planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
                            PlanSettings(safety_margin=0.05), ReplanPolicy(goal_tolerance=0.15))
-    planner.set_map(room(), 0.0)
+    # robot1's path runs through a 1.2 m gap (x 4.4..5.6, y 2.6..4.6) where robot0's crosses.
+    planner.set_map(room(blocks=[(3.9, 2.6, 4.4, 4.6), (5.6, 2.6, 6.1, 4.6)]), 0.0)
     places = {'robot0': (2.0, 2.0), 'robot1': (5.0, 1.5)}
 
     def observe(now):
@@ -424,7 +502,7 @@ def test_a_stuck_robot_takes_its_turns_last_and_nobody_waits_behind_it_for_good(
     planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
                            PlanSettings(safety_margin=0.05),
                            ReplanPolicy(goal_tolerance=0.15, stuck_time=4.0))
-    planner.set_map(room(), 0.0)
+    planner.set_map(crossroads(), 0.0)
     places = {'robot0': (3.5, 5.0), 'robot1': (5.0, 1.5)}       # robot0 near its gate
 
     def observe(now):

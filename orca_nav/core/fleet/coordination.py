@@ -11,6 +11,13 @@ mutex groups) two paths that enter the same zone also conflict there whatever th
 each point of j's path in the zone, and the last one before each entry, conflicts with i's
 path up to i's last point in it. A robot is in a zone when its centre is.
 
+Turns are for where local avoidance cannot pass two robots: with the map known (`set_map`), a
+pair of points conflicts only where either lies where the map's free width (`free_width`) is
+less than both robots' diameters plus ``clearance`` (an aisle, a door, a gap between pillars).
+In a room or a wide aisle ORCA passes them without anyone waiting, as it does among robots
+without plans; on the dense warehouse, waiting for every crossing there held robots at gates
+most of the time, and the fleet reached fewer goals than with no turns at all.
+
 Who goes first is a total order of the robots, rebuilt at every `update`:
 
 * the base rank is the age of the robot's goal (first come, first served; ties by the order the
@@ -20,24 +27,27 @@ Who goes first is a total order of the robots, rebuilt at every `update`:
   path ahead of the other) goes before it, whatever their ranks: it cannot wait where it is
   without blocking the other for good. Where that makes a cycle, the oldest goal in it wins.
 
-A robot then waits (its *gate*, an arc length on its path) ``stop_buffer`` short of the first point
-of its path, at or ahead of where it is, that conflicts with a point not yet passed by a robot
-before it in the order (where it is, when that is closer), unless it clears every such point
-well before that robot can get there (`_clears_first`: both plans' timing, with slack). So it
-follows a robot ahead on the same aisle at a distance, waits before a crossing until the other
-has crossed (or crosses first, far ahead of it), and waits before a one-robot lane or zone until
-the other has come out (stop_buffer short of its last point before the zone: outside it). A
-robot counts as standing in another's way only within the two radii and half the clearance of
-the other's path (one that braked a little late for its turn waits where it stopped), or in a
-zone the other's path enters ahead of it from outside.
+A robot then waits (its *gate*, an arc length on its path) ``stop_buffer`` short of the first
+point of its path, at or ahead of where it is, that conflicts with a point not yet passed by a
+robot before it in the order (where it is, when that is closer), unless it clears every such
+point well before that robot can get there (`_clears_first`: both plans' timing, with slack).
+So it follows a robot ahead on the same aisle at a distance, waits before a crossing until the
+other has crossed (or crosses first, far ahead of it), goes first into a stretch both travel
+the same way when it gets in well before the other (it then leads, the other follows), and
+waits before a one-robot lane or zone until the other has come out (stop_buffer short of its
+last point before the zone: outside it). A robot counts as standing in another's way only
+within the two radii and half the clearance of the other's path (one that braked a little late
+for its turn waits where it stopped), or in a zone the other's path enters ahead of it from
+outside.
 
 Why it does not deadlock, on the paths: a waiting robot stands before its first conflict with
-every unpassed robot before it, so it is on no path, and in no zone, of a robot before it (a
-robot in a zone that a robot before it enters would stand in its way, so go before it); the
-first robot of the order waits for nobody and its path is free of waiting robots (and of parked
-ones: the supervisor plans around robots standing without a plan); when it has passed, the next
-one is first. The only exception is two robots each standing in the other's way ahead
-(``locked``): the later one has to back out (`waiting_spot`), the fleet supervisor plans that.
+every unpassed robot before it, so it is on no narrow stretch of path, and in no zone, of a
+robot before it (on a wide stretch ORCA passes them; a robot in a zone that a robot before it
+enters would stand in its way, so go before it); the first robot of the order waits for nobody
+and its path is free of waiting robots (and of parked ones: the supervisor plans around robots
+standing without a plan); when it has passed, the next one is first. The only exception is two
+robots each standing in the other's way ahead (``locked``): the later one has to back out
+(`waiting_spot`), the fleet supervisor plans that.
 Why no robot starves: ranks only rise (every older goal ends, new goals rank last), so every
 robot becomes first, and the first one is delayed only by robots that stood in its way when it
 was planned, each of which moves off its path (and out of its zones). A robot that cannot get
@@ -75,8 +85,11 @@ from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.reference import Reference
 from orca_nav.core.traffic_rules import TrafficRules
 
-__all__ = ['CoordinationParams', 'Coordinator', 'Gate', 'arc_lengths', 'stop_before',
-           'remaining', 'waiting_spot', 'with_discs']
+__all__ = ['CoordinationParams', 'Coordinator', 'Gate', 'arc_lengths', 'free_width',
+           'stop_before', 'remaining', 'waiting_spot', 'with_discs']
+
+_SAME_WAY = 0.5             # cosine: paths within 60 degrees of each other go the same way
+_WIDTH_REACH = 0.25         # m: the widest clearance this near a point gives its free width
 
 
 @dataclass(frozen=True)
@@ -91,6 +104,12 @@ class CoordinationParams:
     # less than the other's time to it at its plan's speed. inf: never (pure order).
     pass_slack: float = 1.5
     pass_margin: float = 2.0
+    # Paths take turns only where the map is too narrow for the two robots to pass each other
+    # (`free_width` < both diameters + clearance); elsewhere ORCA passes them. False: anywhere.
+    narrow_only: bool = True
+    # A robot that gets into a stretch shared going the same way ahead of the other leads it
+    # through (it has to clear the stretch's start first, not its end). False: its end.
+    lead_same_way: bool = True
 
     def __post_init__(self):
         for name in ('clearance', 'spacing', 'stop_buffer'):
@@ -133,6 +152,8 @@ class _Path:
     position: Optional[np.ndarray] = None   # where the robot is (None: at its progress point)
     generation: int = 0
     zones: Optional['_ZonePath'] = None     # its points against the one-robot zones (if any)
+    width: Optional[np.ndarray] = None      # (M,) the map's free width at the points (m)
+    heading: Optional[np.ndarray] = None    # (M, 2) unit direction of travel at the points
 
 
 @dataclass(frozen=True)
@@ -177,6 +198,8 @@ class _Conflict:
     generations: Tuple[int, int]
     last_max: float = -np.inf
     last_point: int = -1
+    head_on: Optional[np.ndarray] = None    # (M,) j's point meets i's path coming towards it
+    same_way: Optional[np.ndarray] = None   # (M,) j's point meets i's path only going its way
 
 
 class Coordinator:
@@ -190,7 +213,13 @@ class Coordinator:
         self._generation = 0
         self._rules: Optional[TrafficRules] = None     # with one zone at least, or None
         self.order: List[str] = []      # the last update's order, first goes first
+        self._width: Optional[Tuple[OccupancyGrid, np.ndarray]] = None     # (map, free_width)
         self.set_traffic_rules(rules)
+
+    def set_map(self, grid: OccupancyGrid) -> None:
+        """The 2-D map the paths are planned on: where it is wide, paths set from now on do
+        not take turns (``narrow_only``)."""
+        self._width = (grid, free_width(grid)) if self.params.narrow_only else None
 
     def set_traffic_rules(self, rules: Optional[TrafficRules]) -> None:
         """One robot at a time in each of `rules`' zones from now on (its lanes are the
@@ -212,9 +241,13 @@ class Coordinator:
         points = reference.positions[picks, :2]
         self._generation += 1
         zones = None if self._rules is None else _ZonePath.of(self._rules, points, arc[picks])
+        width = None if self._width is None else _at(*self._width, points)
+        step = np.diff(points, axis=0)
+        step = np.vstack([step, step[-1:]]) if len(step) else np.zeros((1, 2))
+        heading = step / np.maximum(np.linalg.norm(step, axis=1, keepdims=True), 1e-9)
         self._paths[name] = _Path(float(radius), rank, reference.times.copy(), arc, points,
                                   arc[picks], cKDTree(points), generation=self._generation,
-                                  zones=zones)
+                                  zones=zones, width=width, heading=heading)
 
     def set_rank(self, name: str, rank: Tuple[float, int]) -> None:
         """Robot `name` takes its turns by `rank` from now on (a stuck robot goes last)."""
@@ -255,6 +288,15 @@ class Coordinator:
         if held is not None and held.generations == (j.generation, i.generation):
             return held
         pairs = i.tree.sparse_distance_matrix(j.tree, self._reach(i, j), output_type='ndarray')
+        if len(pairs) and i.width is not None and j.width is not None:
+            # Where either point has room for both robots side by side, ORCA passes them.
+            room = 2.0 * (i.radius + j.radius) + self.params.clearance
+            pairs = pairs[np.minimum(i.width[pairs['i']], j.width[pairs['j']]) < room]
+        head_on, not_along = np.zeros(len(j.s), dtype=bool), np.zeros(len(j.s), dtype=bool)
+        if len(pairs):
+            cosine = (i.heading[pairs['i']] * j.heading[pairs['j']]).sum(axis=1)
+            head_on[pairs['j'][cosine < -_SAME_WAY]] = True
+            not_along[pairs['j'][cosine <= _SAME_WAY]] = True
         first, last = np.full(len(j.s), np.inf), np.full(len(j.s), -np.inf)
         if len(pairs):
             np.minimum.at(first, pairs['j'], i.s[pairs['i']])
@@ -267,12 +309,14 @@ class Coordinator:
                                     np.isfinite(i.zones.span[:, 0]))
             if len(shared):
                 marks = j.zones.entering[:, shared]
+                not_along |= marks.any(axis=1)     # a zone holds one robot, whichever way
                 np.minimum(first, np.where(marks, i.zones.span[shared, 0], np.inf).min(axis=1),
                            out=first)
                 np.maximum(last, np.where(marks, i.zones.span[shared, 1], -np.inf).max(axis=1),
                            out=last)
                 met = True
         conflict = _Conflict(first, last, (j.generation, i.generation))
+        conflict.head_on, conflict.same_way = head_on, ~not_along
         if met:
             conflict.last_max = float(last.max())
             conflict.last_point = int(np.flatnonzero(np.isfinite(last))[-1])
@@ -417,6 +461,10 @@ class Coordinator:
         j_clears = float(j.s[b[-1]]) + reach
         if j_clears >= j.arc[-1]:
             return False        # j's goal is on i's path: it would park in i's way
+        if p.lead_same_way and conflict.same_way[b].any() and not conflict.head_on[b].any():
+            # j runs along i's path, never towards it (merging, following, turning off): in
+            # ahead of i, it leads i, so it has to get in well before i, not through.
+            j_clears = float(j.s[b[0]]) + reach
         i_time = np.interp(i_meets, i.arc, i.times) - np.interp(i.progress, i.arc, i.times)
         j_time = np.interp(j_clears, j.arc, j.times) - np.interp(j.progress, j.arc, j.times)
         return j_time * p.pass_slack + p.pass_margin < i_time
@@ -569,3 +617,21 @@ def waiting_spot(grid: OccupancyGrid, start: np.ndarray, radius: float,
             return None
         front = grown
     return None
+
+
+
+def free_width(grid: OccupancyGrid) -> np.ndarray:
+    """Per cell of `grid`, the free width there (m): twice the largest clearance within
+    _WIDTH_REACH (a corridor's width at any point of it a path runs along, not only on its
+    centre line; a room's, large)."""
+    cells = int(np.ceil(_WIDTH_REACH / grid.resolution))
+    yy, xx = np.mgrid[-cells:cells + 1, -cells:cells + 1]
+    disc = np.hypot(xx, yy) * grid.resolution <= _WIDTH_REACH
+    return 2.0 * ndimage.maximum_filter(grid.clearance(), footprint=disc)
+
+
+def _at(grid: OccupancyGrid, field_: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """`field_`'s values at `points` (the nearest cell inside the map)."""
+    cells = grid.world_to_cell(points)
+    ny, nx = field_.shape
+    return field_[np.clip(cells[:, 1], 0, ny - 1), np.clip(cells[:, 0], 0, nx - 1)]

@@ -382,6 +382,8 @@ class FleetPlanner:
         held = self._maps[grid.ndim] = _Map(grid, 1 if first else previous.generation + 1,
                                             bool((~grid.occupied).any()))
         self._planners.keep_maps({dim: m.generation for dim, m in self._maps.items()})
+        if grid.ndim == 2:
+            self._coordinator.set_map(grid)
         actions = Actions()
         for name, robot in self._robots.items():
             if robot.goal is None or self.dim(name) != grid.ndim:

@@ -342,7 +342,8 @@ def warehouse_throughput(rng) -> Scene:
     """Throughput: 20 - 26 diff-drive robots in a warehouse of 4 - 5 shelf rows, each on
     continuous pick tasks (a pick at a shelf face in an aisle, then a drop at a station in the
     open bands at either end, and so on) for a fixed 240 s; counted in goals reached per
-    robot-hour. Run with coordination on and off (`--throughput`)."""
+    robot-hour. Every aisle is one way (`Warehouse.one_way_aisles`). Run with coordination
+    on and off (`--throughput`; off drops the lanes too)."""
     layout = Warehouse.draw(rng, rows=int(rng.integers(4, 6)))
     grid = layout.grid()
     count = int(rng.integers(20, 27))
@@ -361,7 +362,8 @@ def warehouse_throughput(rng) -> Scene:
              for i in range(count)]
     yaw = rng.uniform(-math.pi, math.pi, count)
     return Scene('warehouse_throughput', robots, np.column_stack([starts, yaw]), goals,
-                 grid=grid, planner=True, duration=THROUGHPUT_SECONDS)
+                 grid=grid, planner=True, duration=THROUGHPUT_SECONDS,
+                 traffic=layout.one_way_aisles())
 
 
 THROUGHPUT_TASKS = 20           # pick-and-drop tasks queued per robot (more than it can do)
@@ -416,8 +418,8 @@ def run_job(job: Job) -> dict:
     start = time.perf_counter()
     try:
         setup = scene(job.family, job.seed, job.params)
-        if not job.coordinate:
-            setup.coordinate, setup.escalation_time = False, 0.0
+        if not job.coordinate:      # lanes are coordination too
+            setup.coordinate, setup.escalation_time, setup.traffic = False, 0.0, None
         result = run(setup)
     except Exception as error:
         raise RuntimeError(f'{job.family} seed {job.seed}: {error}') from error

@@ -335,7 +335,9 @@ class OccupancyGrid:
         """``(K,)`` bool: the point lies in a map cell."""
         return self._cells_in_bounds(self.world_to_cell(points))
 
-    def _lookup(self, array: np.ndarray, points, outside) -> np.ndarray:
+    def values_at(self, array: np.ndarray, points, outside) -> np.ndarray:
+        """A per-cell `array` (the grid's shape) at `points`; `outside` where a point lies
+        outside the map."""
         cells = self.world_to_cell(points)
         inside = self._cells_in_bounds(cells)
         # Flat index of (ix, iy[, iz]) in the [..., iy, ix] array; outside points read cell 0
@@ -347,7 +349,7 @@ class OccupancyGrid:
     def occupied_at(self, points) -> np.ndarray:
         """``(K,)`` bool: the cell holding each point is occupied, or the point is outside the
         map."""
-        return self._lookup(self._occupied, points, True)
+        return self.values_at(self._occupied, points, True)
 
     def _compute_clearance(self) -> np.ndarray:
         res = self._resolution
@@ -389,7 +391,7 @@ class OccupancyGrid:
 
     def clearance_at(self, points) -> np.ndarray:
         """``(K,)`` float32 clearance of the cell holding each point; 0 outside the map."""
-        return self._lookup(self.clearance(), points, 0.0)
+        return self.values_at(self.clearance(), points, 0.0)
 
     def clearance_near(self, points, reach: float) -> np.ndarray:
         """``(K,)`` float32: ``clearance_at(points)`` wherever that is ``<= reach``, and a value

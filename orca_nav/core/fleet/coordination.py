@@ -241,7 +241,9 @@ class Coordinator:
         points = reference.positions[picks, :2]
         self._generation += 1
         zones = None if self._rules is None else _ZonePath.of(self._rules, points, arc[picks])
-        width = None if self._width is None else _at(*self._width, points)
+        # Outside the map (no plan goes there) counts as narrow, as without a map.
+        width = None if self._width is None else self._width[0].values_at(self._width[1],
+                                                                         points, 0.0)
         step = np.diff(points, axis=0)
         step = np.vstack([step, step[-1:]]) if len(step) else np.zeros((1, 2))
         heading = step / np.maximum(np.linalg.norm(step, axis=1, keepdims=True), 1e-9)
@@ -628,10 +630,3 @@ def free_width(grid: OccupancyGrid) -> np.ndarray:
     yy, xx = np.mgrid[-cells:cells + 1, -cells:cells + 1]
     disc = np.hypot(xx, yy) * grid.resolution <= _WIDTH_REACH
     return 2.0 * ndimage.maximum_filter(grid.clearance(), footprint=disc)
-
-
-def _at(grid: OccupancyGrid, field_: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """`field_`'s values at `points` (the nearest cell inside the map)."""
-    cells = grid.world_to_cell(points)
-    ny, nx = field_.shape
-    return field_[np.clip(cells[:, 1], 0, ny - 1), np.clip(cells[:, 0], 0, nx - 1)]

@@ -83,12 +83,9 @@ class CoarseGeodesic:
             if self._directed:
                 # Both ways but against a lane, stored reversed (to -> from): Dijkstra from the
                 # goal then gives each block's distance to the goal.
-                a, b = self._centres(pair_a, block_shape), self._centres(pair_b, block_shape)
-                inset = 0.5 * self.cell_size
-                forward = ~lanes.against_between(a, b, inset)
-                backward = ~lanes.against_between(b, a, inset)
-                pair_a, pair_b = (np.concatenate([pair_b[forward], pair_a[backward]]),
-                                  np.concatenate([pair_a[forward], pair_b[backward]]))
+                pair_a, pair_b, _ = lanes.reversed_edges(
+                    pair_a, pair_b, self._centres(pair_a, block_shape),
+                    self._centres(pair_b, block_shape), 0.5 * self.cell_size)
             src.append(pair_a)
             dst.append(pair_b)
             weight.append(np.full(pair_a.size, length))

@@ -60,6 +60,14 @@ class Lane:
     def heading(self) -> float:
         return math.atan2(self.end[1] - self.start[1], self.end[0] - self.start[0])
 
+    @property
+    def corners(self) -> np.ndarray:
+        """(4, 2) the rectangle's corners in order: start and end on one side, end and start
+        on the other."""
+        start, end = np.array(self.start), np.array(self.end)
+        side = 0.5 * self.width * np.array([-math.sin(self.heading), math.cos(self.heading)])
+        return np.array([start + side, end + side, end - side, start - side])
+
 
 @dataclass(frozen=True)
 class Zone:
@@ -81,17 +89,15 @@ class TrafficRules:
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
             raise ValueError(f'traffic rules: names must be unique, {repeated[0]!r} is repeated')
-        # Per lane: start, unit direction, unit normal, length, half width.
+        # Per lane: start, unit direction, length, half width.
         self._start = np.array([lane.start for lane in self.lanes], dtype=float).reshape(-1, 2)
         self._dir = np.array([[math.cos(lane.heading), math.sin(lane.heading)]
                               for lane in self.lanes]).reshape(-1, 2)
         self._length = np.array([lane.length for lane in self.lanes])
         self._half_width = 0.5 * np.array([lane.width for lane in self.lanes])
         # Bounding box (x_min, y_min, x_max, y_max) of every lane's rectangle.
-        normal = self._dir[:, ::-1] * [1.0, -1.0] * self._half_width[:, None]
-        corners = np.concatenate([self._start + side * normal + end * self._length[:, None]
-                                  * self._dir for side in (-1.0, 1.0) for end in (0.0, 1.0)]) \
-            if self.lanes else np.zeros((1, 2))
+        corners = np.vstack([lane.corners for lane in self.lanes]) if self.lanes else \
+            np.zeros((1, 2))
         self._box = np.concatenate([corners.min(axis=0), corners.max(axis=0)])
 
     @property
@@ -148,6 +154,18 @@ class TrafficRules:
         cosine = (step @ self._dir.T) / length[:, None]
         return (self.in_lanes(a, inset) & self.in_lanes(b, inset)
                 & (cosine < AGAINST_COSINE)).any(axis=1)
+
+    def reversed_edges(self, a_ids, b_ids, a, b, inset: float):
+        """A graph's undirected edges a_ids - b_ids (their nodes at `a`, `b`) as the directed
+        edges that keep the lanes (`against_between` with `inset`), each stored reversed (head,
+        tail), so that a Dijkstra from a goal gives every node's distance *to* the goal:
+        (from ids, to ids, the index of each one's undirected edge)."""
+        forward = ~self.against_between(a, b, inset)        # a -> b, stored b -> a
+        backward = ~self.against_between(b, a, inset)
+        edge = np.arange(len(a_ids))
+        return (np.concatenate([b_ids[forward], a_ids[backward]]),
+                np.concatenate([a_ids[forward], b_ids[backward]]),
+                np.concatenate([edge[forward], edge[backward]]))
 
     def against_motion(self, points, steps) -> np.ndarray:
         """(N,) bool: moving by `steps` (N, 2) from `points` (N, 2) goes against a lane the point

@@ -81,10 +81,9 @@ def traffic_rule_markers(rules: TrafficRules, stamp) -> MarkerArray:
         arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.2 * head, head, head
         arrow.color.g, arrow.color.b, arrow.color.a = 0.8, 0.3, 0.8
         outline = _marker('lane_outlines', k, Marker.LINE_STRIP, rules.frame_id, stamp)
-        direction = (np.subtract(lane.end, lane.start)) / lane.length
-        side = 0.5 * lane.width * np.array([-direction[1], direction[0]])
-        corners = [lane.start + side, lane.end + side, lane.end - side, lane.start - side]
-        outline.points = [Point(x=float(x), y=float(y), z=z) for x, y in corners + corners[:1]]
+        corners = lane.corners
+        outline.points = [Point(x=float(x), y=float(y), z=z)
+                          for x, y in np.vstack([corners, corners[:1]])]
         outline.scale.x = 0.03
         outline.color.g, outline.color.b, outline.color.a = 0.8, 0.3, 0.5
         out.markers.extend([arrow, outline])

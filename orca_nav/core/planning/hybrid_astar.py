@@ -380,12 +380,9 @@ class HybridAStar:
             # reversed (to -> from), so Dijkstra from the goal gives the distance to the goal.
             centre = np.column_stack([(np.arange(by * bx) % bx + 0.5) * self._hblock,
                                       (np.arange(by * bx) // bx + 0.5) * self._hblock]) + self._lo
-            inset = 0.5 * self._hblock
-            forward = ~self._lanes.against_between(centre[rows], centre[cols], inset)
-            backward = ~self._lanes.against_between(centre[cols], centre[rows], inset)
-            rows, cols = (np.concatenate([cols[forward], rows[backward]]),
-                          np.concatenate([rows[forward], cols[backward]]))
-            weights = np.concatenate([weights[forward], weights[backward]])
+            rows, cols, edge = self._lanes.reversed_edges(rows, cols, centre[rows], centre[cols],
+                                                          0.5 * self._hblock)
+            weights = weights[edge]
         self._hgraph = sparse.csr_matrix((weights, (rows, cols)), shape=(by * bx, by * bx))
 
     def _distance_field(self, goal) -> np.ndarray:

@@ -17,6 +17,9 @@ linearProgram3 (minimise the largest penetration of the agent lines, obstacle li
 hard) walks the lines in order like RVO2: a loop over line index, batched over the agents
 whose line triggers, each step a directional linearProgram2 solved the same way.
 """
+import functools
+from typing import NamedTuple
+
 import numpy as np
 
 RVO_EPSILON = 1e-5  # RVO2's RVO_EPSILON: (almost) parallel lines in linearProgram1/3
@@ -140,10 +143,40 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
     if width == 0:
         return np.zeros(count, dtype=np.intp), start_x.copy(), start_y.copy()
     # linearProgram1 on line i against lines 0..i-1 does not depend on the current result:
-    # solve it for every line at once, then replay the incremental walk.
-    lines = np.arange(width)
-    prefix = (lines[None, :] < lines[:, None])[:, :, None]
-    t_left, t_right, usable = _interval_on_lines(px, py, dx, dy, px, py, dx, dy, prefix, radius)
+    # solve it for every line at once, then replay the incremental walk. The pairs of lines
+    # are packed (the i pairs (i, j < i) of each line i in a row, reduced with reduceat),
+    # not padded to L x L: a third of the work at the usual widths.
+    pairs = _packed_pairs(width)
+    dot = px * dx + py * dy
+    disc = dot * dot + radius * radius - (px * px + py * py)
+    root = np.sqrt(np.maximum(disc, 0.0))
+    neg_dot = -dot
+    t_left = neg_dot - root
+    t_right = neg_dot + root
+    usable = disc >= 0.0
+    if width > 1:
+        # Lines 1.. (line 0 has nothing bounding it): the interval along candidate line i
+        # that lines j < i leave, as _interval_on_lines finds it.
+        cand, bound = pairs.candidate, pairs.bound
+        cpx, cpy = px.take(cand, axis=0), py.take(cand, axis=0)
+        bdx, bdy = dx.take(bound, axis=0), dy.take(bound, axis=0)
+        denominator = dx.take(cand, axis=0) * bdy - dy.take(cand, axis=0) * bdx
+        numerator = bdx * (cpy - py.take(bound, axis=0)) - bdy * (cpx - px.take(bound, axis=0))
+        parallel = np.abs(denominator) <= RVO_EPSILON
+        if parallel.any():
+            parallel &= numerator < 0.0
+            usable[1:] &= ~np.logical_or.reduceat(parallel, pairs.bound_starts, axis=0)
+            np.putmask(denominator, np.abs(denominator) <= RVO_EPSILON, np.nan)
+        t = numerator / denominator
+        pad = np.sign(denominator)
+        pad *= -_HUGE
+        # fmin/fmax skip the NaN (parallel) pairs; a line with only those keeps its circle
+        # interval (fmin(NaN, inf) is inf).
+        upper = np.fmin(np.fmin.reduceat(np.fmax(t, pad), pairs.bound_starts, axis=0), np.inf)
+        lower = np.fmax(np.fmax.reduceat(np.fmin(t, pad), pairs.bound_starts, axis=0), -np.inf)
+        np.minimum(t_right[1:], upper, out=t_right[1:])
+        np.maximum(t_left[1:], lower, out=t_left[1:])
+    usable &= t_left <= t_right
     t = _best_t(px, py, dx, dy, t_left, t_right, opt_x, opt_y, direction)
     # The walk's states: the start (0) and the result after a move at line i (i + 1). From
     # each, the next line the walk stops at is the first later valid line its result
@@ -155,11 +188,15 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
     state_x[0], state_y[0] = start_x, start_y
     state_x[1:] = px + t * dx
     state_y[1:] = py + t * dy
-    hit = dx[None] * (py[None] - state_y[:, None]) - dy[None] * (px[None] - state_x[:, None]) > 0.0
-    hit &= valid[None]
-    hit &= (lines[None, :] >= np.arange(width + 1)[:, None])[:, :, None]    # later lines only
-    stops = hit.any(axis=1)
-    stop = np.where(stops, hit.argmax(axis=1), width)                       # (L + 1, K)
+    # Pairs (state s < L, line j >= s), packed like the line pairs above.
+    state, later = pairs.state, pairs.later
+    hit = dx.take(later, axis=0) * (py.take(later, axis=0) - state_y.take(state, axis=0)) \
+        - dy.take(later, axis=0) * (px.take(later, axis=0) - state_x.take(state, axis=0)) > 0.0
+    hit &= valid.take(later, axis=0)
+    stop = np.full((width + 1, count), width)       # state L (a move at the last line) ends
+    stop[:width] = np.minimum.reduceat(np.where(hit, pairs.later_column, width),
+                                       pairs.later_starts, axis=0)
+    stops = stop < width
     columns = np.arange(count)
     moves = (valid & usable).reshape(-1).take(np.minimum(stop, width - 1) * count + columns)
     step = np.where(stops & moves, stop + 1, np.arange(width + 1)[:, None])
@@ -169,6 +206,33 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
     flat = end * count + columns
     line_fail = stop.reshape(-1).take(flat)
     return line_fail, state_x.reshape(-1).take(flat), state_y.reshape(-1).take(flat)
+
+
+class _PackedPairs(NamedTuple):
+    candidate: np.ndarray       # line i >= 1 of each pair (i, j < i), i ascending
+    bound: np.ndarray           # its line j
+    bound_starts: np.ndarray    # where line i's pairs start (i = 1..L-1)
+    state: np.ndarray           # state s of each pair (s, j >= s), s ascending
+    later: np.ndarray           # its line j
+    later_column: np.ndarray    # j, as a column
+    later_starts: np.ndarray    # where state s's pairs start (s = 0..L-1)
+
+
+@functools.lru_cache(maxsize=64)
+def _packed_pairs(width):
+    """The packed pair indices of the dense linearProgram2 for `width` lines (read-only)."""
+    lines = np.arange(width)
+    candidate = np.repeat(lines, lines)
+    bound = np.concatenate([lines[:i] for i in range(width)])
+    bound_starts = (lines[1:] * (lines[1:] - 1)) // 2
+    state = np.repeat(lines, width - lines)
+    later = np.concatenate([lines[s:] for s in range(width)])
+    later_starts = np.concatenate([[0], np.cumsum(width - lines[:-1])])
+    pairs = _PackedPairs(candidate, bound, bound_starts, state, later, later[:, None],
+                         later_starts)
+    for a in pairs:
+        a.setflags(write=False)
+    return pairs
 
 
 def _incremental_per_line(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y,

@@ -239,26 +239,35 @@ def _incremental_per_line(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, 
                           direction):
     """_incremental for many agents or lines: linearProgram1 only where line i is hit.
 
-    The loop works on the columns of the agents still open (compacted when one fails), and
-    looks at every later line at once: lines no open agent violates change nothing, so the
-    walk jumps to the first violated one."""
+    The loop tests line i for the open agents; where none violates it, it looks at every
+    later line at once and jumps to the first violated one (lines no open agent violates
+    change nothing). An agent that fails leaves the walk: its column is masked out, and the
+    columns are compacted once half of them are closed (a compaction costs more than
+    testing a few closed columns)."""
     width, count = px.shape
     vx, vy = start_x.copy(), start_y.copy()
     line_fail = np.full(count, width, dtype=np.intp)
-    agents = np.arange(count)       # the open agents: the columns of the arrays below
+    agents = np.arange(count)       # the agents of the columns of the arrays below
     lines, mask, bound = (px, py, dx, dy), valid, (radius, opt_x, opt_y)
+    mask_is_copy = False
+    is_open = np.ones(count, dtype=bool)
+    open_count = count
     cur_x, cur_y = vx.copy(), vy.copy()
     i = 0
     while i < width:
         lx, ly, ldx, ldy = lines
-        hits = ldx[i:] * (ly[i:] - cur_y) - ldy[i:] * (lx[i:] - cur_x) > 0.0
-        hits &= mask[i:]
-        violated = hits.any(axis=1)
-        if not violated.any():
-            break
-        ahead = int(violated.argmax())
-        i += ahead
-        cols = np.flatnonzero(hits[ahead])
+        hits = ldx[i] * (ly[i] - cur_y) - ldy[i] * (lx[i] - cur_x) > 0.0
+        hits &= mask[i]
+        cols = hits.nonzero()[0]
+        if not cols.size:
+            later = ldx[i:] * (ly[i:] - cur_y) - ldy[i:] * (lx[i:] - cur_x) > 0.0
+            later &= mask[i:]
+            violated = later.any(axis=1)
+            if not violated.any():
+                break
+            ahead = int(violated.argmax())
+            i += ahead
+            cols = later[ahead].nonzero()[0]
         # Lines 0..i-1 all bound line i (valid lines form a prefix; see _bisector_problem).
         bounds = take_columns((lx[:i], ly[:i], ldx[:i], ldy[:i]), cols)
         cpx, cpy, cdx, cdy = (lx[i].take(cols), ly[i].take(cols), ldx[i].take(cols),
@@ -271,18 +280,27 @@ def _incremental_per_line(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, 
         cur_y[cols] = np.where(usable, cpy + t * cdy, cur_y.take(cols))
         if not usable.all():
             # The failed agents leave with the result they had (linearProgram3 starts there).
-            line_fail[agents[cols[~usable]]] = i
-            vx[agents], vy[agents] = cur_x, cur_y
-            still_open = np.ones(agents.size, dtype=bool)
-            still_open[cols[~usable]] = False
-            keep = np.flatnonzero(still_open)
-            if keep.size == 0:
-                return line_fail, vx, vy
-            agents = agents[keep]
-            lines = take_columns(lines, keep)
-            mask = mask.take(keep, axis=1)
-            bound = tuple(b.take(keep) for b in bound)
-            cur_x, cur_y = cur_x[keep], cur_y[keep]
+            failed = cols[~usable]
+            line_fail[agents.take(failed)] = i
+            open_count -= failed.size
+            if not open_count:
+                break
+            is_open[failed] = False
+            if 2 * open_count <= agents.size:
+                vx[agents], vy[agents] = cur_x, cur_y
+                keep = is_open.nonzero()[0]
+                agents = agents.take(keep)
+                lines = take_columns(lines, keep)
+                mask = mask.take(keep, axis=1)
+                mask_is_copy = True
+                bound = tuple(b.take(keep) for b in bound)
+                cur_x, cur_y = cur_x.take(keep), cur_y.take(keep)
+                is_open = np.ones(open_count, dtype=bool)
+            else:
+                if not mask_is_copy:
+                    mask = mask.copy()
+                    mask_is_copy = True
+                mask[:, failed] = False     # its result stays as it was at the failure
         i += 1
     vx[agents], vy[agents] = cur_x, cur_y
     return line_fail, vx, vy

@@ -377,24 +377,31 @@ def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx,
     next_line = begin_line.copy()
     waiting = np.arange(count)
     while waiting.size:
-        at = next_line[waiting]
-        if waiting.size <= _LP3_MERGE_AGENTS:
+        at = next_line.take(waiting)
+        low = int(at.min())
+        merged = waiting.size <= _LP3_MERGE_AGENTS
+        if merged:
             act = waiting
         else:
-            lowest = at == at.min()
-            act, at = waiting[lowest], at[lowest]
+            lowest = at == low
+            act, at = waiting.compress(lowest), at.compress(lowest)
         problem = _bisector_problem(px, py, dx, dy, num_hard, act, at)
         new_x, new_y, ok = _best_direction(*problem[:5], radius.take(act), *problem[5:])
         # RVO2 keeps the previous result when the sub-problem fails (rounding trouble only).
         ax = np.where(ok, new_x, vx.take(act))
         ay = np.where(ok, new_y, vy.take(act))
         vx[act], vy[act] = ax, ay
-        apx, apy, adx, ady, avalid = take_columns((px, py, dx, dy, valid), act)
+        # The next line of these agents: the first after i violated by more than the
+        # penetration now accepted (at line i). Lines before the lowest i do not matter.
+        apx, apy, adx, ady, avalid = take_columns(
+            (px[low:], py[low:], dx[low:], dy[low:], valid[low:]), act)
         pen = adx * (apy - ay) - ady * (apx - ax)
-        flat = at * act.size + np.arange(act.size)
-        reached = pen.take(flat)  # the penetration now accepted
-        # The next line of these agents: the first after i violated by more than that.
-        trigger = avalid & (pen > reached) & (rows > at)
-        next_line[act] = np.where(trigger.any(axis=0), trigger.argmax(axis=0), num_lines)
+        if merged:
+            reached = pen.take((at - low) * act.size + np.arange(act.size))
+            trigger = avalid & (pen > reached) & (rows[:num_lines - low] > at - low)
+        else:
+            trigger = avalid[1:] & (pen[1:] > pen[0])
+            low += 1
+        next_line[act] = np.where(trigger.any(axis=0), trigger.argmax(axis=0) + low, num_lines)
         waiting = np.flatnonzero(next_line < num_lines)
     return vx, vy

@@ -32,6 +32,9 @@ _DENSE_MAX_ENTRIES = 28800
 _FAR_LINE = 1e150
 # linearProgram3: once this few agents have lines left, they are solved together.
 _LP3_MERGE_AGENTS = 64
+# linearProgram3: a round's band of lines is as wide as keeps its batch of sub-problems within
+# this many (lines^2 * sub-problems) entries (measured on the crossing crowd, 100-10,000 agents).
+_LP3_BAND_ENTRIES = 4000
 
 
 def take_columns(arrays, columns):
@@ -306,6 +309,16 @@ def _incremental_per_line(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, 
     return line_fail, vx, vy
 
 
+def _lp3_band(at, low, num_lines):
+    """How many lines from the lowest next line `low` one round of linearProgram3 takes:
+    the most whose padded batch of sub-problems (at line i, i lines; one per agent and line
+    from its next one to the band's end) stays within _LP3_BAND_ENTRIES, at least one."""
+    ends = np.arange(low, num_lines)
+    pairs = np.cumsum(np.cumsum(np.bincount(at - low, minlength=ends.size)))
+    fits = np.count_nonzero(ends * ends * pairs <= _LP3_BAND_ENTRIES)
+    return max(int(fits), 1)
+
+
 def _bisector_problem(px, py, dx, dy, num_hard, agents, lines):
     """Directional sub-problem of linearProgram3 at line i = lines[k] for each given agent:
     lines j < i, hard ones as they are, soft ones replaced by the bisector of lines j and i
@@ -366,8 +379,11 @@ def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx,
     Lines (L, K). (vx, vy) is linearProgram2's result at failure; returns the new (vx, vy).
     Like RVO2 each agent walks its lines in order and, where line i is violated by more than
     the current penetration, solves a directional linearProgram2 on the bisector lines of i.
-    Batched: each round solves the agents whose next such line is the lowest, or, once few
-    agents have one left, all of them at their own lines in one padded batch.
+    Batched: each round takes the agents whose next such line lies in a band of lines from
+    the lowest one, solves the sub-problem of each at every line of the band from its next
+    one (the sub-problem does not depend on where the walk stands), and replays their walks
+    over the band; or, once few agents have a line left, solves all of them at their own
+    lines in one padded batch.
     """
     num_lines, count = px.shape
     vx, vy = vx.copy(), vy.copy()
@@ -379,29 +395,66 @@ def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx,
     while waiting.size:
         at = next_line.take(waiting)
         low = int(at.min())
-        merged = waiting.size <= _LP3_MERGE_AGENTS
-        if merged:
+        if waiting.size <= _LP3_MERGE_AGENTS:
+            # Few left: each at its own next line, in one padded batch.
             act = waiting
-        else:
-            lowest = at == low
-            act, at = waiting.compress(lowest), at.compress(lowest)
-        problem = _bisector_problem(px, py, dx, dy, num_hard, act, at)
-        new_x, new_y, ok = _best_direction(*problem[:5], radius.take(act), *problem[5:])
-        # RVO2 keeps the previous result when the sub-problem fails (rounding trouble only).
-        ax = np.where(ok, new_x, vx.take(act))
-        ay = np.where(ok, new_y, vy.take(act))
-        vx[act], vy[act] = ax, ay
-        # The next line of these agents: the first after i violated by more than the
-        # penetration now accepted (at line i). Lines before the lowest i do not matter.
-        apx, apy, adx, ady, avalid = take_columns(
-            (px[low:], py[low:], dx[low:], dy[low:], valid[low:]), act)
-        pen = adx * (apy - ay) - ady * (apx - ax)
-        if merged:
+            problem = _bisector_problem(px, py, dx, dy, num_hard, act, at)
+            ax, ay, ok = _best_direction(*problem[:5], radius.take(act), *problem[5:])
+            # RVO2 keeps the previous result when the sub-problem fails (rounding trouble
+            # only).
+            ax = np.where(ok, ax, vx.take(act))
+            ay = np.where(ok, ay, vy.take(act))
+            apx, apy, adx, ady, avalid = take_columns(
+                (px[low:], py[low:], dx[low:], dy[low:], valid[low:]), act)
+            pen = adx * (apy - ay) - ady * (apx - ax)
             reached = pen.take((at - low) * act.size + np.arange(act.size))
             trigger = avalid & (pen > reached) & (rows[:num_lines - low] > at - low)
         else:
-            trigger = avalid[1:] & (pen[1:] > pen[0])
-            low += 1
-        next_line[act] = np.where(trigger.any(axis=0), trigger.argmax(axis=0) + low, num_lines)
+            # The agents whose next line is in a band of lines from the lowest: the
+            # sub-problem at each of their lines in the band (it does not depend on where
+            # the walk stands) in one batch, then their walks over the band.
+            band = _lp3_band(at, low, num_lines)
+            chosen = at < low + band
+            act, at = waiting.compress(chosen), at.compress(chosen)
+            in_band = at[None, :] <= np.arange(low, low + band)[:, None]   # (band line, agent)
+            line, member = in_band.nonzero()
+            pair_agents = act.take(member)
+            problem = _bisector_problem(px, py, dx, dy, num_hard, pair_agents, line + low)
+            solved = _best_direction(*problem[:5], radius.take(pair_agents), *problem[5:])
+            if band == 1:
+                solved_x, solved_y, solved_ok = (a[None] for a in solved)
+            else:
+                solved_x, solved_y = np.empty(in_band.shape), np.empty(in_band.shape)
+                solved_ok = np.zeros(in_band.shape, dtype=bool)
+                solved_x[in_band], solved_y[in_band], solved_ok[in_band] = solved
+            apx, apy, adx, ady, avalid = take_columns(
+                (px[low:], py[low:], dx[low:], dy[low:], valid[low:]), act)
+            ax, ay = vx.take(act), vy.take(act)
+            for k in range(band):
+                if k:
+                    # Solved at where the result violates line k by more than the
+                    # penetration accepted; an agent's first line, by construction.
+                    pen = adx[k] * (apy[k] - ay) - ady[k] * (apx[k] - ax) > reached
+                    pen &= avalid[k]
+                    trigger = at == low + k
+                    trigger |= pen & (at < low + k)
+                    move = trigger & solved_ok[k]
+                else:
+                    move = solved_ok[0]
+                # RVO2 keeps the previous result when the sub-problem fails (rounding
+                # trouble only).
+                ax = np.where(move, solved_x[k], ax)
+                ay = np.where(move, solved_y[k], ay)
+                now = adx[k] * (apy[k] - ay) - ady[k] * (apx[k] - ax)
+                reached = now if not k else np.where(trigger, now, reached)
+            rest = slice(band, None)
+            pen = adx[rest] * (apy[rest] - ay) - ady[rest] * (apx[rest] - ax)
+            trigger = avalid[rest] & (pen > reached)
+            low += band
+        vx[act], vy[act] = ax, ay
+        # The next line of these agents: the first later one violated by more than the
+        # penetration accepted (lines before `low` cannot be next).
+        next_line[act] = np.where(trigger.any(axis=0), trigger.argmax(axis=0) + low, num_lines) \
+            if len(trigger) else num_lines
         waiting = np.flatnonzero(next_line < num_lines)
     return vx, vy

@@ -215,7 +215,9 @@ def new_velocities(positions, velocities, pref_velocities, agent_params, time_st
         need = ((start_violation > 0.0) & valid).any(axis=0)
         if need.any():
             idx = np.flatnonzero(need)
-            lpx, lpy, ldx, ldy, lvalid = take_columns((px, py, dx, dy, valid), idx)
+            # In a crowd every agent needs it: no copies then.
+            lpx, lpy, ldx, ldy, lvalid = (px, py, dx, dy, valid) if idx.size == count else \
+                take_columns((px, py, dx, dy, valid), idx)
             sx, sy, line_fail = closest_point(lpx, lpy, ldx, ldy, lvalid, max_speed[idx],
                                               opt_x[idx], opt_y[idx])
             failed = np.flatnonzero(line_fail >= 0)

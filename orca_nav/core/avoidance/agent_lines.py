@@ -4,11 +4,11 @@ cut-off circle, legs, and the already-colliding case that uses the time step.
 import numpy as np
 
 # Agent-line slots (agents x neighbour slots) per block of the computation, at most: its ~40
-# float32 temporaries stay in cache, and are freed and reused from block to block. (One block
-# of 1,000 agents x 10 slots, ~1.6 MB of temporaries freed at the end of every call, made the
-# allocator hand the pages back to the system and fault them in again on the next call:
-# ~300 page faults, half the time of the call.)
-_LINE_BLOCK_SLOTS = 8192
+# float32 temporaries stay in cache, and are freed and reused from block to block. (Larger
+# blocks, ~1 MB of temporaries freed at the end of every call, made the allocator hand the
+# pages back to the system and fault them in again on the next call: at 1,000 agents ~150
+# page faults a call, as long again as the arithmetic.)
+_LINE_BLOCK_SLOTS = 4096
 
 
 def agent_lines(positions, velocities, radius, time_horizon, time_step, neighbors, keep,

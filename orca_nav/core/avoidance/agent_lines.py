@@ -3,12 +3,12 @@ cut-off circle, legs, and the already-colliding case that uses the time step.
 """
 import numpy as np
 
-# Agent-line slots (agents x neighbour slots) per block of the computation, at most: its ~40
-# float32 temporaries stay in cache, and are freed and reused from block to block. (Larger
-# blocks, ~1 MB of temporaries freed at the end of every call, made the allocator hand the
-# pages back to the system and fault them in again on the next call: at 1,000 agents ~150
-# page faults a call, as long again as the arithmetic.)
-_LINE_BLOCK_SLOTS = 4096
+# Agent-line slots (agents x neighbour slots) per block of the computation, at most: its
+# float32 temporaries stay in cache, and are freed and reused from block to block. The
+# temporaries alive at once are few (each is deleted when done): many MB of them, freed at the
+# end of every call, made the allocator hand the pages back to the system and fault them in
+# again on the next call (at 1,000 agents ~150 page faults a call, as long as the arithmetic).
+_LINE_BLOCK_SLOTS = 8192
 
 
 def agent_lines(positions, velocities, radius, time_horizon, time_step, neighbors, keep,
@@ -83,6 +83,9 @@ def _agent_lines_block(columns, block, other, inv_horizon, inv_step, keep_t, sha
     dot1 = w_x * rel_x + w_y * rel_y
     colliding = dist_sq <= combined_sq
     special = ((dot1 < 0.0) & (dot1 * dot1 > combined_sq * (w_x * w_x + w_y * w_y))) | colliding
+    # Names are deleted once their array is no longer needed: fewer temporaries alive at once
+    # (see _LINE_BLOCK_SLOTS).
+    del dot1
     any_legs = not special.all()  # unused slots (far sentinel) count as cut-off circle
     any_circle = special.any()
 
@@ -95,9 +98,12 @@ def _agent_lines_block(columns, block, other, inv_horizon, inv_step, keep_t, sha
         inv_d2 = sign / np.maximum(dist_sq, f32(1e-30))  # sign * (1/d2): the sign flip is exact
         leg_x = (rel_x * leg - rel_y * cr) * inv_d2
         leg_y = (rel_x * cr + rel_y * leg) * inv_d2
+        del leg, sign, cr, inv_d2
         dot2 = rv_x * leg_x + rv_y * leg_y
         leg_ux = dot2 * leg_x - rv_x
         leg_uy = dot2 * leg_y - rv_y
+        del dot2
+    del dist_sq, combined_sq
     if any_circle:
         # Cut-off circle of the time horizon or, when already colliding, of one time step.
         if colliding.any():
@@ -106,12 +112,14 @@ def _agent_lines_block(columns, block, other, inv_horizon, inv_step, keep_t, sha
             inv_time = inv_horizon * miss + inv_step * hit
             cw_x = w_x * miss + (rv_x - inv_step * rel_x) * hit
             cw_y = w_y * miss + (rv_y - inv_step * rel_y) * hit
+            del hit, miss
         else:
             inv_time, cw_x, cw_y = inv_horizon, w_x, w_y
         cw_len = np.sqrt(cw_x * cw_x + cw_y * cw_y)
         inv_len = f32(1.0) / np.maximum(cw_len, f32(1e-30))
         unit_x = cw_x * inv_len
         unit_y = cw_y * inv_len
+        del cw_x, cw_y, inv_len
         degenerate = np.flatnonzero((cw_len == 0.0) & special & keep_t)
         if degenerate.size:
             unit_x, unit_y = _separating_fallback(unit_x, unit_y, rel_x, rel_y, other, degenerate,
@@ -119,6 +127,8 @@ def _agent_lines_block(columns, block, other, inv_horizon, inv_step, keep_t, sha
         circle_u = combined * inv_time - cw_len
         circle_ux = circle_u * unit_x
         circle_uy = circle_u * unit_y
+        del circle_u, cw_len, inv_time
+    del rel_x, rel_y, rv_x, rv_y, w_x, w_y, combined, colliding
     # Blend the branches arithmetically (exact: the unused branch is finite, times 0).
     if any_legs and any_circle:
         on_circle = special.astype(f32)
@@ -127,6 +137,7 @@ def _agent_lines_block(columns, block, other, inv_horizon, inv_step, keep_t, sha
         d_y = -unit_x * on_circle + leg_y * on_legs
         u_x = circle_ux * on_circle + leg_ux * on_legs
         u_y = circle_uy * on_circle + leg_uy * on_legs
+        del on_circle, on_legs, unit_x, unit_y, circle_ux, circle_uy, leg_x, leg_y, leg_ux, leg_uy
     elif any_legs:
         d_x, d_y, u_x, u_y = leg_x, leg_y, leg_ux, leg_uy
     else:

@@ -372,11 +372,14 @@ def _bisector_problem(px, py, dx, dy, num_hard, agents, lines):
     return proj_px, proj_py, proj_dx, proj_dy, proj_valid, -iy, ix
 
 
-def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx, vy):
+def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx, vy,
+                        columns=None):
     """linearProgram3 for K agents: from line `begin_line` on, keep the velocity that
     minimises the largest penetration of the soft lines; lines < num_hard stay hard.
 
-    Lines (L, K). (vx, vy) is linearProgram2's result at failure; returns the new (vx, vy).
+    Lines (L, K), num_hard (K,); or, given `columns` (K,), the K agents' columns of larger
+    line and num_hard arrays (no copies of them). (vx, vy) is linearProgram2's result at
+    failure; returns the new (vx, vy).
     Like RVO2 each agent walks its lines in order and, where line i is violated by more than
     the current penetration, solves a directional linearProgram2 on the bisector lines of i.
     Batched: each round takes the agents whose next such line lies in a band of lines from
@@ -385,7 +388,7 @@ def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx,
     over the band; or, once few agents have a line left, solves all of them at their own
     lines in one padded batch.
     """
-    num_lines, count = px.shape
+    num_lines, count = px.shape[0], len(begin_line)
     vx, vy = vx.copy(), vy.copy()
     rows = np.arange(num_lines)[:, None]
     # Each agent's next line to solve at; at begin_line the LP2 result violates the line by
@@ -398,14 +401,15 @@ def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx,
         if waiting.size <= _LP3_MERGE_AGENTS:
             # Few left: each at its own next line, in one padded batch.
             act = waiting
-            problem = _bisector_problem(px, py, dx, dy, num_hard, act, at)
+            act_cols = act if columns is None else columns.take(act)
+            problem = _bisector_problem(px, py, dx, dy, num_hard, act_cols, at)
             ax, ay, ok = _best_direction(*problem[:5], radius.take(act), *problem[5:])
             # RVO2 keeps the previous result when the sub-problem fails (rounding trouble
             # only).
             ax = np.where(ok, ax, vx.take(act))
             ay = np.where(ok, ay, vy.take(act))
             apx, apy, adx, ady, avalid = take_columns(
-                (px[low:], py[low:], dx[low:], dy[low:], valid[low:]), act)
+                (px[low:], py[low:], dx[low:], dy[low:], valid[low:]), act_cols)
             pen = adx * (apy - ay) - ady * (apx - ax)
             reached = pen.take((at - low) * act.size + np.arange(act.size))
             trigger = avalid & (pen > reached) & (rows[:num_lines - low] > at - low)
@@ -416,10 +420,12 @@ def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx,
             band = _lp3_band(at, low, num_lines)
             chosen = at < low + band
             act, at = waiting.compress(chosen), at.compress(chosen)
+            act_cols = act if columns is None else columns.take(act)
             in_band = at[None, :] <= np.arange(low, low + band)[:, None]   # (band line, agent)
             line, member = in_band.nonzero()
             pair_agents = act.take(member)
-            problem = _bisector_problem(px, py, dx, dy, num_hard, pair_agents, line + low)
+            problem = _bisector_problem(px, py, dx, dy, num_hard, act_cols.take(member),
+                                        line + low)
             solved = _best_direction(*problem[:5], radius.take(pair_agents), *problem[5:])
             if band == 1:
                 solved_x, solved_y, solved_ok = (a[None] for a in solved)
@@ -428,7 +434,7 @@ def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx,
                 solved_ok = np.zeros(in_band.shape, dtype=bool)
                 solved_x[in_band], solved_y[in_band], solved_ok[in_band] = solved
             apx, apy, adx, ady, avalid = take_columns(
-                (px[low:], py[low:], dx[low:], dy[low:], valid[low:]), act)
+                (px[low:], py[low:], dx[low:], dy[low:], valid[low:]), act_cols)
             ax, ay = vx.take(act), vy.take(act)
             for k in range(band):
                 if k:

@@ -225,8 +225,8 @@ def new_velocities(positions, velocities, pref_velocities, agent_params, time_st
                 f = idx[failed]
                 infeasible[f] = True
                 sx[failed], sy[failed] = min_max_penetration(
-                    *take_columns((lpx, lpy, ldx, ldy, lvalid), failed), num_obst[f],
-                    line_fail[failed], max_speed[f], sx[failed], sy[failed])
+                    lpx, lpy, ldx, ldy, lvalid, num_obst if idx.size == count else num_obst[idx],
+                    line_fail[failed], max_speed[f], sx[failed], sy[failed], failed)
             vx[idx] = sx
             vy[idx] = sy
             # Points on the speed circle may exceed it by rounding (~1e-16 relative).

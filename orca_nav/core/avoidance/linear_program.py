@@ -148,7 +148,7 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
     # linearProgram1 on line i against lines 0..i-1 does not depend on the current result:
     # solve it for every line at once, then replay the incremental walk. The pairs of lines
     # are packed (the i pairs (i, j < i) of each line i in a row, reduced with reduceat),
-    # not padded to L x L: a third of the work at the usual widths.
+    # not padded to L x L with a mask: under half the entries.
     pairs = _packed_pairs(width)
     dot = px * dx + py * dy
     disc = dot * dot + radius * radius - (px * px + py * py)
@@ -167,9 +167,9 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
         numerator = bdx * (cpy - py.take(bound, axis=0)) - bdy * (cpx - px.take(bound, axis=0))
         parallel = np.abs(denominator) <= RVO_EPSILON
         if parallel.any():
-            parallel &= numerator < 0.0
-            usable[1:] &= ~np.logical_or.reduceat(parallel, pairs.bound_starts, axis=0)
-            np.putmask(denominator, np.abs(denominator) <= RVO_EPSILON, np.nan)
+            failing = parallel & (numerator < 0.0)
+            usable[1:] &= ~np.logical_or.reduceat(failing, pairs.bound_starts, axis=0)
+            np.putmask(denominator, parallel, np.nan)
         t = numerator / denominator
         pad = np.sign(denominator)
         pad *= -_HUGE

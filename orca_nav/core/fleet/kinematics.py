@@ -22,6 +22,7 @@ Conventions
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -74,10 +75,26 @@ class RobotLimits:
         """The limits of the robots `rows` (indices or a boolean mask)."""
         return RobotLimits(*(getattr(self, f.name)[rows] for f in fields(self)))
 
-    @property
+    # The model masks are read several times a control cycle; the limits never change (a new
+    # configuration builds new ones), so each is computed once.
+    @cached_property
     def planar_holonomic(self) -> np.ndarray:
         """(N,) bool: robots that can move sideways (holonomic and quadrotor)."""
         return (self.model == HOLONOMIC) | (self.model == QUADROTOR)
+
+    @cached_property
+    def diff_drive(self) -> np.ndarray:
+        """(N,) bool: diff-drive robots."""
+        return self.model == DIFF_DRIVE
+
+    @cached_property
+    def car(self) -> np.ndarray:
+        """(N,) bool: car robots."""
+        return self.model == CAR
+
+    @cached_property
+    def has_car(self) -> bool:
+        return bool(self.car.any())
 
 
 def _clip_norm(vectors: np.ndarray, max_norm: np.ndarray) -> np.ndarray:
@@ -92,13 +109,15 @@ def admissible_twist(twist, limits: RobotLimits) -> np.ndarray:
     Non-holonomic robots lose vy; speeds are clipped; a car keeps the commanded curvature
     wz/vx clipped to 1/min_turning_radius (wz = 0 when vx = 0, it cannot turn on the spot).
     """
-    n = len(limits)
-    twist = finite_array('twist', twist, (n, 3)).copy()
-    sideways = limits.planar_holonomic
-    twist[~sideways, 1] = 0.0
+    return _made_admissible(finite_array('twist', twist, (len(limits), 3)).copy(), limits)
+
+
+def _made_admissible(twist: np.ndarray, limits: RobotLimits) -> np.ndarray:
+    """`admissible_twist` in place on checked (N, 3) twists of this module's own making."""
+    twist[~limits.planar_holonomic, 1] = 0.0
     twist[:, :2] = _clip_norm(twist[:, :2], limits.max_speed)
-    car = limits.model == CAR
-    if car.any():
+    if limits.has_car:
+        car = limits.car
         vx = twist[car, 0]
         max_rate = np.abs(vx) / limits.min_turning_radius[car]
         twist[car, 2] = np.clip(twist[car, 2], -max_rate, max_rate)
@@ -123,8 +142,8 @@ def limit_twist(command, previous, limits: RobotLimits, dt: float) -> np.ndarray
     step = _clip_norm(target[:, :2] - previous[:, :2], limits.max_accel * dt)
     out = target.copy()
     out[:, :2] = previous[:, :2] + step
-    car = limits.model == CAR
-    if car.any():
+    if limits.has_car:
+        car = limits.car
         # Keep the target curvature at the ramped speed (0 where the target speed is 0).
         v_target = target[car, 0]
         curvature = np.divide(target[car, 2], v_target, out=np.zeros_like(v_target),
@@ -190,9 +209,9 @@ def _desired_heading(v_des, yaw, max_speed, allow_reverse):
     speed = np.minimum(row_norms(v_des), _per_robot('max_speed', max_speed, n))
     alpha = np.where(speed > 0.0, wrap_angle(np.arctan2(v_des[:, 1], v_des[:, 0]) - yaw), 0.0)
     backwards = np.zeros(n, dtype=bool)
-    allow = np.broadcast_to(np.asarray(allow_reverse, dtype=bool), (n,))
+    allow = np.asarray(allow_reverse, dtype=bool)
     if allow.any():
-        backwards = allow & (np.abs(alpha) > 0.5 * np.pi)
+        backwards = allow & (np.abs(alpha) > 0.5 * np.pi)     # (broadcast to (n,))
         alpha = np.where(backwards, wrap_angle(alpha - np.pi), alpha)
     return speed, alpha, backwards
 
@@ -293,14 +312,14 @@ def planar_velocity_to_twist(v_des, yaw, limits: RobotLimits, heading_time: floa
     sideways = limits.planar_holonomic
     if sideways.any():
         twist[sideways, :2] = world_to_body(v_des[sideways], yaw[sideways])
-    diff = limits.model == DIFF_DRIVE
+    diff = limits.diff_drive
     if diff.any():
         v, w = planar_velocity_to_unicycle(v_des[diff], yaw[diff], limits.max_speed[diff],
                                            limits.max_yaw_rate[diff], heading_time, allow_reverse)
         twist[diff, 0], twist[diff, 2] = v, w
-    car = limits.model == CAR
-    if car.any():
+    if limits.has_car:
+        car = limits.car
         v, w = planar_velocity_to_car(v_des[car], yaw[car], limits.min_turning_radius[car],
                                       limits.max_speed[car], limits.max_yaw_rate[car])
         twist[car, 0], twist[car, 2] = v, w
-    return admissible_twist(twist, limits)
+    return _made_admissible(twist, limits)

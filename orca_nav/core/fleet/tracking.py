@@ -35,8 +35,6 @@ from typing import Optional
 import numpy as np
 
 from orca_nav.core.fleet.kinematics import (
-    CAR,
-    DIFF_DRIVE,
     RobotLimits,
     admissible_twist,
     finite_array,
@@ -173,12 +171,12 @@ class FleetTracker:
         """One tracking step at wall time ``now`` for robots at ``positions`` (N, d) with
         ``yaws`` (N,)."""
         p = finite_array('positions', positions, (self.n, self.dim))
+        has = self._has
+        if not has.any():       # (yaws and limits are not read then)
+            return self._idle(p)
         yaw = finite_array('yaws', np.reshape(yaws, -1), (self.n,))
         vmax = np.broadcast_to(finite_array('max_speed', max_speed, np.shape(max_speed)), (self.n,))
         wmax = np.broadcast_to(np.asarray(max_yaw_rate, dtype=float), (self.n,))
-        has = self._has
-        if not has.any():
-            return self._idle(p)
         prm = self.params
         rows = np.arange(self.n)
         last = self._len - 1
@@ -298,8 +296,8 @@ def tracking_twist(v_des, yaw, limits: RobotLimits, command: TrackingCommand,
     yaw = np.asarray(yaw, dtype=float)
     twist = planar_velocity_to_twist(v_des, yaw, limits, heading_time)
     tracking = command.active | command.reached
-    diff = tracking & (limits.model == DIFF_DRIVE)
-    car = tracking & (limits.model == CAR)
+    diff = tracking & limits.diff_drive
+    car = tracking & limits.car
     if not (diff.any() or car.any()):
         return twist    # planar_velocity_to_twist's twists are admissible already
     backward = command.direction < 0

@@ -112,7 +112,9 @@ class Avoidance:
         pref, tracking = c.steering.ground(
             c.params, c.now, rows, everyone, live, positions, limits, c.xy, c.state.yaw,
             c.bodies.limits, guidance, c.commanded, c.bodies.orca_radius, c.bodies.radius,
-            lambda points: _room(c, points))
+            # Without a map or sensor points all room is infinite: the breaker need not ask.
+            None if c.map is None and not c.sensed.point_count()
+            else lambda points: _room(c, points))
         pref = np.where(run[:, None], pref, velocities)
         velocity = self._solve_planar(c, rows, run, positions, velocities, pref, limits,
                                       c.params.acceleration_aware)

@@ -34,6 +34,7 @@ to) someone's goal is never told to wait for that someone. Collision avoidance i
 touched: ORCA still filters every preferred velocity, so recoveries are as safe as any motion,
 and `compute_velocities` keeps its RVO2 parity.
 """
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -112,7 +113,7 @@ class DeadlockBreaker:
         self._yielding[index] = False
 
     def update(self, now, positions, pref_velocities, arrived, goals, max_speed, radius,
-               distances=None, room=None, parked=None):
+               distances=None, room=None, parked=None, checked=False):
         """Preferred velocities (N, 2) with stalled robots yielding or detouring.
 
         distances: optional (N,) distance to the goal along the route around obstacles
@@ -120,29 +121,18 @@ class DeadlockBreaker:
         function from (K, 2) points to their (K,) clearance from obstacles (m), which decides
         the side of a detour next to one. parked: optional (N,) bool, robots standing at their
         goals (among `arrived`) that give way to a stalled robot next to them as a
-        lower-priority one would; they return to their goals after."""
-        n = len(self._angle)
-        positions = points('positions', positions, n)
-        pref = points('pref_velocities', pref_velocities, n)
-        arrived = np.asarray(arrived, dtype=bool)
-        goals = np.asarray(goals, dtype=float)
-        if arrived.shape != (n,) or goals.shape != (n, 2):
-            raise ValueError(f'arrived must have shape ({n},) and goals ({n}, 2), '
-                             f'got {arrived.shape} and {goals.shape}')
-        if not np.isfinite(now):
-            raise ValueError(f'now must be finite, got {now}')
-        p = self.params
-        max_speed = per_robot_values('max_speed', max_speed, n)
-        radius = per_robot_values('radius', radius, n)
-        if distances is None:
-            distances = np.hypot(*(goals - positions).T)
-        elif np.shape(distances) != (n,):
-            raise ValueError(f'distances must have shape ({n},), got {np.shape(distances)}')
-        distances = np.asarray(distances, dtype=float)
+        lower-priority one would; they return to their goals after. checked: the arguments
+        are (N,) and (N, 2) arrays already known to be valid, distances and parked given (the
+        fleet controller's own, every cycle), so they are not checked again."""
+        if not checked:
+            positions, pref_velocities, arrived, goals, max_speed, radius, distances, parked = \
+                self._checked(now, positions, pref_velocities, arrived, goals, max_speed, radius,
+                              distances, parked)
+        pref = pref_velocities
         if not np.isfinite(distances).all():
             distances = np.nan_to_num(distances, nan=0.0, posinf=0.0)
         distance = np.where(arrived, 0.0, distances)
-        parked = np.zeros(n, dtype=bool) if parked is None else np.asarray(parked, dtype=bool)
+        p = self.params
         # A new reference whenever the robot made enough progress (or has none yet / arrived).
         required = p.min_progress * np.minimum(max_speed * p.stall_time, self._reference_distance)
         progressed = (self._reference_distance - distance >= required) | arrived
@@ -151,7 +141,7 @@ class DeadlockBreaker:
         self._reference_time[fresh] = now
         stalled = (~arrived & ~fresh & (now - self._reference_time >= p.stall_time)
                    & (self._recover_until <= now))  # a running recovery is not re-judged
-        if np.any(stalled):
+        if stalled.any():
             self._reference_time[stalled] = now  # judge the recovery by the next window
             self._reference_distance[stalled] = distance[stalled]
             self._recover_until[stalled] = now + p.recovery_time
@@ -177,6 +167,30 @@ class DeadlockBreaker:
         out[giving_way] = (p.give_way_speed * max_speed[giving_way, None]
                            * self._away[giving_way])
         return out
+
+    def _checked(self, now, positions, pref_velocities, arrived, goals, max_speed, radius,
+                 distances, parked):
+        """update's arguments as arrays (distances and parked filled in); ValueError naming
+        the first that is not valid."""
+        n = len(self._angle)
+        positions = points('positions', positions, n)
+        pref = points('pref_velocities', pref_velocities, n)
+        arrived = np.asarray(arrived, dtype=bool)
+        goals = np.asarray(goals, dtype=float)
+        if arrived.shape != (n,) or goals.shape != (n, 2):
+            raise ValueError(f'arrived must have shape ({n},) and goals ({n}, 2), '
+                             f'got {arrived.shape} and {goals.shape}')
+        if not math.isfinite(now):
+            raise ValueError(f'now must be finite, got {now}')
+        max_speed = per_robot_values('max_speed', max_speed, n)
+        radius = per_robot_values('radius', radius, n)
+        if distances is None:
+            distances = np.hypot(*(goals - positions).T)
+        elif np.shape(distances) != (n,):
+            raise ValueError(f'distances must have shape ({n},), got {np.shape(distances)}')
+        distances = np.asarray(distances, dtype=float)
+        parked = np.zeros(n, dtype=bool) if parked is None else np.asarray(parked, dtype=bool)
+        return positions, pref, arrived, goals, max_speed, radius, distances, parked
 
     @staticmethod
     def _toward_room(turn, positions, pref, radius, room):

@@ -237,6 +237,8 @@ class SafetyLayer:
     def _static_needs(self, state: SafetyInput, check, travel, slack, sensed):
         """(distance each robot must keep from static obstacles, robots near enough to check)."""
         wanted = self.radius + self.params.static_margin + slack
+        if self.static is None and self.static_3d is None and sensed is None:
+            return wanted, np.zeros(len(self.radius), dtype=bool)   # nothing static to meet
         reach = wanted + travel
         rows = check.nonzero()[0]
         now = np.full(len(self.radius), np.inf)

@@ -98,12 +98,14 @@ class Steering:
                live: np.ndarray, positions: np.ndarray, limits: RobotLimits, fleet_xy: np.ndarray,
                yaw: np.ndarray, fleet_limits: RobotLimits, guidance: Optional[GeodesicGuidance],
                guided: np.ndarray, orca_radius: np.ndarray, radius: np.ndarray,
-               room: Callable[[np.ndarray], np.ndarray]) -> Tuple[np.ndarray, TrackingCommand]:
+               room: Optional[Callable[[np.ndarray], np.ndarray]]
+               ) -> Tuple[np.ndarray, TrackingCommand]:
         """Preferred velocities (len(rows), 2) of the ground agents `rows` under the controller's
         parameters `p` (positions and limits theirs; fleet_xy, yaw, fleet_limits, orca_radius
         and radius the whole fleet's): trajectory tracking where a robot is tracked, else toward
         the goal (down `guidance` for the robots marked `guided` (N,)) with the deadlock
-        breaker on top, which asks `room(points)` for the clearance there. Also the tracking
+        breaker on top, which asks `room(points)` for the clearance there (None: room
+        everywhere). Also the tracking
         command for the rows."""
         track = self._track(now, fleet_xy, yaw, fleet_limits)
         tracking = track if everyone else TrackingCommand(
@@ -127,7 +129,8 @@ class Steering:
                                              where=norm > 0.0)
         pref, arrived = goal_velocities(positions, goals, limits.max_speed, limits.max_accel,
                                         p.goal_tolerance, time_step=p.period, headings=headings,
-                                        route_lengths=None if headings is None else route)
+                                        route_lengths=None if headings is None else route,
+                                        checked=True)
         self.arrived[rows] = np.where(tracked, tracking.reached, arrived)
         if self.breaker is not None:
             n = len(self.goal)
@@ -144,7 +147,7 @@ class Steering:
             goals_known = np.where(np.isnan(self.goal), 0.0, self.goal)     # (goals are finite)
             out = self.breaker.update(now, fleet_xy, all_pref, exempt, goals_known,
                                       fleet_limits.max_speed, radius, distances=all_route,
-                                      room=room, parked=parked)
+                                      room=room, parked=parked, checked=True)
             pref = out[rows]
         return np.where(tracked[:, None], tracking.pref_velocity, pref), tracking
 

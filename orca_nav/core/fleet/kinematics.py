@@ -34,6 +34,8 @@ from orca_nav.core.validation import per_robot_values as _per_robot
 
 KINEMATIC_MODELS = KINEMATICS     # the codes below index it
 HOLONOMIC, DIFF_DRIVE, CAR, QUADROTOR = range(4)
+_CAR_HEADING_TIME = 0.5         # s: planar_velocity_to_car's defaults
+_CAR_MIN_SPEED_FRACTION = 0.5
 
 
 def _along(value, n: int) -> np.ndarray:
@@ -194,19 +196,24 @@ def integrate_pose(pose, twist, dt: float) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # Desired planar velocity (what ORCA outputs) -> commands a non-holonomic robot can execute.
 
+def _heading_inputs(v_des, yaw, max_speed):
+    """v_des (N, 2), yaw (N,) and max_speed (N,) as checked float arrays."""
+    v_des = np.atleast_2d(np.asarray(v_des, dtype=float))
+    n = v_des.shape[0]
+    return (finite_array('v_des', v_des, (n, 2)), finite_array('yaw', _along(yaw, n), (n,)),
+            _per_robot('max_speed', max_speed, n))
+
+
 def _desired_heading(v_des, yaw, max_speed, allow_reverse):
-    """Validated inputs -> (speed (N,) clipped to max_speed, heading error alpha (N,),
+    """Checked inputs -> (speed (N,) clipped to max_speed, heading error alpha (N,),
     backwards (N,)).
 
     Where `allow_reverse` (bool, or (N,) bool per robot), a desired direction behind the robot
     (|alpha| > pi/2) is driven backwards: alpha is then the error of the robot's tail, so
     |alpha| <= pi/2.
     """
-    v_des = np.atleast_2d(np.asarray(v_des, dtype=float))
-    n = v_des.shape[0]
-    v_des = finite_array('v_des', v_des, (n, 2))
-    yaw = finite_array('yaw', _along(yaw, n), (n,))
-    speed = np.minimum(row_norms(v_des), _per_robot('max_speed', max_speed, n))
+    n = len(yaw)
+    speed = np.minimum(row_norms(v_des), max_speed)
     alpha = np.where(speed > 0.0, wrap_angle(np.arctan2(v_des[:, 1], v_des[:, 0]) - yaw), 0.0)
     backwards = np.zeros(n, dtype=bool)
     allow = np.asarray(allow_reverse, dtype=bool)
@@ -232,9 +239,15 @@ def planar_velocity_to_unicycle(v_des, yaw, max_speed, max_yaw_rate, heading_tim
     Keep heading_time >= the control period so the heading does not overshoot within a cycle.
     Returns (v (N,), omega (N,)); |v| <= max_speed. See `tracking_error_bound`.
     """
-    speed, alpha, backwards = _desired_heading(v_des, yaw, max_speed, allow_reverse)
-    max_yaw_rate = _per_robot('max_yaw_rate', max_yaw_rate, speed.size)
+    v_des, yaw, max_speed = _heading_inputs(v_des, yaw, max_speed)
+    max_yaw_rate = _per_robot('max_yaw_rate', max_yaw_rate, len(yaw))
     _check_heading_time(heading_time)
+    return _unicycle(v_des, yaw, max_speed, max_yaw_rate, heading_time, allow_reverse)
+
+
+def _unicycle(v_des, yaw, max_speed, max_yaw_rate, heading_time, allow_reverse):
+    """`planar_velocity_to_unicycle` of checked (N,) arrays (the fleet's own, each cycle)."""
+    speed, alpha, backwards = _desired_heading(v_des, yaw, max_speed, allow_reverse)
     v = speed * np.maximum(np.cos(alpha), 0.0)
     v = np.where(backwards, -v, v)
     omega = np.minimum(np.maximum(alpha / heading_time, -max_yaw_rate), max_yaw_rate)
@@ -242,8 +255,8 @@ def planar_velocity_to_unicycle(v_des, yaw, max_speed, max_yaw_rate, heading_tim
 
 
 def planar_velocity_to_car(v_des, yaw, min_turning_radius, max_speed, max_yaw_rate=np.inf,
-                           heading_time: float = 0.5, allow_reverse=True,
-                           min_speed_fraction: float = 0.5):
+                           heading_time: float = _CAR_HEADING_TIME, allow_reverse=True,
+                           min_speed_fraction: float = _CAR_MIN_SPEED_FRACTION):
     """Car (v, omega) with |omega| <= |v| / min_turning_radius toward desired velocities (N,2).
 
     Like the unicycle mapping, but a car cannot turn on the spot: while the heading error
@@ -256,13 +269,22 @@ def planar_velocity_to_car(v_des, yaw, min_turning_radius, max_speed, max_yaw_ra
     deviates from v_des * T by at most |v_des| T sqrt(1 + f^2) with reversing, |v_des| T (1 + f)
     without (f = min_speed_fraction), against |v_des| T for `tracking_error_bound`'s unicycle.
     """
-    speed, alpha, backwards = _desired_heading(v_des, yaw, max_speed, allow_reverse)
-    n = speed.size
+    v_des, yaw, max_speed = _heading_inputs(v_des, yaw, max_speed)
+    n = len(yaw)
     radius = _per_robot('min_turning_radius', min_turning_radius, n)
     max_yaw_rate = np.broadcast_to(np.asarray(max_yaw_rate, dtype=float), (n,))
     _check_heading_time(heading_time)
     if not 0.0 <= min_speed_fraction <= 1.0:
         raise ValueError(f'min_speed_fraction must be in [0, 1], got {min_speed_fraction}')
+    return _car(v_des, yaw, radius, max_speed, max_yaw_rate, heading_time, allow_reverse,
+                min_speed_fraction)
+
+
+def _car(v_des, yaw, radius, max_speed, max_yaw_rate, heading_time, allow_reverse,
+         min_speed_fraction):
+    """`planar_velocity_to_car` of checked (N,) arrays (the fleet's own, each cycle)."""
+    speed, alpha, backwards = _desired_heading(v_des, yaw, max_speed, allow_reverse)
+    n = len(yaw)
     magnitude = speed * np.maximum(np.cos(alpha), min_speed_fraction)
     v = np.where(backwards, -magnitude, magnitude)
     # Yaw rate wanted to close the heading error (reversing turns the tail toward it).
@@ -312,14 +334,16 @@ def planar_velocity_to_twist(v_des, yaw, limits: RobotLimits, heading_time: floa
     sideways = limits.planar_holonomic
     if sideways.any():
         twist[sideways, :2] = world_to_body(v_des[sideways], yaw[sideways])
+    # The limits are checked where they were created: the mappings take them as they are.
     diff = limits.diff_drive
     if diff.any():
-        v, w = planar_velocity_to_unicycle(v_des[diff], yaw[diff], limits.max_speed[diff],
-                                           limits.max_yaw_rate[diff], heading_time, allow_reverse)
+        _check_heading_time(heading_time)
+        v, w = _unicycle(v_des[diff], yaw[diff], limits.max_speed[diff],
+                         limits.max_yaw_rate[diff], heading_time, allow_reverse)
         twist[diff, 0], twist[diff, 2] = v, w
     if limits.has_car:
         car = limits.car
-        v, w = planar_velocity_to_car(v_des[car], yaw[car], limits.min_turning_radius[car],
-                                      limits.max_speed[car], limits.max_yaw_rate[car])
+        v, w = _car(v_des[car], yaw[car], limits.min_turning_radius[car], limits.max_speed[car],
+                    limits.max_yaw_rate[car], _CAR_HEADING_TIME, True, _CAR_MIN_SPEED_FRACTION)
         twist[car, 0], twist[car, 2] = v, w
     return _made_admissible(twist, limits)

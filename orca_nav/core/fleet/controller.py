@@ -110,6 +110,7 @@ class FleetController:
             raise ValueError(f'commanded: {unknown[0]!r} is not in robots {self.names}')
         n = len(self.names)
         self.commanded = np.isin(self.names, chosen)
+        self._every_row = np.arange(n)
         self.params = params
         self.robots = list(robots)
         self.state = FleetState(n)
@@ -389,18 +390,21 @@ class FleetController:
         known_everywhere = np.isfinite(self._cycle_position).all()
         self._cycle_xy = (self._cycle_position if known_everywhere
                           else np.nan_to_num(self._cycle_position))
-        twist = np.zeros((n, 3))
-        climb = np.zeros(n)
-        if run.any():
-            rows = self._agents(known, run)
-            cycle = Cycle(now, dt, p, self._bodies, self.state, self.steering,
-                          self._cycle_position, self._cycle_xy, self._twist, self._climb_out,
-                          self.commanded, self._others, self._sensed, self._map, self._map_3d,
-                          self._input_twist, self._input_stamp)
-            twist[rows], climb[rows] = self._avoidance.command(cycle, rows, live[rows],
-                                                               run[rows])
-        twist[~run] = 0.0
-        climb[~(run & self._bodies.flying)] = 0.0
+        cycle = Cycle(now, dt, p, self._bodies, self.state, self.steering, self._cycle_position,
+                      self._cycle_xy, self._twist, self._climb_out, self.commanded, self._others,
+                      self._sensed, self._map, self._map_3d, self._input_twist,
+                      self._input_stamp)
+        if run.all():   # the usual cycle: every robot commanded here, and live
+            twist, climb = self._avoidance.command(cycle, self._every_row, live, run)
+        else:
+            twist = np.zeros((n, 3))
+            climb = np.zeros(n)
+            if run.any():
+                rows = self._agents(known, run)
+                twist[rows], climb[rows] = self._avoidance.command(cycle, rows, live[rows],
+                                                                   run[rows])
+            twist[~run] = 0.0
+            climb[~(run & self._bodies.flying)] = 0.0
         twist, climb = self._made_safe(now, twist, climb, run, live, known, command_delay)
         self._twist = twist
         self._climb_out = climb

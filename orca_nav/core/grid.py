@@ -466,7 +466,7 @@ class OccupancyGrid:
 
     def _segment_free_on_field(self, a, b, lengths, counts, radius: float, levels) -> np.ndarray:
         """`segment_free` read from the clearance field (a sample is free where its cell's
-        clearance exceeds the radius; radius 0: where its cell is free), axis by axis. With
+        clearance exceeds the radius; radius 0: where its cell is free). With
         `levels` (16, 4, 1) most samples are skipped: the field is 1-Lipschitz between cell
         centres, so a sample with clearance c makes every sample within c - radius - (two
         cells) of it free (also of the map: the border counts in the field). Blocks of
@@ -477,25 +477,23 @@ class OccupancyGrid:
         threshold = np.float32(radius)
         last = np.maximum(counts - 1, 1)
         spacing = lengths / last * (1.0 + 1e-12)        # between neighbouring samples, at most
-        start = [np.ascontiguousarray(a[:, axis]) for axis in range(self.ndim)]
-        direction = [b[:, axis] - a[:, axis] for axis in range(self.ndim)]
+        direction = b - a
         slack = 2.0 * self._resolution                  # a cell diagonal, and rounding
         blocked = np.zeros(len(a), dtype=bool)
         seg = np.arange(len(a))
         low, high = np.zeros(len(a), dtype=np.int64), counts
+        # All axes at once and ndarray methods, not np.repeat's wrapper: this runs every control
+        # cycle (goal guidance), where the calls' overhead outweighs the arithmetic.
         for size in levels:
             parts = -(-(high - low) // size)
-            seg, base, top = (np.repeat(v, parts) for v in (seg, low, high))
-            low = base + size * (np.arange(seg.size) - np.repeat(np.cumsum(parts) - parts, parts))
+            seg, base, top = seg.repeat(parts), low.repeat(parts), high.repeat(parts)
+            low = base + size * (np.arange(seg.size) - (parts.cumsum() - parts).repeat(parts))
             high = np.minimum(low + size, top)
             frac = low / last[seg]
-            inside = np.ones(seg.size, dtype=bool)
-            flat = np.zeros(seg.size, dtype=np.int64)
-            for axis in range(self.ndim):
-                cell = np.floor((start[axis][seg] + direction[axis][seg] * frac
-                                 - self._origin[axis]) / self._resolution).astype(np.int64)
-                inside &= cell.view(np.uint64) < self._size_xyz[axis]
-                flat += cell * self._flat_strides[axis]
+            cell = np.floor((a[seg] + direction[seg] * frac[:, None] - self._origin)
+                            / self._resolution).astype(np.int64)          # (M, ndim)
+            inside = (cell.view(np.uint64) < self._size_xyz).all(axis=1)
+            flat = cell @ self._flat_strides
             value = np.where(inside, field[np.where(inside, flat, 0)], np.float32(0.0))
             free = value > threshold
             blocked[seg[~free]] = True

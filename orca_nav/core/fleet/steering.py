@@ -133,22 +133,23 @@ class Steering:
                                         checked=True)
         self.arrived[rows] = np.where(tracked, tracking.reached, arrived)
         if self.breaker is not None:
-            n = len(self.goal)
-            all_pref = np.zeros((n, 2))
-            all_pref[rows] = pref
-            # Robots outside this cycle, stale, tracked or arrived neither stall nor outrank.
-            exempt = np.ones(n, dtype=bool)
-            exempt[rows] = arrived | tracked | ~live
+            def fleet_rows(values, fill):
+                """(N, ...) over the whole fleet: `values` at rows, `fill` elsewhere."""
+                if everyone:
+                    return values
+                out = np.full((len(self.goal),) + values.shape[1:], fill, dtype=values.dtype)
+                out[rows] = values
+                return out
+            # Robots outside this cycle, stale, tracked or arrived neither stall nor outrank ...
+            exempt = fleet_rows(arrived | tracked | ~live, True)
             # ... but a robot standing at its goal steps aside for a stalled one.
-            parked = np.zeros(n, dtype=bool)
-            parked[rows] = arrived & ~tracked & live & np.isfinite(goals[:, 0])
-            all_route = np.zeros(n)
-            all_route[rows] = route
-            goals_known = np.where(np.isnan(self.goal), 0.0, self.goal)     # (goals are finite)
-            out = self.breaker.update(now, fleet_xy, all_pref, exempt, goals_known,
-                                      fleet_limits.max_speed, radius, distances=all_route,
-                                      room=room, parked=parked, checked=True)
-            pref = out[rows]
+            parked = fleet_rows(arrived & ~tracked & live & np.isfinite(goals[:, 0]), False)
+            # (With the distances given, the breaker does not read the goals.)
+            out = self.breaker.update(now, fleet_xy, fleet_rows(pref, 0.0), exempt, self.goal,
+                                      fleet_limits.max_speed, radius,
+                                      distances=fleet_rows(route, 0.0), room=room, parked=parked,
+                                      checked=True)
+            pref = out if everyone else out[rows]
         return np.where(tracked[:, None], tracking.pref_velocity, pref), tracking
 
     def drones(self, p: ControllerParams, now: float, drones: np.ndarray, positions: np.ndarray,

@@ -99,17 +99,19 @@ class Steering:
                yaw: np.ndarray, fleet_limits: RobotLimits, guidance: Optional[GeodesicGuidance],
                guided: np.ndarray, orca_radius: np.ndarray, radius: np.ndarray,
                room: Optional[Callable[[np.ndarray], np.ndarray]]
-               ) -> Tuple[np.ndarray, TrackingCommand]:
+               ) -> Tuple[np.ndarray, Optional[TrackingCommand]]:
         """Preferred velocities (len(rows), 2) of the ground agents `rows` under the controller's
         parameters `p` (positions and limits theirs; fleet_xy, yaw, fleet_limits, orca_radius
         and radius the whole fleet's): trajectory tracking where a robot is tracked, else toward
         the goal (down `guidance` for the robots marked `guided` (N,)) with the deadlock
         breaker on top, which asks `room(points)` for the clearance there (None: room
-        everywhere). Also the tracking
-        command for the rows."""
-        track = self._track(now, fleet_xy, yaw, fleet_limits)
-        tracking = track if everyone else TrackingCommand(
-            **{f.name: getattr(track, f.name)[rows] for f in fields(TrackingCommand)})
+        everywhere). Also the tracking command for the rows (None while no robot of the fleet
+        is tracked: then none has a reference, the trackers idle and have nothing to step)."""
+        tracking = None
+        if self.tracked.any():
+            track = self._track(now, fleet_xy, yaw, fleet_limits)
+            tracking = track if everyone else TrackingCommand(
+                **{f.name: getattr(track, f.name)[rows] for f in fields(TrackingCommand)})
         tracked = self.tracked[rows]
         goals = self.goal[rows]
         route = np.hypot(*(goals - positions).T)
@@ -131,7 +133,8 @@ class Steering:
                                         p.goal_tolerance, time_step=p.period, headings=headings,
                                         route_lengths=None if headings is None else route,
                                         checked=True)
-        self.arrived[rows] = np.where(tracked, tracking.reached, arrived)
+        self.arrived[rows] = arrived if tracking is None else np.where(tracked, tracking.reached,
+                                                                       arrived)
         if self.breaker is not None:
             def fleet_rows(values, fill):
                 """(N, ...) over the whole fleet: `values` at rows, `fill` elsewhere."""
@@ -150,6 +153,8 @@ class Steering:
                                       distances=fleet_rows(route, 0.0), room=room, parked=parked,
                                       checked=True)
             pref = out if everyone else out[rows]
+        if tracking is None:
+            return pref, None
         return np.where(tracked[:, None], tracking.pref_velocity, pref), tracking
 
     def drones(self, p: ControllerParams, now: float, drones: np.ndarray, positions: np.ndarray,

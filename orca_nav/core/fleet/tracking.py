@@ -277,7 +277,7 @@ class FleetTracker:
         return np.where(self._has, self._t[np.arange(self.n), self._progress], 0.0)
 
 
-def tracking_twist(v_des, yaw, limits: RobotLimits, command: TrackingCommand,
+def tracking_twist(v_des, yaw, limits: RobotLimits, command: Optional[TrackingCommand],
                    heading_time: float = 0.2, car_heading_time: float = 0.5,
                    turn_in_place_speed: float = 0.05) -> np.ndarray:
     """Body twists (N, 3) that execute desired global velocities ``v_des`` (N, 2) (ORCA's output)
@@ -290,11 +290,14 @@ def tracking_twist(v_des, yaw, limits: RobotLimits, command: TrackingCommand,
     does not (ORCA asks it to give way): it backs off toward it, within the same NH-ORCA bound.
     A diff-drive robot whose desired speed is below ``turn_in_place_speed`` turns in place at the
     tracker's yaw rate (turn-in-place segments, final heading at the goal). Robots without a
-    reference, holonomic robots and quadrotors get ``planar_velocity_to_twist``.
+    reference, holonomic robots and quadrotors get ``planar_velocity_to_twist``; all robots do
+    when `command` is None (no robot has a reference).
     """
     v_des = np.asarray(v_des, dtype=float)
     yaw = np.asarray(yaw, dtype=float)
     twist = planar_velocity_to_twist(v_des, yaw, limits, heading_time)
+    if command is None:
+        return twist
     tracking = command.active | command.reached
     diff = tracking & limits.diff_drive
     car = tracking & limits.car

@@ -342,6 +342,23 @@ def test_a_waiting_spot_is_off_the_kept_out_points_and_reached_around_walls():
     assert grid.clearance_at(spot[None])[0] > 0.35
 
 
+def test_a_waiting_spot_lies_outside_every_one_robot_zone():
+    grid = room(10.0)
+    path = np.column_stack([np.linspace(0.5, 9.5, 91), np.full(91, 5.0)])
+    start = np.array([5.0, 5.0])
+    nearest = waiting_spot(grid, start, 0.35, path, 1.0)
+    # A zone around the nearest spot (and the whole band beside the path on that side).
+    side = np.sign(nearest[1] - 5.0)
+    band = sorted((5.0 + side * 0.5, 5.0 + side * 2.5))
+    zone = TrafficRules.from_dict({'zones': [{'name': 'bay', 'polygon': [
+        [3.0, band[0]], [7.0, band[0]], [7.0, band[1]], [3.0, band[1]]]}]})
+    assert zone.in_zones(nearest[None]).any()
+    spot = waiting_spot(grid, start, 0.35, path, 1.0, rules=zone)
+    assert spot is not None and not zone.in_zones(spot[None]).any()
+    assert np.min(np.linalg.norm(path - spot, axis=1)) >= 1.0 - 0.1
+    assert grid.clearance_at(spot[None])[0] > 0.35
+
+
 def test_standing_robots_become_obstacles_on_a_copy_of_the_map():
     grid = room(10.0)
     marked = with_discs(grid, np.array([[5.0, 5.0]]), np.array([0.4]))

@@ -584,11 +584,12 @@ def with_discs(grid: OccupancyGrid, centres: np.ndarray, radii: np.ndarray) -> O
 
 def waiting_spot(grid: OccupancyGrid, start: np.ndarray, radius: float,
                  keep_out: np.ndarray, keep_out_radius: float,
-                 max_distance: float = 15.0) -> Optional[np.ndarray]:
+                 max_distance: float = 15.0,
+                 rules: Optional[TrafficRules] = None) -> Optional[np.ndarray]:
     """The free place nearest to `start` (by a flood over the free cells, so never through a
     wall) where a disc of `radius` is clear of the map and at least `keep_out_radius` from every
-    point of `keep_out` (K, 2): where a robot can wait off the others' way. None within
-    `max_distance`."""
+    point of `keep_out` (K, 2), outside every one-robot zone of `rules` (a robot waiting in one
+    would hold it): where a robot can wait off the others' way. None within `max_distance`."""
     free = grid.clearance() > radius
     reach = np.ones(free.shape, dtype=bool)
     if len(keep_out):
@@ -607,13 +608,19 @@ def waiting_spot(grid: OccupancyGrid, start: np.ndarray, radius: float,
     # starts from wherever it is and spreads through cells with room for half of it.
     passable = grid.clearance() > 0.5 * radius
     passable[cell[1], cell[0]] = True
+    zoned = rules is not None and bool(rules.zones)
     for _ in range(int(max_distance / grid.resolution)):
         hit = front & target
         if hit.any():
             rows, cols = np.nonzero(hit)
             centres = grid.cell_centers(np.column_stack([cols, rows]))
-            nearest = np.argmin(np.linalg.norm(centres - start[:2], axis=1))
-            return centres[nearest]
+            if zoned:       # only the cells the flood reaches are tested, once each
+                in_zone = rules.in_zones(centres).any(axis=1)
+                target[rows[in_zone], cols[in_zone]] = False
+                centres = centres[~in_zone]
+            if len(centres):
+                nearest = np.argmin(np.linalg.norm(centres - start[:2], axis=1))
+                return centres[nearest]
         grown = ndimage.binary_dilation(front) & passable
         if (grown == front).all():
             return None

@@ -514,7 +514,8 @@ class FleetPlanner:
         reach = radius + max((self._robots[n].spec.radius for n in others), default=radius) + \
             self._coordinator.params.clearance
         spot = waiting_spot(self._maps[2].grid, here, radius + self.settings.safety_margin + 0.15,
-                            np.vstack(keep_out) if keep_out else np.zeros((0, 2)), reach)
+                            np.vstack(keep_out) if keep_out else np.zeros((0, 2)), reach,
+                            rules=self.traffic)
         actions = Actions()
         if spot is None:
             self._set_status(actions, name, Level.WARN, f'{why}: no place off the others\' way '

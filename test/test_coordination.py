@@ -614,6 +614,46 @@ def test_without_coordination_the_lane_deadlocks(make):
     assert result.finished == 0 and len(result.stuck) == result.robots
 
 
+class _Said(_Loop):
+    """The closed loop going on until every robot is back at its last goal (a robot that made
+    way says so), keeping every status the planner gave."""
+
+    def __init__(self, scene):
+        super().__init__(scene)
+        self.said, self.away = set(), set()
+
+    def _observe(self, now):
+        super()._observe(now)
+        for status in self.planner.statuses():
+            self.said.add((status.robot, status.message))
+            if status.message.startswith('making way'):
+                self.away.add(status.robot)
+            elif status.message.startswith('back at its goal'):
+                self.away.discard(status.robot)
+
+    def _over(self, now):
+        return super()._over(now) and not self.away
+
+
+@pytest.mark.slow
+def test_a_robot_parked_in_a_one_lane_corridor_makes_way_and_comes_back():
+    """robot0 parks at its goal in the middle of the 1 m lane between two rooms; robot1's only
+    way to the other room goes through it. robot0 leaves for a place off robot1's way, robot1
+    passes, robot0 comes back to its goal (reached once, when it first got there)."""
+    scene = _lane_swap(coordinate=True)
+    scene = replace(scene, robots=scene.robots[:2], starts=np.array([(8.0, 4.0, 0.0),
+                                                                    (2.0, 4.0, 0.0)]),
+                    goals=[[(10.0, 4.0)], [(18.0, 4.0)]], name='parked_in_lane')
+    loop = _Said(scene)
+    result = loop.run()
+    assert result.finished == 2 and result.reached == 2 and result.stuck == []
+    assert result.moving_contacts == 0
+    np.testing.assert_allclose(loop.sim.poses[0, :2], (10.0, 4.0), atol=scene.goal_tolerance)
+    said = {message for robot, message in loop.said if robot == 'robot0'}
+    assert any(m.startswith('making way for robot1: waiting at') for m in said), said
+    assert 'back at its goal after making way for robot1' in said, said
+
+
 PASSAGE = TrafficRules.from_dict({'zones': [{'name': 'passage', 'polygon': [
     [8.0, 2.5], [11.0, 2.5], [11.0, 5.5], [8.0, 5.5]]}]})
 

@@ -13,6 +13,11 @@ stamp it was measured at) and the current plan, and decides when to plan:
   goal, else the stuck ladder climbs), at most once per ``min_replan_interval``;
 * a robot that parks at its goal replans the robots whose paths pass it closer than ORCA keeps
   two robots apart (their ORCA radii); plans go around robots standing without a plan that far;
+* a plan that cannot go around a robot idle at its goal (the only way goes through it) sends
+  that robot to the nearest place off the way (outside every one-robot zone), taking its turns
+  just before the other; it waits there and returns to its goal once the other has passed (the
+  goal ended when first reached; its status says ``making way for robotN``): Open-RMF's
+  responsive wait;
 * a robot within ``goal_tolerance`` of the end of its trajectory, once its last driving-direction
   segment has started (or standing there after the trajectory's time ran out: the tracker takes
   a cusp as passed within its tolerance), is done and no longer replanned.
@@ -207,6 +212,9 @@ class _Robot:
     backed_out_at: float = -np.inf       # when it last tried to back out
     blocked_by: int = 0                  # standing robots the current plan could not go around
     escalated: str = ''                  # what the stuck ladder last did (said while rung > 0)
+    # Idle at its reached goal, it left it for these robots to pass (its only way went through
+    # it); it comes back once they have passed. Empty: at its goal, or under way to a goal.
+    making_way_for: Tuple[str, ...] = ()
     # A car's least straight-line distance to the goal when it was last replanned for standing
     # beside its trajectory's end: it is again only once it came nearer (else the ladder climbs)
     beside_end_nearest: float = np.inf
@@ -278,13 +286,13 @@ class FleetPlanner:
         robot.replans, robot.jam_timeout = 0, jam_timeout
         robot.watch.reset(now)
         robot.rank, robot.waypoint, robot.around = (now, robot.order), None, False
-        robot.beside_end_nearest = np.inf
+        robot.beside_end_nearest, robot.making_way_for = np.inf, ()
         return self._request(name, f'new goal {_fmt_pose(goal)}', now)
 
     def cancel(self, name: str, now: float) -> Actions:
         """Drops the robot's goal and holds it still (a running plan is dropped when it ends)."""
         robot = self._robots[name]
-        robot.goal, robot.done = None, True
+        robot.goal, robot.done, robot.making_way_for = None, True, ()
         robot.generation += 1
         return self._hold(name, Level.OK, 'goal cancelled: holding still', now, waiting=False)
 
@@ -397,8 +405,9 @@ class FleetPlanner:
         return actions
 
     def check_progress(self, now: float) -> Actions:
-        """Follows each robot along its trajectory: done at the goal, replan when off it."""
-        actions = Actions()
+        """Follows each robot along its trajectory: done at the goal, replan when off it; a
+        robot that made way goes back to its goal once the others have passed."""
+        actions = self._come_back(now)
         for name, robot in self._robots.items():
             ref = robot.reference
             if ref is None or robot.start is None or robot.done or robot.running:
@@ -417,15 +426,29 @@ class FleetPlanner:
             ran_out = standing and robot.gate is None and now >= robot.start_s + ref.duration
             on_last = robot.progress_time >= last_segment_start(ref)
             if to_end <= tolerance and (on_last or ran_out):
+                if robot.waypoint is not None and robot.making_way_for:
+                    # Off the way: it stands here (others plan around it) until they passed.
+                    robot.waypoint, robot.done = None, True
+                    self._coordinator.drop(name)
+                    spot = _fmt_pose(position[:2])
+                    self._set_status(actions, name, Level.OK, f'{self._errand(robot)}: waiting '
+                                     f'at {spot} until it has passed')
+                    actions += self._replan_around(name, now)
+                    continue
                 if robot.waypoint is not None:      # out of the others' way: now the goal
                     robot.waypoint = None
                     actions += self._request(name, 'backed out; to the goal again', now)
                     continue
                 robot.done = True
                 self._coordinator.drop(name)
-                self._set_status(actions, name, Level.OK, 'goal reached')
-                actions.ended.append(GoalEnd(name, True, 'reached', 'goal reached'))
-                actions += self._make_way_for(name, now)
+                if robot.making_way_for:    # back where it was sent: that goal ended already
+                    self._set_status(actions, name, Level.OK, f'back at its goal after '
+                                     f'{self._errand(robot)}')
+                    robot.making_way_for = ()
+                else:
+                    self._set_status(actions, name, Level.OK, 'goal reached')
+                    actions.ended.append(GoalEnd(name, True, 'reached', 'goal reached'))
+                actions += self._replan_around(name, now)
                 continue
             robot.watch.observe(now, self.progress(name).distance_remaining,
                                 waiting=self._waiting_turn(name),
@@ -503,6 +526,23 @@ class FleetPlanner:
         in its turn. Nothing to do when there is no such place."""
         robot = self._robots[name]
         robot.backed_out_at = now
+        place = self._place_off_the_way(name, partner)
+        actions = Actions()
+        if place is None:
+            self._set_status(actions, name, Level.WARN, f'{why}: no place off the others\' way '
+                             'to back out to; waiting')
+            return actions
+        robot.waypoint = place
+        robot.around = True
+        return self._request(name, f'{why}: backing out to {_fmt_pose(place[:2])}', now)
+
+    def _place_off_the_way(self, name: str, partner: Optional[str],
+                           reach: float = 0.0) -> Optional[np.ndarray]:
+        """The nearest place (x, y, yaw) off the other robots' way: off the whole rest of
+        `partner`'s path and the nearby paths of the others, at least `reach` (and the two
+        robots' radii and the coordination clearance) from each of them and from where the
+        others stand, outside every one-robot zone; None when there is none."""
+        robot = self._robots[name]
         here = robot.start.position[:2]
         others = [n for n, r in self._robots.items() if n != name and r.start is not None
                   and self.dim(n) == 2]
@@ -511,24 +551,89 @@ class FleetPlanner:
                      if self._coordinator.has_path(n) and (n == partner or np.min(np.linalg.norm(
                          self._coordinator.remaining_points(n) - here, axis=1)) < 5.0)]
         radius = robot.spec.radius
-        reach = radius + max((self._robots[n].spec.radius for n in others), default=radius) + \
-            self._coordinator.params.clearance
+        reach = max(reach, radius + self._coordinator.params.clearance + max(
+            (self._robots[n].spec.radius for n in others), default=radius))
         spot = waiting_spot(self._maps[2].grid, here, radius + self.settings.safety_margin + 0.15,
                             np.vstack(keep_out) if keep_out else np.zeros((0, 2)), reach,
                             rules=self.traffic)
-        actions = Actions()
         if spot is None:
-            self._set_status(actions, name, Level.WARN, f'{why}: no place off the others\' way '
-                             'to back out to; waiting')
-            return actions
+            return None
         # A car backs out as it stands (straight back where it can); the others face the place.
         heading = robot.start.yaw if robot.spec.steered else \
             float(np.arctan2(*(spot - here)[::-1]))
-        robot.waypoint = np.array([spot[0], spot[1], heading])
-        robot.around = True
-        return self._request(name, f'{why}: backing out to ({spot[0]:.2f}, {spot[1]:.2f})', now)
+        return np.array([spot[0], spot[1], heading])
 
-    def _make_way_for(self, name: str, now: float) -> Actions:
+    # -------------------------------------------------------------- making way
+    def _parked(self, name: str) -> bool:
+        """Robot `name` is a ground robot idle at its reached goal (or at a place it made way
+        to), without a plan: it may make way."""
+        robot = self._robots[name]
+        return robot.done and robot.goal is not None and not robot.running and \
+            robot.start is not None and self.dim(name) == 2 and \
+            not self._coordinator.has_path(name)
+
+    @staticmethod
+    def _errand(robot: _Robot) -> str:
+        return 'making way for ' + ', '.join(robot.making_way_for)
+
+    def _clear_the_way(self, mover: str, now: float) -> Actions:
+        """`mover`'s new plan could not go around the robots standing on it (its only way goes
+        through them): each parked one it passes closer than ORCA lets them (`_parked`,
+        `_orca_radii`) leaves for the nearest place off its way (Open-RMF's responsive wait)."""
+        actions = Actions()
+        path = self._coordinator.remaining_points(mover)
+        orca = self._orca_radii()
+        for name, robot in self._robots.items():
+            if name != mover and self._parked(name) and np.min(np.linalg.norm(
+                    path - robot.start.position[:2], axis=1)) < orca[name] + orca[mover]:
+                actions += self._make_way(name, mover, orca[name] + orca[mover], now)
+        return actions
+
+    def _make_way(self, name: str, mover: str, reach: float, now: float) -> Actions:
+        """Parked robot `name` leaves for a place at least `reach` off `mover`'s way; it takes
+        its turns just before `mover` (it has to get out first) and comes back to its goal
+        once `mover` has passed (`_come_back`)."""
+        robot = self._robots[name]
+        place = self._place_off_the_way(name, mover, reach)
+        actions = Actions()
+        if place is None:
+            self._set_status(actions, name, Level.WARN, f'in the way of {mover}, but no place '
+                             'off its way to make way to; staying')
+            return actions
+        robot.making_way_for = tuple(sorted({*robot.making_way_for, mover}))
+        robot.waypoint, robot.jam_timeout = place, None     # its goal ended already
+        robot.watch.reset(now)
+        first, order = self._robots[mover].rank
+        robot.rank = (first, order - 0.5)
+        return self._request(name, f'{self._errand(robot)}: leaving its goal for '
+                                   f'{_fmt_pose(place[:2])}', now)
+
+    def _come_back(self, now: float) -> Actions:
+        """Each robot waiting off the way goes back to its goal once every robot it made way
+        for has passed it (no path of theirs left that passes its goal closer than ORCA lets
+        them) and no robot stands there; it takes its turns last, as with a new goal."""
+        actions = Actions()
+        away = [name for name, robot in self._robots.items()
+                if robot.making_way_for and self._parked(name)]
+        orca = self._orca_radii() if away else {}
+        for name in away:
+            robot = self._robots[name]
+            home = robot.goal[:2]
+            passing = [n for n in robot.making_way_for if self._coordinator.has_path(n) and
+                       np.min(np.linalg.norm(self._coordinator.remaining_points(n) - home,
+                                             axis=1)) < orca[name] + orca[n]]
+            standing = [n for n, other in self._robots.items() if n != name and
+                        other.start is not None and self.dim(n) == 2 and
+                        np.linalg.norm(other.start.position[:2] - home) < orca[name] + orca[n]]
+            if passing or standing:
+                continue
+            robot.rank = (now, robot.order)
+            robot.watch.reset(now)
+            actions += self._request(name, f'{self._errand(robot)}: it has passed; back to '
+                                           'the goal', now)
+        return actions
+
+    def _replan_around(self, name: str, now: float) -> Actions:
         """Robot `name` stands (goal reached, held): the robots whose paths pass it closer
         than ORCA lets them (`_orca_radii`) plan again, around it."""
         actions = Actions()
@@ -615,6 +720,15 @@ class FleetPlanner:
         reference = outcome.reference
         again = (f' (tried again with {RETRY_BUDGET_FACTOR}x the budget of '
                  f'{request.settings.plan_max_expansions} expansions)') if outcome.retried else ''
+        if reference is None and robot.waypoint is not None and robot.done:
+            # Parked, it found no way off the others' way: it stays where it is (at its goal:
+            # done with making way; at a place it made way to before: back once they passed).
+            robot.waypoint, errand = None, self._errand(robot)
+            if self._straight_to_goal(robot) <= self.policy.goal_tolerance:
+                robot.making_way_for = ()
+            self._set_status(actions, name, Level.WARN, f'{errand}: no path to a place off '
+                             'its way; staying where it is')
+            return actions
         if reference is None and robot.waypoint is not None:    # no way out: the goal again
             robot.waypoint = None
             return self._request(name, 'no path to back out', now)
@@ -640,8 +754,9 @@ class FleetPlanner:
             actions.publish.append(TrajectoryUpdate(name, reference, request.start.stamp_s))
         stats = outcome.result.stats
         broken = f'; lanes broken: {outcome.lanes_broken}' if outcome.lanes_broken else ''
+        errand = f'{self._errand(robot)}: ' if robot.making_way_for else ''
         self._set_status(actions, name, Level.WARN if broken else Level.OK,
-                         f'following a {reference.duration:.1f} s trajectory to '
+                         f'{errand}following a {reference.duration:.1f} s trajectory to '
                          f'{_fmt_pose(request.goal)}, planned in '
                          f'{stats.plan_time * 1e3:.0f} ms{again}{broken}', values=(
                              ('plan_time', f'{stats.plan_time:.3f}'),
@@ -649,6 +764,8 @@ class FleetPlanner:
                              ('duration', f'{reference.duration:.2f}'),
                              ('samples', str(len(reference)))))
         if reference.dim == 2:
+            if outcome.blocked and self.policy.coordinate:
+                actions += self._clear_the_way(name, now)
             actions += self._coordinate(now)
         return actions
 
@@ -741,7 +858,7 @@ class FleetPlanner:
         actions = Actions()
         if self._coordinator.has_path(name):
             self._coordinator.drop(name)
-            actions += self._make_way_for(name, now)
+            actions += self._replan_around(name, now)
         if not robot.holding:
             robot.holding = True
             actions.publish.append(TrajectoryUpdate(name, None, now))

@@ -567,6 +567,60 @@ def test_a_jammed_goal_says_what_the_stuck_ladder_tried_last():
         end.message
 
 
+def test_a_parked_robot_in_the_only_way_makes_way_off_it_outside_zones_and_comes_back():
+    """robot1 stands at its reached goal in a 1.2 m corridor; robot0's plan could not go around
+    it. robot1 leaves for the nearest place off robot0's path (not in the zone at the corridor's
+    west end), waits there until robot0 has passed, and comes back; its goal ends only once."""
+    names = ('robot0', 'robot1')
+    west_end = TrafficRules.from_dict({'zones': [{'name': 'west', 'polygon': [
+        [0.0, 0.0], [3.0, 0.0], [3.0, 10.0], [0.0, 10.0]]}]})
+    planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
+                           PlanSettings(safety_margin=0.05), ReplanPolicy(goal_tolerance=0.15),
+                           west_end)
+    planner.set_map(room(blocks=[(3.0, 0.0, 7.0, 4.4), (3.0, 5.6, 7.0, 10.0)]), 0.0)
+    places = {'robot0': (1.0, 5.0), 'robot1': (4.9, 5.0)}
+
+    def observe(now):
+        for n, (x, y) in places.items():
+            planner.set_start_state(n, StartState([x, y, 0.0], [0.0, 0.0], now), now)
+    observe(0.0)
+    (parking,) = planner.set_goal('robot1', [5.0, 5.0, 0.0], 0.0).plan
+    planner.finish(_outcome(parking, straight(4.9, 5.0, 5.0, 5.0)), 0.0)
+    places['robot1'] = (5.0, 5.0)
+    observe(1.0)
+    assert [e.robot for e in planner.check_progress(1.0).ended] == ['robot1']
+
+    (passing,) = planner.set_goal('robot0', [9.0, 5.0, 0.0], 1.0).plan
+    path = straight(1.0, 5.0, 9.0, 5.0)
+    actions = planner.finish(replace(_outcome(passing, path), blocked=1), 1.0)
+    (leave,) = [r for r in actions.plan if r.robot == 'robot1']
+    spot = leave.goal[:2]
+    assert not west_end.in_zones(spot[None]).any() and spot[0] > 7.0
+    assert np.min(np.linalg.norm(path.positions[:, :2] - spot, axis=1)) >= 0.6  # ORCA radii
+    assert 'making way for robot0' in planner.statuses()[1].message
+
+    planner.finish(_outcome(leave, straight(5.0, 5.0, *spot)), 1.0)
+    places['robot1'] = tuple(spot)
+    observe(10.0)
+    actions = planner.check_progress(10.0)
+    assert not actions.ended and not actions.plan
+    assert planner.statuses()[1].message.startswith('making way for robot0: waiting at')
+    places['robot0'] = (4.0, 5.0)       # in the corridor: not passed yet
+    observe(12.0)
+    assert not [r for r in planner.check_progress(12.0).plan if r.robot == 'robot1']
+    places['robot0'] = (8.0, 5.0)       # past robot1's goal
+    observe(14.0)
+    (back,) = [r for r in planner.check_progress(14.0).plan if r.robot == 'robot1']
+    np.testing.assert_allclose(back.goal, [5.0, 5.0, 0.0])
+
+    planner.finish(_outcome(back, straight(*spot, 5.0, 5.0)), 14.0)
+    places['robot1'] = (5.0, 5.0)
+    observe(20.0)
+    actions = planner.check_progress(20.0)
+    assert not [e for e in actions.ended if e.robot == 'robot1']     # ended when reached
+    assert planner.statuses()[1].message == 'back at its goal after making way for robot0'
+
+
 # ---------------------------------------------------------------------- closed loops
 def _lane_swap(coordinate, escalation_time=10.0):
     """Two rooms joined by an 8 m lane 1 m wide (one robot at a time); three diff-drive robots

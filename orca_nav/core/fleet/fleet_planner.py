@@ -407,7 +407,7 @@ class FleetPlanner:
     def check_progress(self, now: float) -> Actions:
         """Follows each robot along its trajectory: done at the goal, replan when off it; a
         robot that made way goes back to its goal once the others have passed."""
-        actions = self._come_back(now)
+        actions = Actions()
         for name, robot in self._robots.items():
             ref = robot.reference
             if ref is None or robot.start is None or robot.done or robot.running:
@@ -473,7 +473,8 @@ class FleetPlanner:
                                                'trajectory', now)
             else:
                 actions += self._escalate(name, now)
-        actions += self._coordinate(now)
+        actions += self._coordinate(now)     # everyone's progress, which _come_back reads
+        actions += self._come_back(now)
         return actions
 
     # -------------------------------------------------------------- liveness

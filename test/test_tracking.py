@@ -267,6 +267,18 @@ def test_car_drives_reversing_segment_backward_and_reaches_goal():
     assert all(abs(tw[2]) <= abs(tw[0]) / 2.5 + 1e-9 for _, tw in log)
 
 
+def test_a_car_ends_a_turn_at_its_steering_limit_at_the_turns_end():
+    """A quarter turn at the car's min turning radius, then its goal: steering the path's own
+    curve (not only once a heading error built up) the car follows it to within the position
+    tolerance of its end, not beside it (where only a manoeuvre would fix the error)."""
+    x, y, yaw, d = arc(2.0, np.pi / 2)
+    ref = time_path(x, y, yaw, d, max_speed=1.0, max_accel=1.0, max_yaw_rate=1.0)
+    pose, log, reached = drive('car', ref, min_turning_radius=2.0)
+    assert reached
+    assert np.linalg.norm(pose[:2] - ref.positions[-1]) <= TrackingParams().position_tolerance
+    assert all(abs(tw[2]) <= abs(tw[0]) / 2.0 + 1e-9 for _, tw in log)
+
+
 def test_diff_drive_turns_in_place_and_aligns_final_yaw():
     x = np.array([0.0, 2.0, 2.0, 2.0])
     y = np.zeros(4)

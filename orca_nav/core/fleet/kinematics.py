@@ -256,14 +256,16 @@ def _unicycle(v_des, yaw, max_speed, max_yaw_rate, heading_time, allow_reverse):
 
 def planar_velocity_to_car(v_des, yaw, min_turning_radius, max_speed, max_yaw_rate=np.inf,
                            heading_time: float = _CAR_HEADING_TIME, allow_reverse=True,
-                           min_speed_fraction: float = _CAR_MIN_SPEED_FRACTION):
+                           min_speed_fraction: float = _CAR_MIN_SPEED_FRACTION,
+                           path_curvature=0.0):
     """Car (v, omega) with |omega| <= |v| / min_turning_radius toward desired velocities (N,2).
 
     Like the unicycle mapping, but a car cannot turn on the spot: while the heading error
     alpha is large it keeps at least `min_speed_fraction` of the desired speed so that it can
     turn, and it turns at the tightest curvature the steering allows. Where `allow_reverse`
     (bool, or per car) a car whose desired direction is behind it (|alpha| > pi/2) reverses
-    toward it.
+    toward it. `path_curvature` (N,; yaw change per metre driven) is steered on top of what
+    closes the heading error: the curve of a path the car follows.
     Returns (v (N,), omega (N,)); omega = curvature * v with |curvature| <= 1/min_turning_radius.
     Keeping speed while turning costs tracking accuracy: over a cycle of length T the car
     deviates from v_des * T by at most |v_des| T sqrt(1 + f^2) with reversing, |v_des| T (1 + f)
@@ -277,11 +279,11 @@ def planar_velocity_to_car(v_des, yaw, min_turning_radius, max_speed, max_yaw_ra
     if not 0.0 <= min_speed_fraction <= 1.0:
         raise ValueError(f'min_speed_fraction must be in [0, 1], got {min_speed_fraction}')
     return _car(v_des, yaw, radius, max_speed, max_yaw_rate, heading_time, allow_reverse,
-                min_speed_fraction)
+                min_speed_fraction, path_curvature)
 
 
 def _car(v_des, yaw, radius, max_speed, max_yaw_rate, heading_time, allow_reverse,
-         min_speed_fraction):
+         min_speed_fraction, path_curvature=0.0):
     """`planar_velocity_to_car` of checked (N,) arrays (the fleet's own, each cycle)."""
     speed, alpha, backwards = _desired_heading(v_des, yaw, max_speed, allow_reverse)
     n = len(yaw)
@@ -289,7 +291,7 @@ def _car(v_des, yaw, radius, max_speed, max_yaw_rate, heading_time, allow_revers
     v = np.where(backwards, -magnitude, magnitude)
     # Yaw rate wanted to close the heading error (reversing turns the tail toward it).
     yaw_rate = alpha / heading_time
-    curvature = np.divide(yaw_rate, v, out=np.zeros(n), where=v != 0.0)
+    curvature = np.divide(yaw_rate, v, out=np.zeros(n), where=v != 0.0) + path_curvature
     curvature = np.clip(curvature, -1.0 / radius, 1.0 / radius)
     omega = np.clip(curvature * v, -max_yaw_rate, max_yaw_rate)
     return v, omega

@@ -81,6 +81,9 @@ class TrackingCommand:
     reference_position: np.ndarray   # (N, d) carrot / reference point (current position if idle)
     active: np.ndarray           # (N,) bool: robot has a reference it has not finished
     reached: np.ndarray          # (N,) bool: robot has a reference and is at its end (tolerances)
+    # (N,) the reference path's curvature where the robot is on it (rad per metre driven; 0 at
+    # its end, on a turn in place, or without a reference): a car steers it ahead of any error
+    path_curvature: np.ndarray
 
 
 class FleetTracker:
@@ -152,6 +155,7 @@ class FleetTracker:
         self._yaw = np.zeros((n, k_max))
         self._yaw_rate = np.zeros((n, k_max))
         self._dir = np.ones((n, k_max), dtype=np.int8)
+        self._curvature = np.zeros((n, k_max))     # of the piece from each sample to the next
         self._seg_end = np.tile(np.arange(k_max), (n, 1))
         for i, ref in enumerate(self._refs):
             if ref is None:
@@ -164,6 +168,7 @@ class FleetTracker:
             self._yaw_rate[i, :k] = ref.yaw_rate
             self._dir[i, :k], self._dir[i, k:] = ref.direction, ref.direction[-1]
             self._seg_end[i, :k], self._seg_end[i, k:] = ref.segment_ends(), k - 1
+            self._curvature[i, :k - 1] = _piece_curvature(ref)
 
     # ------------------------------------------------------------------ control step
     def update(self, now: float, positions, yaws, max_speed,
@@ -220,6 +225,7 @@ class FleetTracker:
         yaw_rate_ref = ((1 - alpha) * self._yaw_rate[rows, idx]
                         + alpha * self._yaw_rate[rows, idx + 1])
         direction = self._dir[rows, prog].astype(np.int64)
+        curvature = self._curvature[rows, prog]
 
         pref = v_ref + prm.position_gain * (p_ref - p)
         speed = np.linalg.norm(pref, axis=1)
@@ -258,7 +264,8 @@ class FleetTracker:
         return TrackingCommand(pref_velocity=pref, direction=np.where(has, direction, 1),
                                yaw_rate=yaw_cmd,
                                reference_position=np.where(has[:, None], p_ref, p),
-                               active=has & ~reached, reached=reached)
+                               active=has & ~reached, reached=reached,
+                               path_curvature=np.where(has & ~at_end, curvature, 0.0))
 
     def _idle(self, p: np.ndarray) -> TrackingCommand:
         """`update` when no robot has a reference (a fleet steering by goals): what its full
@@ -270,11 +277,21 @@ class FleetTracker:
                                direction=np.ones(self.n, dtype=np.int64),
                                yaw_rate=np.zeros(self.n), reference_position=p.copy(),
                                active=np.zeros(self.n, dtype=bool),
-                               reached=np.zeros(self.n, dtype=bool))
+                               reached=np.zeros(self.n, dtype=bool),
+                               path_curvature=np.zeros(self.n))
 
     def progress_time(self) -> np.ndarray:
         """(N,) reference time of each robot's progress point (0 without a reference)."""
         return np.where(self._has, self._t[np.arange(self.n), self._progress], 0.0)
+
+
+def _piece_curvature(reference: Reference) -> np.ndarray:
+    """(K - 1,) yaw change per metre driven from each sample of a planar reference to the next
+    (the same in either driving direction); 0 where the robot does not move (a cusp, a turn in
+    place, a hold)."""
+    step = np.linalg.norm(np.diff(reference.positions[:, :2], axis=0), axis=1)
+    turn = wrap_angle(np.diff(reference.yaw))
+    return np.divide(turn, step, out=np.zeros_like(step), where=step > 1e-6)
 
 
 def tracking_twist(v_des, yaw, limits: RobotLimits, command: Optional[TrackingCommand],
@@ -321,8 +338,12 @@ def tracking_twist(v_des, yaw, limits: RobotLimits, command: Optional[TrackingCo
         drive = np.column_stack([np.cos(heading[car]), np.sin(heading[car])])
         give_way = (np.sum(v_des[car] * drive, axis=1) < 0.0) & \
             (np.sum(command.pref_velocity[car] * drive, axis=1) >= 0.0)
+        # Following its path, it steers the path's own curve too: steering only once a heading
+        # error built up, it lags on every curve and ends its manoeuvre beside the goal.
+        ahead = np.where(give_way, 0.0, command.path_curvature[car])
         v, w = planar_velocity_to_car(v_des[car], heading[car], limits.min_turning_radius[car],
                                       limits.max_speed[car], limits.max_yaw_rate[car],
-                                      car_heading_time, allow_reverse=give_way)
+                                      car_heading_time, allow_reverse=give_way,
+                                      path_curvature=ahead)
         twist[car, 0], twist[car, 1], twist[car, 2] = sign[car] * v, 0.0, w
     return admissible_twist(twist, limits)

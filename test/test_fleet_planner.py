@@ -18,7 +18,6 @@ from orca_nav.core.fleet.plan_jobs import (
 )
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.fleet.status import Level
-from orca_nav.core.geometry import wrap_angle
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.path_timing import time_path
 from orca_nav.core.planning.result import PlanResult, PlanStats, PlanStatus
@@ -120,35 +119,6 @@ def test_start_inside_the_safety_margin_is_planned_again_without_it():
     assert outcome.result.success, outcome.result.message
     np.testing.assert_allclose(outcome.reference.positions[0], [0.48, 5.0], atol=0.05)
     assert sorted(key[3].safety_margin for key in outcome.planners) == [0.0, 0.1]
-
-
-def test_a_cars_plans_turn_within_its_margin_and_at_its_limit_only_where_nothing_wider_fits():
-    """A car's U-turn turns no tighter than car_turn_margin times its min turning radius (the
-    tracker keeps steering to catch up with); where no path turns that wide (a margin of 2.5:
-    a 7.5 m circle in a 10 m room, no reversing) it is planned at the car's own limit."""
-    car = RobotSpec('robot0', kinematics='car', radius=0.25, max_speed=1.0, max_accel=1.0,
-                    wheelbase=0.5, min_turning_radius=1.5)
-
-    def u_turn(margin):
-        planner = supervisor(spec=car, settings=replace(SETTINGS, car_turn_margin=margin,
-                                                        allow_reverse=False))
-        planner.set_map(room(), now=0.0)
-        planner.set_start_state('robot0', state(2.0, 3.0, 0.0), now=0.0)
-        outcome = run_request(planner.set_goal('robot0', [2.0, 7.0, np.pi], now=0.0).plan[0])
-        assert outcome.result.success, outcome.result.message
-        step = np.linalg.norm(np.diff(outcome.reference.positions, axis=0), axis=1)
-        turn = np.abs(wrap_angle(np.diff(outcome.reference.yaw)))
-        moving = step > 1e-6
-        return 1.0 / np.max(turn[moving] / step[moving]), outcome
-
-    tightest, outcome = u_turn(1.2)
-    assert tightest == pytest.approx(1.8, rel=0.02)
-    assert [key[3].car_turn_margin for key in outcome.planners] == [1.2]
-    tightest, outcome = u_turn(2.5)
-    assert tightest == pytest.approx(1.5, rel=0.02)
-    assert sorted(key[3].car_turn_margin for key in outcome.planners) == [1.0, 2.5]
-    with pytest.raises(ValueError, match='car_turn_margin'):
-        PlanSettings(safety_margin=0.05, car_turn_margin=0.9)
 
 
 def test_planners_are_cached_per_map_and_parameters():

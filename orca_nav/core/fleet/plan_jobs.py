@@ -46,16 +46,8 @@ class PlanSettings:
     allow_reverse: bool = True          # cars and diff-drive robots may reverse
     sample_period: float = 0.1          # time between kinodynamic trajectory samples (s)
     cusp_dwell: float = 0.5             # stop at each direction switch (s)
-    # A car's plans turn no tighter than this times its min turning radius: a tracker that
-    # lags on a curve planned at full lock has no steering left to catch up, and the car ends
-    # its manoeuvre beside the goal. Where no path turns that wide, the car's own limit.
-    car_turn_margin: float = 1.2
 
     from_values = classmethod(dataclass_from_values)
-
-    def __post_init__(self):
-        if not 1.0 <= self.car_turn_margin < np.inf:
-            raise ValueError(f'car_turn_margin must be finite and >= 1, got {self.car_turn_margin}')
 
 
 def planning_dim(spec: RobotSpec) -> int:
@@ -208,9 +200,8 @@ def build_planner(grid: OccupancyGrid, spec: RobotSpec, settings: PlanSettings,
             safety_margin=settings.safety_margin, max_expansions=settings.plan_max_expansions,
             max_time=settings.plan_time_budget), traffic)
     from orca_nav.core.planning.hybrid_astar import HybridAStar, HybridParams
-    margin = settings.car_turn_margin if spec.steered else 1.0
     return HybridAStar(grid, HybridParams(
-        wheelbase=spec.wheelbase, min_turning_radius=margin * spec.min_turning_radius,
+        wheelbase=spec.wheelbase, min_turning_radius=spec.min_turning_radius,
         robot_radius=spec.radius, allow_reverse=settings.allow_reverse,
         model='diff_drive' if spec.kinematics == 'diff_drive' else 'car',
         collision_margin=max(settings.safety_margin, 1e-3),
@@ -253,7 +244,6 @@ def run_request(request: PlanRequest) -> PlanOutcome:
     A robot standing inside the safety margin (tracking error, pushed aside by others) is not in
     collision: when the start is in collision with the margin, it is planned again without it. A
     query that spent its expansion budget is planned again with RETRY_BUDGET_FACTOR times it.
-    A car for which no path turns within its ``car_turn_margin`` is planned at its own limit.
     One that then found no plan keeping the one-way lanes is planned once more without them.
     """
     planners: Dict[PlannerKey, object] = {}
@@ -277,11 +267,6 @@ def run_request(request: PlanRequest) -> PlanOutcome:
             retried = True
             result, reference = attempt(replace(
                 settings, plan_max_expansions=RETRY_BUDGET_FACTOR * settings.plan_max_expansions))
-        if request.spec.steered and settings.car_turn_margin > 1.0 and \
-                result.status in (PlanStatus.NO_PATH, PlanStatus.TIMEOUT):
-            # Too tight a place for the margin: turning at the car's limit beats no plan.
-            settings = replace(settings, car_turn_margin=1.0)
-            result, reference = attempt(settings)
         if traffic is not None and result.status in (PlanStatus.NO_PATH, PlanStatus.TIMEOUT):
             # The lanes are an annotation: a robot is not left without a path for them.
             kept = f'no path keeps the one-way lanes ({result.status.value}: {result.message})'

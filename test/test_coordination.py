@@ -333,6 +333,12 @@ def test_a_gated_reference_brakes_to_a_stand_at_the_gate():
                                          reference.times), atol=1e-6)
 
 
+def _stand(planner, places, now):
+    """Each robot of `places` ({name: (x, y)}) stands there, facing +x, as observed at `now`."""
+    for n, (x, y) in places.items():
+        planner.set_start_state(n, StartState([x, y, 0.0], [0.0, 0.0], now), now)
+
+
 def test_a_waiting_spot_is_off_the_kept_out_points_and_reached_around_walls():
     grid = room(10.0, blocks=[(4.0, 0.0, 4.4, 8.0)])        # a wall with a gap at the top
     path = np.column_stack([np.linspace(0.5, 3.5, 31), np.full(31, 5.0)])
@@ -454,10 +460,7 @@ def test_a_robot_without_progress_is_reported_stuck_at_stuck_time_and_replanned_
     planner.set_map(room(), 0.0)
     places = {'robot0': (2.0, 5.0), 'robot1': (5.0, 8.0), 'robot2': (8.0, 2.0)}
 
-    def observe(now):
-        for n, (x, y) in places.items():
-            planner.set_start_state(n, StartState([x, y, 0.0], [0.0, 0.0], now), now)
-    observe(0.0)
+    _stand(planner, places, 0.0)
     (request,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], 0.0).plan
     # Discs as wide as ORCA keeps the others (radius + safety margin; holonomic: no more).
     np.testing.assert_allclose(request.obstacles, [[5.0, 8.0, 0.3], [8.0, 2.0, 0.3]])
@@ -466,7 +469,7 @@ def test_a_robot_without_progress_is_reported_stuck_at_stuck_time_and_replanned_
     planner.finish(_outcome(other, straight(8.0, 2.0, 9.0, 1.0)), 0.0)
     escalated = None
     for now in np.arange(0.25, 6.0, 0.25):
-        observe(now)
+        _stand(planner, places, now)
         actions = planner.check_progress(now)
         assert planner.gate('robot0') is None       # nobody it waits for: it is stuck
         replans = [r for r in actions.plan if r.robot == 'robot0']
@@ -490,18 +493,15 @@ def test_a_goal_arriving_later_replans_that_robot_alone_and_takes_its_turn_after
     planner.set_map(room(blocks=[(3.9, 2.6, 4.4, 4.6), (5.6, 2.6, 6.1, 4.6)]), 0.0)
     places = {'robot0': (2.0, 2.0), 'robot1': (5.0, 1.5)}
 
-    def observe(now):
-        for n, (x, y) in places.items():
-            planner.set_start_state(n, StartState([x, y, 0.0], [0.0, 0.0], now), now)
-    observe(0.0)
+    _stand(planner, places, 0.0)
     (first,) = planner.set_goal('robot0', [3.0, 2.0, 0.0], 0.0).plan
     (other,) = planner.set_goal('robot1', [5.0, 8.5, 0.0], 0.0).plan
     planner.finish(_outcome(first, straight(2.0, 2.0, 3.0, 2.0)), 0.0)
     planner.finish(_outcome(other, straight(5.0, 1.5, 5.0, 8.5)), 0.0)
-    observe(0.25)
+    _stand(planner, places, 0.25)
     assert planner.check_progress(0.25).plan == []
     places['robot1'] = (5.0, 3.0)
-    observe(1.0)
+    _stand(planner, places, 1.0)
     actions = planner.set_goal('robot0', [8.0, 5.0, 0.0], 1.0)
     assert [r.robot for r in actions.plan] == ['robot0']      # one robot replanned
     published = planner.finish(_outcome(actions.plan[0], straight(2.0, 2.0, 8.0, 5.0)), 1.0)
@@ -522,17 +522,14 @@ def test_a_stuck_robot_takes_its_turns_last_and_nobody_waits_behind_it_for_good(
     planner.set_map(crossroads(), 0.0)
     places = {'robot0': (3.5, 5.0), 'robot1': (5.0, 1.5)}       # robot0 near its gate
 
-    def observe(now):
-        for n, (x, y) in places.items():
-            planner.set_start_state(n, StartState([x, y, 0.0], [0.0, 0.0], now), now)
-    observe(0.0)
+    _stand(planner, places, 0.0)
     (older,) = planner.set_goal('robot1', [5.0, 8.5, 0.0], 0.0).plan
     planner.finish(_outcome(older, straight(5.0, 1.5, 5.0, 8.5)), 0.0)
     (newer,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], 0.5).plan
     planner.finish(_outcome(newer, straight(3.5, 5.0, 8.0, 5.0)), 0.5)
     gates = {}
     for now in np.arange(0.75, 6.0, 0.25):
-        observe(now)
+        _stand(planner, places, now)
         actions = planner.check_progress(now)
         for replan in actions.plan:
             assert replan.robot == 'robot1'         # the waiting robot0 is not stuck
@@ -580,14 +577,11 @@ def test_a_parked_robot_in_the_only_way_makes_way_off_it_outside_zones_and_comes
     planner.set_map(room(blocks=[(3.0, 0.0, 7.0, 4.4), (3.0, 5.6, 7.0, 10.0)]), 0.0)
     places = {'robot0': (1.0, 5.0), 'robot1': (4.9, 5.0)}
 
-    def observe(now):
-        for n, (x, y) in places.items():
-            planner.set_start_state(n, StartState([x, y, 0.0], [0.0, 0.0], now), now)
-    observe(0.0)
+    _stand(planner, places, 0.0)
     (parking,) = planner.set_goal('robot1', [5.0, 5.0, 0.0], 0.0).plan
     planner.finish(_outcome(parking, straight(4.9, 5.0, 5.0, 5.0)), 0.0)
     places['robot1'] = (5.0, 5.0)
-    observe(1.0)
+    _stand(planner, places, 1.0)
     assert [e.robot for e in planner.check_progress(1.0).ended] == ['robot1']
 
     (passing,) = planner.set_goal('robot0', [9.0, 5.0, 0.0], 1.0).plan
@@ -601,21 +595,21 @@ def test_a_parked_robot_in_the_only_way_makes_way_off_it_outside_zones_and_comes
 
     planner.finish(_outcome(leave, straight(5.0, 5.0, *spot)), 1.0)
     places['robot1'] = tuple(spot)
-    observe(10.0)
+    _stand(planner, places, 10.0)
     actions = planner.check_progress(10.0)
     assert not actions.ended and not actions.plan
     assert planner.statuses()[1].message.startswith('making way for robot0: waiting at')
     places['robot0'] = (4.0, 5.0)       # in the corridor: not passed yet
-    observe(12.0)
+    _stand(planner, places, 12.0)
     assert not [r for r in planner.check_progress(12.0).plan if r.robot == 'robot1']
     places['robot0'] = (8.0, 5.0)       # past robot1's goal
-    observe(14.0)
+    _stand(planner, places, 14.0)
     (back,) = [r for r in planner.check_progress(14.0).plan if r.robot == 'robot1']
     np.testing.assert_allclose(back.goal, [5.0, 5.0, 0.0])
 
     planner.finish(_outcome(back, straight(*spot, 5.0, 5.0)), 14.0)
     places['robot1'] = (5.0, 5.0)
-    observe(20.0)
+    _stand(planner, places, 20.0)
     actions = planner.check_progress(20.0)
     assert not [e for e in actions.ended if e.robot == 'robot1']     # ended when reached
     assert planner.statuses()[1].message == 'back at its goal after making way for robot0'

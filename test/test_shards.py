@@ -1,6 +1,7 @@
 """A fleet split over several orca_node shards: the rule which robots a shard commands, the
-graph that starts the shards, and a closed loop over real DDS in which every encounter is
-between robots of different shards (each takes half of the avoidance, as in per_robot mode)."""
+graph that starts the shards, and closed loops over real DDS in which every encounter is
+between robots of different shards: each takes half of the avoidance, as in per_robot mode, and
+planner_node's turns in a one-robot lane hold whichever shard commands a robot."""
 import itertools
 import math
 
@@ -15,6 +16,7 @@ from orca_nav.bringup.fleet_file import load_fleet_config  # noqa: E402
 from orca_nav.bringup.graph import describe_graph, shard_name  # noqa: E402
 from orca_nav.bringup.runner import run_graph  # noqa: E402
 from orca_nav.bringup.scenarios import circle  # noqa: E402
+from orca_nav.core.grid import OccupancyGrid  # noqa: E402
 from orca_nav.ros.orca_params import commanded_robots, shard_block  # noqa: E402
 
 from ros_harness import contact_reports  # noqa: E402
@@ -161,3 +163,54 @@ def test_robots_of_two_shards_swap_across_a_circle_without_contact():
     assert contacts == []
     # Every robot met one of the other shard: they passed within 0.4 m, surface to surface.
     assert np.all(closest < 2 * RADIUS + 0.4), closest
+
+
+def lane_fleet(map_stem):
+    """Two rooms joined by an 8 m lane 1 m wide, planned: three diff-drive robots in each room go
+    to the other. Shard 0 commands the left room's robots and shard 1 the right room's, so the
+    planner's turns in the lane are taken by robots of different shards."""
+    grid = OccupancyGrid.from_rectangles((0.0, 0.0, 20.0, 8.0), 0.1,
+                                         [(6.0, 0.0, 14.0, 3.5), (6.0, 4.5, 14.0, 8.0)], wall=0.3)
+    map_yaml, _ = grid.save_map_yaml(map_stem)
+    rows = (2.0, 4.0, 6.0)
+    robots = [{'name': f'robot{i}', 'start': [2.0, y, 0.0], 'goal': [16.0, y, 0.0]}
+              for i, y in enumerate(rows)]
+    robots += [{'name': f'robot{i + 3}', 'start': [18.0, y, math.pi], 'goal': [4.0, y, 0.0]}
+               for i, y in enumerate(rows)]
+    return load_fleet_config({
+        'name': 'shard_lane', 'shards': 2, 'map': str(map_yaml),
+        'defaults': {'kinematics': 'diff_drive', 'radius': 0.3, 'max_speed': 1.0,
+                     'max_accel': 1.5, 'max_yaw_rate': 2.0},
+        'robots': robots, 'planner': {'enabled': True},
+        'demo': {'goal_tolerance': 0.3}})
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_planned_robots_of_two_shards_take_turns_in_a_one_robot_lane(tmp_path):
+    """planner_node coordinates the whole fleet whichever shard commands a robot: the six
+    robots cross the one-robot lane in turns (never robots of both rooms in it at once) and all
+    arrive, without contact."""
+    cfg = lane_fleet(tmp_path / 'lane')
+    specs = describe_graph(cfg, sim_overrides={'lockstep': True, 'real_time_factor': 0.0})
+    shard_of = {}
+    for spec in specs:
+        if spec.executable == 'orca_node':
+            shard_of.update(dict.fromkeys(commanded_robots(spec.parameters[-1]), spec.name))
+    assert [shard_of[f'robot{i}'] for i in range(6)] == [shard_name(0)] * 3 + [shard_name(1)] * 3
+    goals = np.array([r.goals[0][:2] for r in cfg.robots])
+    with run_graph(specs) as graph:
+        sim = graph.nodes['/fleet_sim']
+        contacts = contact_reports(graph)
+        in_lane_at_once = set()
+
+        def arrived():
+            xy = sim.sim.poses[:, :2].copy()
+            in_lane = (xy[:, 0] > 6.0) & (xy[:, 0] < 14.0)
+            in_lane_at_once.add((bool(in_lane[:3].any()), bool(in_lane[3:].any())))
+            return bool(np.all(np.hypot(*(xy - goals).T) < 0.3))
+        assert graph.wait_for(arrived, timeout=300.0), sim.sim.poses
+        assert graph.error is None
+    assert (True, False) in in_lane_at_once and (False, True) in in_lane_at_once
+    assert (True, True) not in in_lane_at_once
+    assert contacts == []

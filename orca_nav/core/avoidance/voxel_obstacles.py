@@ -28,6 +28,12 @@ from .linear_program3d import F32
 DEFAULT_MAX_OBSTACLES = 32
 
 
+def voxel_ball_radius(resolution: float) -> float:
+    """Radius of the ball around a voxel's centre that contains the voxel: half its diagonal.
+    What 3-D ORCA keeps an agent's radius clear of; plans for drones keep clear of it too."""
+    return float(resolution) * np.sqrt(3.0) / 2.0
+
+
 class VoxelObstacles:
     """The surface voxels of a 3-D occupancy grid, prepared once (a cKDTree of their centres)."""
 
@@ -50,7 +56,7 @@ class VoxelObstacles:
         resolution = float(grid.resolution)
         origin = np.asarray(grid.origin, dtype=np.float64)
         self.centres = origin + (np.stack([ix, iy, iz], axis=1) + 0.5) * resolution
-        self.sphere_radius = resolution * np.sqrt(3.0) / 2.0
+        self.sphere_radius = voxel_ball_radius(resolution)
         self.max_obstacles = int(max_obstacles)
         self._tree = cKDTree(self.centres) if len(self.centres) else None
 

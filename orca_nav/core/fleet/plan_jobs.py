@@ -20,6 +20,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from orca_nav.core.avoidance.voxel_obstacles import voxel_ball_radius
 from orca_nav.core.fleet.robots import RobotSpec
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.planning.path_timing import reference_from_samples, time_path
@@ -194,10 +195,16 @@ def build_planner(grid: OccupancyGrid, spec: RobotSpec, settings: PlanSettings,
     traffic = lanes_of(grid, traffic)
     if not spec.non_holonomic:     # holonomic robots and drones
         from orca_nav.core.planning.kinodynamic_astar import KinodynamicAStar, KinodynamicParams
+        margin = settings.safety_margin
+        if grid.ndim == 3 and margin > 0.0:
+            # The planner measures clearance to voxel centres, 3-D ORCA to the voxels' balls: a
+            # gap planned narrower than ORCA's is one ORCA holds the drone in, wedged for good.
+            # The ball goes with the margin: a start inside both is planned with the bare body.
+            margin += voxel_ball_radius(grid.resolution)
         return KinodynamicAStar(grid, KinodynamicParams(
             max_vel=spec.max_speed, max_acc=spec.max_accel, max_speed=spec.max_speed,
             max_acc_norm=spec.max_accel, robot_radius=spec.radius,
-            safety_margin=settings.safety_margin, max_expansions=settings.plan_max_expansions,
+            safety_margin=margin, max_expansions=settings.plan_max_expansions,
             max_time=settings.plan_time_budget), traffic)
     from orca_nav.core.planning.hybrid_astar import HybridAStar, HybridParams
     return HybridAStar(grid, HybridParams(

@@ -35,6 +35,8 @@ _LP3_MERGE_AGENTS = 64
 # linearProgram3: a round's band of lines is as wide as keeps its batch of sub-problems within
 # this many (lines^2 * sub-problems) entries (measured on the crossing crowd, 100-10,000 agents).
 _LP3_BAND_ENTRIES = 4000
+# Packed pairs are reduced row by row from this many columns (agents) on, else by reduceat.
+_SEGMENT_ROWS_MIN_COLUMNS = 64
 
 
 def take_columns(arrays, columns):
@@ -147,7 +149,7 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
         return np.zeros(count, dtype=np.intp), start_x.copy(), start_y.copy()
     # linearProgram1 on line i against lines 0..i-1 does not depend on the current result:
     # solve it for every line at once, then replay the incremental walk. The pairs of lines
-    # are packed (the i pairs (i, j < i) of each line i in a row, reduced with reduceat),
+    # are packed (the i pairs (i, j < i) of each line i in a row, reduced by _segment_reduce),
     # not padded to L x L with a mask: under half the entries.
     pairs = _packed_pairs(width)
     dot = px * dx + py * dy
@@ -168,15 +170,16 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
         parallel = np.abs(denominator) <= RVO_EPSILON
         if parallel.any():
             failing = parallel & (numerator < 0.0)
-            usable[1:] &= ~np.logical_or.reduceat(failing, pairs.bound_starts, axis=0)
+            usable[1:] &= ~_segment_reduce(np.logical_or, failing, pairs.bound_segments)
             np.putmask(denominator, parallel, np.nan)
         t = numerator / denominator
         pad = np.sign(denominator)
         pad *= -_HUGE
         # fmin/fmax skip the NaN (parallel) pairs; a line with only those keeps its circle
         # interval (fmin(NaN, inf) is inf).
-        upper = np.fmin(np.fmin.reduceat(np.fmax(t, pad), pairs.bound_starts, axis=0), np.inf)
-        lower = np.fmax(np.fmax.reduceat(np.fmin(t, pad), pairs.bound_starts, axis=0), -np.inf)
+        upper = np.fmin(_segment_reduce(np.fmin, np.fmax(t, pad), pairs.bound_segments), np.inf)
+        lower = np.fmax(_segment_reduce(np.fmax, np.fmin(t, pad), pairs.bound_segments),
+                        -np.inf)
         np.minimum(t_right[1:], upper, out=t_right[1:])
         np.maximum(t_left[1:], lower, out=t_left[1:])
     usable &= t_left <= t_right
@@ -197,8 +200,8 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
         - dy.take(later, axis=0) * (px.take(later, axis=0) - state_x.take(state, axis=0)) > 0.0
     hit &= valid.take(later, axis=0)
     stop = np.full((width + 1, count), width)       # state L (a move at the last line) ends
-    stop[:width] = np.minimum.reduceat(np.where(hit, pairs.later_column, width),
-                                       pairs.later_starts, axis=0)
+    stop[:width] = _segment_reduce(np.minimum, np.where(hit, pairs.later_column, width),
+                                   pairs.later_segments)
     stops = stop < width
     columns = np.arange(count)
     moves = (valid & usable).reshape(-1).take(np.minimum(stop, width - 1) * count + columns)
@@ -211,14 +214,47 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
     return line_fail, state_x.reshape(-1).take(flat), state_y.reshape(-1).take(flat)
 
 
+class _Segments(NamedTuple):
+    """Consecutive runs of rows (segments) of a packed pair array: the row each segment starts
+    at, and for each offset d >= 1 the segments longer than d (a slice of them) with the rows
+    of their entries d."""
+    first: np.ndarray
+    steps: tuple
+
+
 class _PackedPairs(NamedTuple):
     candidate: np.ndarray       # line i >= 1 of each pair (i, j < i), i ascending
     bound: np.ndarray           # its line j
-    bound_starts: np.ndarray    # where line i's pairs start (i = 1..L-1)
+    bound_segments: _Segments   # line i's pairs (i = 1..L-1)
     state: np.ndarray           # state s of each pair (s, j >= s), s ascending
     later: np.ndarray           # its line j
     later_column: np.ndarray    # j, as a column
-    later_starts: np.ndarray    # where state s's pairs start (s = 0..L-1)
+    later_segments: _Segments   # state s's pairs (s = 0..L-1)
+
+
+def _segments(starts, lengths):
+    """_Segments of rows starts[k] .. starts[k] + lengths[k] - 1 (lengths ascending or
+    descending, so the segments longer than d are a slice)."""
+    steps = []
+    for d in range(1, int(lengths.max(initial=0))):
+        longer = np.flatnonzero(lengths > d)
+        steps.append((slice(int(longer[0]), int(longer[-1]) + 1), starts[longer] + d))
+    return _Segments(starts, tuple(steps))
+
+
+def _segment_reduce(ufunc, values, segments):
+    """ufunc.reduceat(values, starts, axis=0) over the segments of rows. Over many columns
+    row by row, in reduceat's order (each segment's first row, then its next rows one by one:
+    identical results): there reduceat along the first axis is several times slower than
+    these few whole-row operations (at 300 columns and 5 lines ~8 vs ~27 us); over a few
+    columns (a fleet) reduceat is quicker."""
+    if values.shape[1] < _SEGMENT_ROWS_MIN_COLUMNS:
+        return ufunc.reduceat(values, segments.first, axis=0)
+    out = values.take(segments.first, axis=0)
+    for rows_of, entries in segments.steps:
+        part = out[rows_of]
+        ufunc(part, values.take(entries, axis=0), out=part)
+    return out
 
 
 @functools.lru_cache(maxsize=64)
@@ -230,11 +266,13 @@ def _packed_pairs(width):
     bound_starts = (lines[1:] * (lines[1:] - 1)) // 2
     state = np.repeat(lines, width - lines)
     later = np.concatenate([lines[s:] for s in range(width)])
-    later_starts = np.concatenate([[0], np.cumsum(width - lines[:-1])])
-    pairs = _PackedPairs(candidate, bound, bound_starts, state, later, later[:, None],
-                         later_starts)
-    for a in pairs:
-        a.setflags(write=False)
+    later_starts = np.concatenate([[0], np.cumsum(width - lines[:-1])]).astype(np.intp)
+    pairs = _PackedPairs(candidate, bound, _segments(bound_starts, lines[1:]), state, later,
+                         later[:, None], _segments(later_starts, width - lines))
+    for group in (pairs.candidate, pairs.bound, pairs.state, pairs.later, pairs.later_column,
+                  pairs.bound_segments.first, pairs.later_segments.first,
+                  *(rows for _, rows in pairs.bound_segments.steps + pairs.later_segments.steps)):
+        group.setflags(write=False)
     return pairs
 
 

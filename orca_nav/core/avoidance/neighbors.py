@@ -74,8 +74,11 @@ def _kept(dist, found, k, neighbor_dist, max_neighbors):
         keep &= np.arange(keep.shape[1])[None, :] < max_neighbors[:, None]
     # Slots no agent uses would only carry masked sentinel lines through every later stage
     # (keep is a prefix mask: trailing slots are unused when no agent keeps them).
-    used = np.flatnonzero(keep.any(axis=0))
-    used = int(used[-1]) + 1 if used.size else 0
+    # From the last slot on (usually the first one looked at is used): any() along the short
+    # rows of all slots at once is slower.
+    used = keep.shape[1]
+    while used and not keep[:, used - 1].any():
+        used -= 1
     return neighbors[:, :used], keep[:, :used]
 
 
@@ -157,7 +160,9 @@ class AgentNeighborList:
         candidates = self._candidates
         count, width = candidates.shape
         moved = points - self._built_at
-        moved = np.sqrt((moved * moved).sum(axis=1))
+        moved *= moved
+        # Column by column: a sum along rows of two is slow in numpy (the same sums).
+        moved = np.sqrt(moved[:, 0] + moved[:, 1])
         # A point left out came closer to an agent by at most its own move plus the agent's.
         bound = self._left_out - moved[:count] - moved.max(initial=0.0)
         if width == 0:
@@ -166,16 +171,17 @@ class AgentNeighborList:
         # Squared distances to the candidates; missing candidates (index len(points)) meet the
         # far sentinel at the end of xs and ys, and their distance is inf.
         xs[:-1], ys[:-1] = points[:, 0], points[:, 1]
-        xs.take(candidates, out=dist_sq)
+        # mode='clip' (the indices are in range): with 'raise' take buffers its output.
+        xs.take(candidates, out=dist_sq, mode='clip')
         dist_sq -= points[:count, 0, None]
         dist_sq *= dist_sq
-        ys.take(candidates, out=work)
+        ys.take(candidates, out=work, mode='clip')
         work -= points[:count, 1, None]
         work *= work
         dist_sq += work
         # The rows come nearly sorted from the build, where a stable sort (a merge) is quickest.
-        flat = np.argsort(dist_sq, axis=1, kind='stable')[:, :k]
-        flat += row_start
+        # (A new array: adding in place into the strided first k columns is slower.)
+        flat = np.argsort(dist_sq, axis=1, kind='stable')[:, :k] + row_start
         nearest_sq = dist_sq.take(flat)
         last_kept = np.sqrt(nearest_sq[:, k - 1]) if width >= k else np.inf
         if not (bound > np.minimum(neighbor_dist, last_kept)).all():

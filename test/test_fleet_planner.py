@@ -520,3 +520,38 @@ def test_a_path_request_from_a_given_start_and_the_ones_that_cannot_be_planned()
     assert failed.reason == 'no_start' and 'no odometry of robot0' in failed.message
     with pytest.raises(ValueError, match='query id'):
         empty.path_request('robot0', [8.0, 5.0, 0.0], 0)
+
+
+@pytest.mark.parametrize('kinematics, driving, goal_x', [
+    ('car', 1, 3.0), ('car', -1, 4.0), ('holonomic', 1, 8.0)])
+def test_a_car_held_on_its_trajectory_first_backs_straight_off_the_way_it_was_driving(
+        kinematics, driving, goal_x):
+    """A car standing on its trajectory (the safety layer holds it where it nosed up to a
+    pillar) gets, at the ladder's first rung, a plan to the pose twice its radius straight back
+    from the way it was driving (a plan from where it stands may start toward what holds it);
+    then its goal again. A holonomic robot is replanned around the others to its goal."""
+    spec = RobotSpec('robot0', kinematics=kinematics, radius=0.25, max_speed=1.0, max_accel=1.0,
+                     min_turning_radius=1.0)
+    planner = supervisor(spec=spec, policy=replace(POLICY, stuck_time=4.0))
+    planner.set_map(room(), now=10.0)
+    planner.set_start_state('robot0', state(2.0 if driving > 0 else 7.0, 5.0, stamp=10.0),
+                            now=10.0)
+    (request,) = planner.set_goal('robot0', [8.0 if driving > 0 else 2.0, 5.0, 0.0], 10.0).plan
+    x0, x1 = (2.0, 8.0) if driving > 0 else (7.0, 2.0)
+    reference = time_path([x0, x1], [5.0, 5.0], [0.0, 0.0], [driving] * 2, max_speed=1.0,
+                          max_accel=1.0)
+    planner.finish(PlanOutcome(request, PlanResult(PlanStatus.SUCCESS, 'ok', PlanStats()),
+                               reference, {}), 10.0)
+    held = 3.5
+    for now in (11.0, 13.0, 15.5):
+        planner.set_start_state('robot0', state(held, 5.0, stamp=now), now=now)
+        actions = planner.check_progress(now=now)
+    (replan,) = actions.plan
+    np.testing.assert_allclose(replan.goal[:2], [goal_x if kinematics == 'car' else 8.0, 5.0])
+    if kinematics == 'car':
+        assert 'backing straight off' in actions.status[0].message
+        # Backed off: its goal again.
+        planner.finish(straight_outcome(replan, goal_x, 5.0), 15.5)
+        planner.set_start_state('robot0', state(goal_x, 5.0, stamp=16.0), now=16.0)
+        (again,) = planner.check_progress(now=16.0).plan
+        np.testing.assert_allclose(again.goal[:2], [8.0 if driving > 0 else 2.0, 5.0])

@@ -503,7 +503,14 @@ class FleetPlanner:
         if self._coordinator.has_path(name):
             self._coordinator.set_rank(name, robot.rank)
         why = f'stuck {stalled:.0f} s: no {JAM_PROGRESS:g} m closer to the goal'
-        if step == 'replan_around':
+        back = self._straight_back(name) if step == 'replan_around' else None
+        if back is not None:
+            robot.waypoint, robot.around = back, True
+            actions = self._request(name, f'{why}: backing straight off to '
+                                          f'{_fmt_pose(back[:2])}', now)
+            self._set_status(actions, name, Level.WARN, f'{why}; backing straight off the way '
+                                                        'it was driving, then replanning')
+        elif step == 'replan_around':
             robot.around = True
             actions = self._request(name, why, now)
             self._set_status(actions, name, Level.WARN, f'{why}; replanning around the other '
@@ -519,6 +526,27 @@ class FleetPlanner:
                              'and backing out did not help; waiting')
         robot.escalated = robot.status.message
         return actions
+
+    def _straight_back(self, name: str) -> Optional[np.ndarray]:
+        """For a car standing on its trajectory (held by the safety layer where it nosed up to
+        a pillar or a parked car): the pose twice its radius straight back from the way it was
+        driving, when the map is free up to there; else None. A plan from where it stands may
+        start toward what holds it (the planner keeps its margin, the safety layer lets a car
+        that close move only away); from there, it plans to its goal again. Twice the radius:
+        a place to back out to counts as reached within the radius."""
+        robot = self._robots[name]
+        ref = robot.reference
+        if not robot.spec.steered or ref is None or robot.start is None or \
+                self.dim(name) != 2 or np.linalg.norm(robot.start.velocity) >= _STANDING:
+            return None
+        k = int(np.searchsorted(ref.times, robot.progress_time, side='right')) - 1
+        driving = float(ref.direction[min(max(k, 0), len(ref) - 1)])
+        yaw = robot.start.yaw
+        here = robot.start.position[:2]
+        there = here - driving * 2.0 * robot.spec.radius * np.array([np.cos(yaw), np.sin(yaw)])
+        if not self._maps[2].grid.segment_free(here[None], there[None], robot.spec.radius)[0]:
+            return None
+        return np.array([there[0], there[1], yaw])
 
     def _back_out(self, name: str, now: float, why: str,
                   partner: Optional[str] = None) -> Actions:

@@ -741,3 +741,43 @@ def test_robots_go_through_a_one_robot_passage_one_at_a_time():
         assert result.moving_contacts == 0
         counts[rules is not None] = loop.most_in_passage
     assert counts == {True: 1, False: 2}
+
+
+
+def _polyline(points, speed=1.0):
+    """A reference along `points` ((x, y), ...), facing along each leg."""
+    xy = np.asarray(points, dtype=float)
+    legs = np.diff(xy, axis=0)
+    yaw = np.r_[np.arctan2(legs[:, 1], legs[:, 0]), np.arctan2(legs[-1, 1], legs[-1, 0])]
+    return time_path(xy[:, 0], xy[:, 1], yaw, np.ones(len(xy)), max_speed=speed, max_accel=1.0)
+
+
+def test_a_robot_locked_with_one_backing_out_through_it_backs_out_itself():
+    """A 1.2 m corridor (y 4.4..5.6) with bays off it at either end. robot0 (the older goal)
+    drives east, robot1 west: locked, robot1 backs out, to the nearest place off robot0's way,
+    which lies behind robot0. Its way there runs through robot0, so they are locked again:
+    robot0, not backing out, now leaves (before, nobody did: both stood for good)."""
+    names = ('robot0', 'robot1')
+    planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
+                           PlanSettings(safety_margin=0.05),
+                           ReplanPolicy(goal_tolerance=0.15, stuck_time=4.0))
+    planner.set_map(room(blocks=[(1.6, 0.0, 8.4, 4.4), (9.6, 0.0, 10.0, 4.4),
+                                 (1.6, 5.6, 10.0, 10.0)]), 0.0)
+    places = {'robot0': (3.0, 5.0), 'robot1': (6.0, 5.0)}
+    _stand(planner, places, 0.0)
+    (east,) = planner.set_goal('robot0', [9.0, 2.0, 0.0], 0.0).plan
+    (west,) = planner.set_goal('robot1', [1.0, 7.0, 0.0], 0.5).plan
+    planner.finish(_outcome(east, _polyline([(3.0, 5.0), (9.0, 5.0), (9.0, 2.0)])), 0.0)
+    actions = planner.finish(_outcome(west, _polyline([(6.0, 5.0), (1.0, 5.0), (1.0, 7.0)])),
+                             0.5)
+    (back_out,) = actions.plan
+    assert back_out.robot == 'robot1' and back_out.goal[0] < 3.0    # behind robot0
+    way_out = _polyline([(6.0, 5.0), *back_out.goal[None, :2]])
+    actions = planner.finish(_outcome(back_out, way_out), 0.5)
+    _stand(planner, places, 1.0)
+    actions += planner.check_progress(1.0)
+    (leave,) = actions.plan
+    assert leave.robot == 'robot0' and 'backing out' in planner.statuses()[0].message
+    # Off robot1's way out, on robot0's own side of it (not through robot1 at x = 6).
+    assert leave.goal[0] < back_out.goal[0] - 0.5
+

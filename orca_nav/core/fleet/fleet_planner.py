@@ -695,12 +695,13 @@ class FleetPlanner:
             robot = self._robots[name]
             if gate.waits_for is not None:
                 self._waits_for[name] = gate.waits_for
-            partner = self._robots.get(gate.locked_with)
-            if partner is not None and partner.waypoint is None and robot.waypoint is None \
-                    and not robot.running and now - robot.backed_out_at >= self.policy.stuck_time:
-                actions += self._back_out(name, now, f'{gate.locked_with} and it stand on each '
-                                                     'other\'s path', gate.locked_with)
-                continue
+            yielder = self._yielder(name, gate.locked_with, now)
+            if yielder is not None:
+                other = gate.locked_with if yielder == name else name
+                actions += self._back_out(yielder, now, f'{other} and it stand on each '
+                                                        'other\'s path', other)
+                if yielder == name:
+                    continue
             stop = gate.stop_s
             if robot.published and (stop is None) == (robot.gate is None) and (
                     stop is None or -_GATE_TIGHTER < stop - robot.gate < _GATE_STEP):
@@ -718,6 +719,27 @@ class FleetPlanner:
             elif robot.status is not None and robot.status.message.startswith('waiting for'):
                 self._set_status(actions, name, Level.OK, 'following its trajectory again')
         return actions
+
+    def _yielder(self, late: str, early: Optional[str], now: float) -> Optional[str]:
+        """Which of two robots locked on each other's path (`late` takes its turns after
+        `early`) backs out now: the late one; but when one of them is backing out already, the
+        other (the way out of the one backing out runs through it, else they would not be locked
+        again). None: neither (both back out already, or the one to go planned or backed out
+        within the last stuck_time)."""
+        partner = self._robots.get(early)
+        if partner is None:
+            return None
+        robot = self._robots[late]
+        if robot.waypoint is None:
+            yielder = late
+        elif partner.waypoint is None:
+            yielder = early
+        else:
+            return None
+        chosen = self._robots[yielder]
+        if chosen.running or now - chosen.backed_out_at < self.policy.stuck_time:
+            return None
+        return yielder
 
     def _jam(self, name: str, now: float) -> Actions:
         robot = self._robots[name]

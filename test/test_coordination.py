@@ -781,3 +781,29 @@ def test_a_robot_locked_with_one_backing_out_through_it_backs_out_itself():
     # Off robot1's way out, on robot0's own side of it (not through robot1 at x = 6).
     assert leave.goal[0] < back_out.goal[0] - 0.5
 
+def test_a_robot_stuck_beside_a_parked_robot_has_it_make_way():
+    """robot1 stands at its reached goal 0.65 m from robot0 (just beyond their ORCA radii, 0.6 m:
+    robot0's plan, leading away from it, does not pass through it). robot0 makes no progress
+    all the same (ORCA holds a robot wedged between a wall and a robot that close): at
+    stuck_time it is planned again around the others, and robot1 makes way for it."""
+    names = ('robot0', 'robot1')
+    planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
+                           PlanSettings(safety_margin=0.05),
+                           ReplanPolicy(goal_tolerance=0.15, stuck_time=4.0))
+    planner.set_map(room(), 0.0)
+    places = {'robot0': (5.0, 5.0), 'robot1': (5.0, 5.65)}
+    _stand(planner, places, 0.0)
+    (parking,) = planner.set_goal('robot1', [5.0, 5.65, 0.0], 0.0).plan
+    planner.finish(_outcome(parking, straight(5.0, 5.6, 5.0, 5.65)), 0.0)
+    _stand(planner, places, 0.25)
+    assert [e.robot for e in planner.check_progress(0.25).ended] == ['robot1']
+    (going,) = planner.set_goal('robot0', [1.0, 5.0, 0.0], 0.5).plan
+    planner.finish(_outcome(going, straight(5.0, 5.0, 1.0, 5.0)), 0.5)
+    for now in np.arange(0.75, 6.0, 0.25):
+        _stand(planner, places, now)
+        actions = planner.check_progress(now)
+        if actions.plan:
+            break
+    assert now == pytest.approx(4.75)       # the first check after 4 s standing
+    assert sorted(r.robot for r in actions.plan) == ['robot0', 'robot1']
+    assert 'making way for robot0' in planner.statuses()[1].message

@@ -513,6 +513,8 @@ class FleetPlanner:
         elif step == 'replan_around':
             robot.around = True
             actions = self._request(name, why, now)
+            if self.dim(name) == 2 and self.policy.coordinate:
+                actions += self._make_room(name, now)
             self._set_status(actions, name, Level.WARN, f'{why}; replanning around the other '
                                                         'robots')
         elif step == 'back_out' and self.dim(name) == 2:
@@ -616,6 +618,21 @@ class FleetPlanner:
             if name != mover and self._parked(name) and np.min(np.linalg.norm(
                     path - robot.start.position[:2], axis=1)) < orca[name] + orca[mover]:
                 actions += self._make_way(name, mover, orca[name] + orca[mover], now)
+        return actions
+
+    def _make_room(self, stuck: str, now: float) -> Actions:
+        """Robot `stuck` made no progress for a stuck_time: each robot parked next to it
+        (within their ORCA radii and the coordination clearance: ORCA holds a robot that close,
+        wedged between it and a wall, though its plan leads away) makes way for it."""
+        actions = Actions()
+        here = self._robots[stuck].start.position[:2]
+        orca = self._orca_radii()
+        clearance = self._coordinator.params.clearance
+        for name, robot in self._robots.items():
+            reach = orca[name] + orca[stuck] + clearance
+            if name != stuck and self._parked(name) and \
+                    np.linalg.norm(robot.start.position[:2] - here) < reach:
+                actions += self._make_way(name, stuck, reach, now)
         return actions
 
     def _make_way(self, name: str, mover: str, reach: float, now: float) -> Actions:

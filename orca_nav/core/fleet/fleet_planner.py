@@ -17,7 +17,8 @@ stamp it was measured at) and the current plan, and decides when to plan:
   that robot to the nearest place off the way (outside every one-robot zone), taking its turns
   just before the other; it waits there and returns to its goal once the other has passed (the
   goal ended when first reached; its status says ``making way for robotN``): Open-RMF's
-  responsive wait;
+  responsive wait; so does a robot parked right beside one that got stuck (ORCA holds a robot
+  wedged between one that close and a wall, whatever its plan);
 * a robot within ``goal_tolerance`` of the end of its trajectory, once its last driving-direction
   segment has started (or standing there after the trajectory's time ran out: the tracker takes
   a cusp as passed within its tolerance), is done and no longer replanned.

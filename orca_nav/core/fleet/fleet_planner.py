@@ -17,8 +17,7 @@ stamp it was measured at) and the current plan, and decides when to plan:
   that robot to the nearest place off the way (outside every one-robot zone), taking its turns
   just before the other; it waits there and returns to its goal once the other has passed (the
   goal ended when first reached; its status says ``making way for robotN``): Open-RMF's
-  responsive wait; so does a robot parked right beside one that got stuck (ORCA holds a robot
-  wedged between one that close and a wall, whatever its plan);
+  responsive wait;
 * a robot within ``goal_tolerance`` of the end of its trajectory, once its last driving-direction
   segment has started (or standing there after the trajectory's time ran out: the tracker takes
   a cusp as passed within its tolerance), is done and no longer replanned.
@@ -514,8 +513,6 @@ class FleetPlanner:
         elif step == 'replan_around':
             robot.around = True
             actions = self._request(name, why, now)
-            if self.dim(name) == 2 and self.policy.coordinate:
-                actions += self._make_room(name, now)
             self._set_status(actions, name, Level.WARN, f'{why}; replanning around the other '
                                                         'robots')
         elif step == 'back_out' and self.dim(name) == 2:
@@ -621,21 +618,6 @@ class FleetPlanner:
                 actions += self._make_way(name, mover, orca[name] + orca[mover], now)
         return actions
 
-    def _make_room(self, stuck: str, now: float) -> Actions:
-        """Robot `stuck` made no progress for a stuck_time: each robot parked next to it
-        (within their ORCA radii and the coordination clearance: ORCA holds a robot that close,
-        wedged between it and a wall, though its plan leads away) makes way for it."""
-        actions = Actions()
-        here = self._robots[stuck].start.position[:2]
-        orca = self._orca_radii()
-        clearance = self._coordinator.params.clearance
-        for name, robot in self._robots.items():
-            reach = orca[name] + orca[stuck] + clearance
-            if name != stuck and self._parked(name) and \
-                    np.linalg.norm(robot.start.position[:2] - here) < reach:
-                actions += self._make_way(name, stuck, reach, now)
-        return actions
-
     def _make_way(self, name: str, mover: str, reach: float, now: float) -> Actions:
         """Parked robot `name` leaves for a place at least `reach` off `mover`'s way; it takes
         its turns just before `mover` (it has to get out first) and comes back to its goal
@@ -713,13 +695,12 @@ class FleetPlanner:
             robot = self._robots[name]
             if gate.waits_for is not None:
                 self._waits_for[name] = gate.waits_for
-            yielder = self._yielder(name, gate.locked_with, now)
-            if yielder is not None:
-                other = gate.locked_with if yielder == name else name
-                actions += self._back_out(yielder, now, f'{other} and it stand on each '
-                                                        'other\'s path', other)
-                if yielder == name:
-                    continue
+            partner = self._robots.get(gate.locked_with)
+            if partner is not None and partner.waypoint is None and robot.waypoint is None \
+                    and not robot.running and now - robot.backed_out_at >= self.policy.stuck_time:
+                actions += self._back_out(name, now, f'{gate.locked_with} and it stand on each '
+                                                     'other\'s path', gate.locked_with)
+                continue
             stop = gate.stop_s
             if robot.published and (stop is None) == (robot.gate is None) and (
                     stop is None or -_GATE_TIGHTER < stop - robot.gate < _GATE_STEP):
@@ -737,27 +718,6 @@ class FleetPlanner:
             elif robot.status is not None and robot.status.message.startswith('waiting for'):
                 self._set_status(actions, name, Level.OK, 'following its trajectory again')
         return actions
-
-    def _yielder(self, late: str, early: Optional[str], now: float) -> Optional[str]:
-        """Which of two robots locked on each other's path (`late` takes its turns after
-        `early`) backs out now: the late one; but when one of them is backing out already, the
-        other (the way out of the one backing out runs through it, else they would not be locked
-        again). None: neither (both back out already, or the one to go planned or backed out
-        within the last stuck_time)."""
-        partner = self._robots.get(early)
-        if partner is None:
-            return None
-        robot = self._robots[late]
-        if robot.waypoint is None:
-            yielder = late
-        elif partner.waypoint is None:
-            yielder = early
-        else:
-            return None
-        chosen = self._robots[yielder]
-        if chosen.running or now - chosen.backed_out_at < self.policy.stuck_time:
-            return None
-        return yielder
 
     def _jam(self, name: str, now: float) -> Actions:
         robot = self._robots[name]

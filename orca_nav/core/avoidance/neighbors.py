@@ -72,8 +72,12 @@ def _kept(dist, found, k, neighbor_dist, max_neighbors):
     keep = dist < neighbor_dist[:, None]
     if max_neighbors.min() < k:
         keep &= np.arange(keep.shape[1])[None, :] < max_neighbors[:, None]
-    # Slots no agent uses would only carry masked sentinel lines through every later stage
-    # (keep is a prefix mask: trailing slots are unused when no agent keeps them).
+    return without_unused_slots(neighbors, keep)
+
+
+def without_unused_slots(neighbors, keep):
+    """(neighbors, keep) (N, K) without the trailing slots no agent keeps: they would only carry
+    masked sentinel lines or planes through every later stage."""
     # From the last slot on (usually the first one looked at is used): any() along the short
     # rows of all slots at once is slower.
     used = keep.shape[1]

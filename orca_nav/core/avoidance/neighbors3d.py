@@ -21,6 +21,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from .linear_program3d import F32
+from .neighbors import without_unused_slots
 
 MAX_LEAF_SIZE = 10  # RVO3D_MAX_LEAF_SIZE
 _EXTRA_CANDIDATES = 4
@@ -68,10 +69,7 @@ def agent_neighbors_3d(pos, neighbor_dist, max_neighbors):
     neighbors = np.take_along_axis(cand, order[:, :k], axis=1)
     kept = np.take_along_axis(valid, order[:, :k], axis=1)
     kept &= np.arange(k)[None, :] < max_neighbors[:, None]
-    used = k
-    while used > 0 and not kept[:, used - 1].any():
-        used -= 1
-    return neighbors[:, :used], kept[:, :used]
+    return without_unused_slots(neighbors, kept)
 
 
 def _query(tree, pos, rows, width, reach, workers):

@@ -24,6 +24,7 @@ from scipy.spatial import cKDTree
 
 from .agent_planes import orca_planes
 from .linear_program3d import F32
+from .neighbors import without_unused_slots
 
 DEFAULT_MAX_OBSTACLES = 32
 
@@ -76,10 +77,7 @@ class VoxelObstacles:
         rank = np.arange(width)[None, :]
         keep = ((dist < reach[:, None])
                 & ((rank < self.max_obstacles) | (dist <= step_reach[:, None])))
-        used = width
-        while used > 0 and not keep[:, used - 1].any():
-            used -= 1
-        return np.where(keep, found, 0)[:, :used], keep[:, :used]
+        return without_unused_slots(np.where(keep, found, 0), keep)
 
     def planes(self, pos, vel, radius, max_speed, time_horizon_obst, time_step):
         """Obstacle ORCA planes ((3, N, K) float32 point and normal) and their (N, K) mask.

@@ -508,9 +508,7 @@ def remaining(reference: Reference, progress_time: float) -> Tuple[Reference, fl
     """The part of `reference` from the sample at `progress_time` on, and the time it starts at
     on the original's clock (a tracker told of a new reference looks for the robot in its first
     driving-direction segment, so a car past a cusp gets only what is ahead of it)."""
-    k = min(int(np.searchsorted(reference.times, progress_time, side='right')) - 1,
-            len(reference) - 2)
-    k = max(k, 0)
+    k = max(min(reference.sample_at(progress_time), len(reference) - 2), 0)
     return _slice(reference, k, len(reference)), float(reference.times[k])
 
 
@@ -520,8 +518,7 @@ def stop_before(reference: Reference, progress_time: float, stop_s: float,
     braking at `decel` to stand there; and the time it starts at on the original's clock. Its
     timing is the original's up to where braking begins."""
     arc = arc_lengths(reference.positions)
-    k0 = max(min(int(np.searchsorted(reference.times, progress_time, side='right')) - 1,
-                 len(reference) - 1), 0)
+    k0 = reference.sample_at(progress_time)
     k1 = int(np.searchsorted(arc, stop_s, side='right')) - 1
     if k1 <= k0:        # at (or past) the stop already: stand where the progress point is
         return _standing(reference, k0), float(reference.times[k0])

@@ -539,8 +539,7 @@ class FleetPlanner:
         if not robot.spec.steered or ref is None or robot.start is None or \
                 self.dim(name) != 2 or np.linalg.norm(robot.start.velocity) >= _STANDING:
             return None
-        k = int(np.searchsorted(ref.times, robot.progress_time, side='right')) - 1
-        driving = float(ref.direction[min(max(k, 0), len(ref) - 1)])
+        driving = float(ref.direction[ref.sample_at(robot.progress_time)])
         yaw = robot.start.yaw
         here = robot.start.position[:2]
         there = here - driving * 2.0 * robot.spec.radius * np.array([np.cos(yaw), np.sin(yaw)])

@@ -83,6 +83,12 @@ class Reference:
         ends = np.append(change, n - 1)
         return ends[np.searchsorted(ends, np.arange(n))]
 
+    def sample_at(self, t: float) -> int:
+        """Index of the last sample at or before time ``t`` (0 before the start, the last one
+        after the end)."""
+        k = int(np.searchsorted(self.times, t, side='right')) - 1
+        return max(min(k, len(self) - 1), 0)
+
     def position_at(self, t) -> np.ndarray:
         """Linearly interpolated positions (len(t), d) at times ``t`` (clamped to the span)."""
         t = np.clip(np.atleast_1d(np.asarray(t, dtype=float)), 0.0, self.duration)

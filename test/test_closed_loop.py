@@ -38,6 +38,32 @@ def test_a_run_ends_once_every_robot_left_is_stuck():
     assert result.duration < 60.0
 
 
+def test_a_robot_going_round_a_wall_makes_progress_over_the_map():
+    """Its goal 2 m away behind a wall it must go 14 m around: for the first 7 s every step takes
+    it farther from the goal in a straight line, yet it is on its way (the distance over the
+    map's free cells shrinks), so it is neither stuck nor cut off by the run's end."""
+    from scenes import room
+    grid = room(10.0, blocks=[(4.8, 0.0, 5.2, 8.4)])
+    result = run(Scene('round the wall', [RobotSpec('robot0')], np.array([[4.0, 2.0, 1.57]]),
+                       [[(6.0, 2.0)]], grid=grid, duration=60.0, stuck_time=4.0))
+    assert (result.stuck, result.reached) == ([], 1)
+
+
+def test_the_distance_over_the_map_goes_round_walls_and_keeps_one_way_lanes():
+    from orca_nav.core.sim.map_distance import DistanceOverMap
+    from orca_nav.core.traffic_rules import TrafficRules
+
+    from scenes import EAST_AISLE, SHELF, room
+    grid = room(12.0, blocks=[SHELF])
+    free = DistanceOverMap(grid)
+    assert free((3.0, 1.1), (9.0, 1.1)) == pytest.approx(6.0, abs=0.2)      # along the aisle
+    assert free((6.0, 1.1), (6.0, 4.0)) > 6.0      # round the shelf's nearer end, not through it
+    lanes = DistanceOverMap(grid, TrafficRules.from_dict(EAST_AISLE))
+    assert lanes((3.0, 1.1), (9.0, 1.1)) == pytest.approx(6.0, abs=0.2)     # with the lane
+    # Against it: out of the aisle's west end, over the shelf and back in at its east end.
+    assert lanes((9.0, 1.1), (3.0, 1.1)) > 10.0 > free((9.0, 1.1), (3.0, 1.1)) + 3.0
+
+
 def test_a_robot_a_person_keeps_standing_is_held_not_stuck():
     """A person who walks at the robot and stays on it: the safety layer stands the robot (the
     passive guarantee). Blocked by design, so reported held, not stuck."""

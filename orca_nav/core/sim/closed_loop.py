@@ -12,9 +12,11 @@ controller's commands drive the simulator for one period. So a run depends only 
 `run` returns what happened: every contact (classified: robot-robot, robot-obstacle,
 robot-person, and whether a robot in it was moving), goals reached, robots that got stuck (no
 progress toward their goal for `stuck_time`, not counting turns waited or standing for a
-person), robots held by people at the end and when the last robot finished. A run ends at
-its duration, when every robot finished, or when every robot still under way is stuck or held
-without progress for `stuck_time`.
+person; progress is a new least distance to the goal, in a straight line or over the map's free
+cells keeping its lanes, `map_distance`, so a robot going round a wall makes it), robots held
+by people at the end and when the last robot finished. A run ends at its duration, when every
+robot finished, or when every robot still under way is stuck or held without progress for
+`stuck_time`.
 """
 from __future__ import annotations
 
@@ -37,10 +39,11 @@ from orca_nav.core.geometry import body_to_world
 from orca_nav.core.grid import OccupancyGrid
 from orca_nav.core.sim.faults import Faults
 from orca_nav.core.sim.fleet_sim import CollisionEvent, FleetSim
+from orca_nav.core.sim.map_distance import DistanceOverMap
 from orca_nav.core.sim.pedestrians import Pedestrians
 from orca_nav.core.traffic_rules import TrafficRules
 
-_PROGRESS = 0.1         # m a robot must get closer to its goal within stuck_time
+_PROGRESS = 0.1         # m a robot must get closer to its goal within stuck_time (either way)
 _PERSON_NEXT_TO = 0.5   # m: a robot without progress with a person this close is held by them
 _PLAN_RETRY = 5.0       # s before a failed plan is tried again
 
@@ -149,7 +152,9 @@ class _Loop:
                 if grid is not None:
                     self.planner.set_map(grid, 0.0)
         self.rng = np.random.default_rng([s.seed, 11])
-        self.closest = np.full(len(robots), np.inf)
+        # Least distance to the current goal so far: in a straight line, and over the map.
+        self.closest = np.full((len(robots), 2), np.inf)
+        self.over_map = DistanceOverMap(s.grid, s.traffic) if s.grid is not None else None
         self.closer_at = np.zeros(len(robots))     # progress, or a wait that is not stuck
         self.progress_at = np.zeros(len(robots))   # progress only
         self.stuck = np.zeros(len(robots), dtype=bool)
@@ -302,8 +307,13 @@ class _Loop:
                 else:
                     self._send_goal(i, now)
                 continue
-            if distance <= self.closest[i] - _PROGRESS:
-                self.closest[i], self.closer_at[i], self.progress_at[i] = distance, now, now
+            around = distance if self.flying[i] or self.over_map is None else \
+                self.over_map(here, goal)
+            now_at = np.array([distance, around])
+            closer = (now_at <= self.closest[i] - _PROGRESS) & (now_at < np.inf)   # inf: no way
+            if closer.any():
+                self.closest[i, closer] = now_at[closer]
+                self.closer_at[i], self.progress_at[i] = now, now
             elif self.held_by_person[i]:
                 # Standing for a person (passive safety) is blocked by design, not stuck.
                 self.closer_at[i] = now

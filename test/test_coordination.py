@@ -442,6 +442,22 @@ def test_a_wait_is_by_design_for_three_stuck_times_then_the_clock_runs():
         assert watch.climb(now, 10.0) is None
 
 
+def test_a_turn_given_and_taken_back_every_second_counts_as_one_wait():
+    """Two cars nose to nose, each on the other's path (blocks_mixed seed 26): the go changed
+    hands every second and neither could move on it, and each new wait started the bound
+    again, so neither ever climbed the ladder (110 s). The bound counts from the first wait
+    since the last progress."""
+    watch = StuckWatch()
+    watch.reset(0.0)
+    rungs = []
+    for k, now in enumerate(np.arange(0.0, 45.0, 0.5)):
+        watch.observe(now, 10.0, waiting=k % 2 == 0, stuck_time=10.0)
+        step = watch.climb(now, 10.0)
+        if step is not None:
+            rungs.append((now, step))
+    assert rungs == [(40.0, LADDER[0])]
+
+
 ROBOT = RobotSpec('robot0', kinematics='holonomic', radius=0.25, max_speed=1.0, max_accel=1.0)
 
 

@@ -3,10 +3,12 @@
 A robot is *stuck* when the distance it still has to go has not shrunk by ``min_progress``
 within ``stuck_time``, except while it waits its turn by design (`waiting`): then the clock does
 not run, and what it waits for is said in its status (the fleet supervisor counts a wait behind
-a robot that is on the ladder itself as being stuck). A wait is by design for
-``WAIT_BOUND`` stuck_times at the most (30 s by default): turns that change hands among robots
-standing on each other's paths can hold a robot at its gate for minutes, and after that bound
-its clock runs like any other's. Each further ``stuck_time`` without
+a robot that is on the ladder itself as being stuck). Waiting is by design for
+``WAIT_BOUND`` stuck_times at the most (30 s by default), counted from the first wait since the
+robot's last progress: turns that change hands among robots standing on each other's paths can
+hold a robot at its gate for minutes, or give it the go and take it back every second (two
+cars nose to nose, each on the other's path, neither able to move on its go), and after that
+bound its clock runs like any other's. Each further ``stuck_time`` without
 progress climbs one rung of ``LADDER`` and puts the robot last in the order of turns (the
 robots waiting for it go first); getting closer to the goal in a straight line than ever before
 steps back to the bottom (progress along a new path only stops the clock: a car whose every
@@ -44,7 +46,7 @@ class StuckWatch:
     nearest: float = float('inf')   # least straight-line distance to the goal so far
     rung_at_progress: int = 0       # the rung when closer_at last moved
     rebased: bool = False           # a new path: its first distance is the new baseline
-    waiting_since: Optional[float] = None   # when the current wait for a turn began
+    waiting_since: Optional[float] = None   # the first wait for a turn since the last progress
 
     def reset(self, now: float) -> None:
         """A new goal: no progress owed yet."""
@@ -60,20 +62,19 @@ class StuckWatch:
                 stuck_time: float = float('inf'), straight: Optional[float] = None) -> None:
         """The distance still to go at `now` (along the path) and `straight` to the goal (None:
         the same); `waiting`: the robot waits its turn by design, which is not being stuck for
-        the first WAIT_BOUND * `stuck_time` of the wait."""
+        WAIT_BOUND * `stuck_time` from its first wait since its last progress."""
         straight = distance if straight is None else straight
         if straight <= self.nearest - self.min_progress:
             self.nearest, self.rung, self.rung_at_progress = straight, 0, 0
-        if not waiting:
-            self.waiting_since = None
-        elif self.waiting_since is None:
+        if waiting and self.waiting_since is None:
             self.waiting_since = now
-        elif now - self.waiting_since > WAIT_BOUND * stuck_time:
+        elif waiting and now - self.waiting_since > WAIT_BOUND * stuck_time:
             waiting = False
         if self.rebased:
             self.closest, self.rebased = distance, False
         elif distance <= self.closest - self.min_progress:
             self.closest, self.closer_at, self.rung_at_progress = distance, now, self.rung
+            self.waiting_since = now if waiting else None
         elif waiting:
             self.closer_at = now
             self.rung = self.rung_at_progress = 0

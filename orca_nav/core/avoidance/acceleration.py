@@ -56,12 +56,20 @@ def reachable_velocities(px, py, dx, dy, valid, num_hard, velocities, reach, max
     covers = reach >= speed0 + max_speed
     disc = np.where(covers, max_speed, reach)
     shift_x, shift_y = np.where(covers, 0.0, v0x), np.where(covers, 0.0, v0y)
-    fan = _speed_fan(v0x, v0y, speed0, reach, max_speed, covers)
-    lpx = np.concatenate([fan[0], px - shift_x]) if px.size else fan[0]
-    lpy = np.concatenate([fan[1], py - shift_y]) if px.size else fan[1]
-    ldx = np.concatenate([fan[2], dx]) if px.size else fan[2]
-    ldy = np.concatenate([fan[3], dy]) if px.size else fan[3]
-    lvalid = np.concatenate([fan[4], valid]) if px.size else fan[4]
+    crosses = ~covers & (speed0 + reach > max_speed)
+    if crosses.any():
+        fan = _speed_fan(v0x, v0y, speed0, reach, max_speed, crosses)
+        lpx = np.concatenate([fan[0], px - shift_x]) if px.size else fan[0]
+        lpy = np.concatenate([fan[1], py - shift_y]) if px.size else fan[1]
+        ldx = np.concatenate([fan[2], dx]) if px.size else fan[2]
+        ldy = np.concatenate([fan[3], dy]) if px.size else fan[3]
+        lvalid = np.concatenate([fan[4], valid]) if px.size else fan[4]
+    else:
+        # No disc crosses the circle: the fan would be dummy lines only, which never bind
+        # nor bound another line within a disc (the same result); left out, the program
+        # has 7 lines fewer to solve (a fleet below max_speed: a third of its cost at 10
+        # lines).
+        lpx, lpy, ldx, ldy, lvalid = px - shift_x, py - shift_y, dx, dy, valid
     opt_x, opt_y = target[:, 0] - shift_x, target[:, 1] - shift_y
     wx, wy, line_fail = closest_point(lpx, lpy, ldx, ldy, lvalid, disc, opt_x, opt_y)
     chosen = np.column_stack([wx + shift_x, wy + shift_y])
@@ -86,12 +94,11 @@ def _clip(vectors, limit):
     return vectors * np.minimum(1.0, limit / np.maximum(norm, 1e-300))[:, None]
 
 
-def _speed_fan(v0x, v0y, speed0, reach, max_speed, covers):
+def _speed_fan(v0x, v0y, speed0, reach, max_speed, crosses):
     """(_FAN_LINES, K) hard lines tangent to the max_speed circle across the arc the reachable
-    disc crosses (far-away dummy lines where the disc lies inside the circle or covers it), in
-    the coordinates of the disc's centre."""
+    disc crosses where it `crosses` the circle (far-away dummy lines where the disc lies inside
+    the circle or covers it), in the coordinates of the disc's centre."""
     count = len(v0x)
-    crosses = ~covers & (speed0 + reach > max_speed)
     heading = np.arctan2(v0y, v0x)
     cos_half = np.minimum(np.maximum((speed0 ** 2 + max_speed ** 2 - reach ** 2)
                                      / np.maximum(2.0 * speed0 * max_speed, 1e-300), -1.0), 1.0)

@@ -153,7 +153,9 @@ class Avoidance:
                                                          c.state.yaw[rows]), velocities)
         solution = solve(positions, velocities, pref, orca,
                          c.map.obstacles if c.map is not None else self._no_obstacles,
-                         responsibility=c.bodies.responsibility[rows], others=c.others,
+                         responsibility=c.bodies.responsibility[rows],
+                         # Checked by set_others; none (the usual cycle) is not checked again.
+                         others=c.others if len(c.others.positions) else None,
                          extra_obstacles=c.sensed.obstacles(c.now),
                          neighbor_list=self._neighbor_list, reach_from=commanded)
         self.velocity[rows] = solution.velocities

@@ -205,11 +205,12 @@ def _incremental(px, py, dx, dy, valid, radius, opt_x, opt_y, start_x, start_y, 
     stops = stop < width
     columns = np.arange(count)
     moves = (valid & usable).reshape(-1).take(np.minimum(stop, width - 1) * count + columns)
-    step = np.where(stops & moves, stop + 1, np.arange(width + 1)[:, None])
+    # The step map as flat indices (next state * count + column) into the (L + 1, K) arrays:
+    # composing it with itself is then one take a round.
+    step = np.where(stops & moves, stop + 1, np.arange(width + 1)[:, None]) * count + columns
     for _ in range(int(width).bit_length()):        # 2^rounds >= L + 1 steps
-        step = step.reshape(-1).take(step * count + columns)
-    end = step[0]
-    flat = end * count + columns
+        step = step.reshape(-1).take(step)
+    flat = step[0]      # the walk's end
     line_fail = stop.reshape(-1).take(flat)
     return line_fail, state_x.reshape(-1).take(flat), state_y.reshape(-1).take(flat)
 

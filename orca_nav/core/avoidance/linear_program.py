@@ -105,9 +105,9 @@ def violation(px, py, dx, dy, vx, vy):
 def clamp_to_speed(opt_x, opt_y, radius):
     """linearProgram2's start for the closest-point objective: opt, pulled onto the circle."""
     speed_sq = opt_x * opt_x + opt_y * opt_y
-    outside = speed_sq > radius * radius
-    scale = np.ones_like(speed_sq)
-    scale[outside] = radius[outside] / np.sqrt(speed_sq[outside])
+    # The same quotients as dividing the gathered entries, in two calls instead of six.
+    scale = np.divide(radius, np.sqrt(speed_sq), out=np.ones_like(speed_sq),
+                      where=speed_sq > radius * radius)
     return opt_x * scale, opt_y * scale
 
 

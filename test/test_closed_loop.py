@@ -11,9 +11,10 @@ from bench.bench_generalize import (
     scene,
     table,
     throughput_table,
+    waits_line,
 )
 from orca_nav.core.fleet.robots import RobotSpec
-from orca_nav.core.sim.closed_loop import Scene, run
+from orca_nav.core.sim.closed_loop import Scene, _Loop, run
 
 
 def test_a_run_is_the_same_every_time_and_says_what_happened():
@@ -36,6 +37,30 @@ def test_a_run_ends_once_every_robot_left_is_stuck():
                        [[(7.5, 5.0)]], grid=grid, duration=300.0, stuck_time=10.0))
     assert result.stuck == ['robot0'] and result.finished == 0
     assert result.duration < 60.0
+
+
+def test_the_head_of_a_queue_is_whom_a_robot_waits_for_through_robots_that_wait():
+    robots = [RobotSpec(f'robot{i}') for i in range(5)]
+    starts = np.array([[2.0 * i, 0.0, 0.0] for i in range(5)])
+    loop = _Loop(Scene('queue', robots, starts, [[(2.0 * i, 5.0)] for i in range(5)]))
+    gates = {'robot0': 'robot1', 'robot1': 'robot2', 'robot3': 'robot4', 'robot4': 'robot3'}
+
+    class Turns:            # the fleet planner's answer: whom each robot waits for
+        gate = staticmethod(gates.get)
+    loop.planner = Turns()
+    assert [loop._queue_head(i) for i in range(3)] == [2, 2, 2]
+    assert loop._queue_head(3) == 3     # a ring (the order never builds one) ends where it began
+
+
+def test_the_waits_line_names_the_longest_waits_and_their_runs():
+    runs = [{'family': 'warehouse_aisles', 'seed': 4, 'longest_stalled_wait_s': 41.0,
+             'longest_queue_stall_s': 2.5},
+            {'family': 'blocks_mixed', 'seed': 7, 'longest_stalled_wait_s': 12.0,
+             'longest_queue_stall_s': 12.0}]
+    assert waits_line(runs) == ('longest wait at a gate without progress: 41.0 s '
+                                '(warehouse_aisles seed 4); in a queue that did not move: '
+                                '12.0 s (blocks_mixed seed 7)')
+    assert waits_line([]).endswith('in a queue that did not move: none')
 
 
 def test_a_robot_going_round_a_wall_makes_progress_over_the_map():
@@ -100,7 +125,7 @@ def test_the_throughput_table_pairs_the_runs_with_and_without_coordination():
     def row(seed, coordinate, reached):
         return {'family': 'warehouse_throughput', 'seed': seed, 'coordinate': coordinate,
                 'robots': 20, 'reached': reached, 'stuck': 0, 'longest_wait_s': 0.0,
-                'longest_stalled_wait_s': 0.0,
+                'longest_stalled_wait_s': 0.0, 'longest_queue_stall_s': 0.0,
                 'goals_per_robot_hour': reached / 20 * 3600.0 / 240.0}
     lines = throughput_table([row(0, True, 60), row(0, False, 30), row(1, True, 40),
                               row(1, False, 40), row(2, True, 10)])   # seed 2 has no pair

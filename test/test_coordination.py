@@ -667,6 +667,8 @@ def test_robots_take_turns_in_a_one_robot_lane(make):
     assert result.moving_contacts == 0
     # Someone waited its turn; its longest wait without progress is a part of all its waits.
     assert 0.0 < result.longest_stalled_wait <= result.longest_wait, result
+    # Its queue moved meanwhile (the robots it waited for got on): a turn, not a stall.
+    assert result.longest_queue_stall < result.longest_stalled_wait, result
 
 
 @pytest.mark.slow

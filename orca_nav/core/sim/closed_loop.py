@@ -96,6 +96,10 @@ class RunResult:
     # s the longest one robot stood at a gate without progress toward its goal, in one stretch
     # (the issue's 30 s; `longest_wait` adds up every turn it waited).
     longest_stalled_wait: float = 0.0
+    # s the longest a robot at a gate and the head of its queue (the robot it waits for, through
+    # robots that wait themselves) both went without progress: a queue that did not move. A
+    # wait in a queue that moves is a turn by design, said in the robot's status.
+    longest_queue_stall: float = 0.0
     # Robots that did not finish, were not stuck, and at the end stood for a person (the
     # passive guarantee) or had one next to them: blocked by design.
     held: List[str] = field(default_factory=list)
@@ -160,6 +164,7 @@ class _Loop:
         self.stuck = np.zeros(len(robots), dtype=bool)
         self.waited = np.zeros(len(robots))     # s spent waiting for another robot's turn
         self.stalled_wait = np.zeros(len(robots))   # longest wait at a gate since progress
+        self.queue_stall = np.zeros(len(robots))    # ... while its queue's head made none
         self.held_by_person = np.zeros(len(robots), dtype=bool)    # in the last cycle
         self.retry_at: Dict[int, float] = {}
         self.plan_failures = 0
@@ -192,7 +197,8 @@ class _Loop:
             float(np.nanmax(self.finish_time)) if finished.all() else None, now,
             self.plan_failures, float(self.waited.max(initial=0.0)),
             float(self.stalled_wait.max(initial=0.0)),
-            [n for n, bad in zip(self.names, held) if bad])
+            held=[n for n, bad in zip(self.names, held) if bad],
+            longest_queue_stall=float(self.queue_stall.max(initial=0.0)))
 
     def _over(self, now: float) -> bool:
         """Every robot finished, or every robot still under way has made no progress for
@@ -279,6 +285,19 @@ class _Loop:
         for i in rows:
             self._send_controller_goal(i, now)
 
+    def _queue_head(self, i: int) -> int:
+        """The robot at the head of robot i's queue: whom it waits for, through the robots
+        that wait themselves."""
+        seen = {i}
+        leader = self.planner.gate(self.names[i])
+        while leader is not None:
+            i = self.names.index(leader)
+            if i in seen:
+                break
+            seen.add(i)
+            leader = self.planner.gate(leader)
+        return i
+
     def _send_controller_goal(self, i: int, now: float) -> None:
         if self.index[i] >= len(self.goals[i]):
             return
@@ -321,6 +340,8 @@ class _Loop:
                 # Waiting its turn (coordination) is not being stuck; it is counted apart.
                 self.waited[i] += now - max(self.closer_at[i], now - s_period)
                 self.stalled_wait[i] = max(self.stalled_wait[i], now - self.progress_at[i])
+                since = max(self.progress_at[i], self.progress_at[self._queue_head(i)])
+                self.queue_stall[i] = max(self.queue_stall[i], now - since)
                 self.closer_at[i] = now
             elif now - self.closer_at[i] > self.scene.stuck_time:
                 self.stuck[i] = True

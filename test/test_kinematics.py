@@ -14,7 +14,7 @@ from orca_nav.core.fleet.kinematics import (
     planar_velocity_to_unicycle,
     tracking_error_bound,
 )
-from orca_nav.core.geometry import body_to_world, world_to_body, wrap_angle
+from orca_nav.core.geometry import body_to_world, row_norms, world_to_body, wrap_angle
 
 
 def _euler(pose, twist, dt, substeps=20000):
@@ -104,6 +104,23 @@ def test_body_world_round_trip():
     yaw = rng.uniform(-4, 4, size=10)
     assert np.allclose(world_to_body(body_to_world(v, yaw), yaw), v)
     assert np.allclose(body_to_world([[1.0, 0.0]], [np.pi / 2]), [[0.0, 1.0]])
+
+
+@pytest.mark.parametrize('shape', [(0, 2), (1, 3), (9, 2), (2000, 3), (21, 40, 3), (7, 5, 2),
+                                   (50, 4)])
+def test_row_norms_are_numpys_norms_bit_for_bit(shape):
+    """Its components added by columns give np.linalg.norm's values exactly, over magnitudes
+    where the order of the additions shows, and through strided views."""
+    rng = np.random.default_rng(len(shape) * 100 + shape[-1])
+    v = rng.normal(size=shape) * 10.0 ** rng.integers(-150, 150, size=shape)
+    single = (rng.normal(size=shape) * 10.0 ** rng.integers(-15, 15, size=shape)).astype(np.float32)
+    for vectors in (v, single, np.moveaxis(np.moveaxis(v, -1, 0).copy(), 0, -1)):
+        with np.errstate(over='ignore'):
+            expected = np.linalg.norm(vectors, axis=-1)
+            got = row_norms(vectors)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        assert np.array_equal(got, expected, equal_nan=True)
+        assert np.array_equal(np.signbit(got), np.signbit(expected))
 
 
 def test_unicycle_mapping_cases():

@@ -59,8 +59,10 @@ from orca_nav.core.validation import finite_at_least_zero, finite_number
 _NEAR_CELLS = 1 << 22   # clearance_near reads at most this many window cells, else the field
 # segment_free skips samples the clearance field vouches for from this many samples on, in
 # blocks of these sizes (each level splits the blocks the one before could not vouch for).
+# Two levels: a level costs some twenty numpy calls, more than the samples a middle one saves
+# where goal guidance asks (100 robots between pillars: 24,000 samples, 2,000 blocks).
 _SKIPPING_SAMPLES = 2048
-_SKIP_LEVELS = (16, 4, 1)
+_SKIP_LEVELS = (12, 1)
 
 
 class OccupancyGrid:

@@ -9,11 +9,13 @@ from .linear_program import RVO_EPSILON
 _COVERED_TEST_CELLS = 1 << 22   # (agent, candidate, earlier line) cells per covered-test block
 
 
-def _normalize(x, y):
-    """RVO2's normalize in float32: v * (1 / sqrt(v . v)), zero vectors left as zero."""
-    length = np.sqrt(x * x + y * y)
+def _normalize(v):
+    """RVO2's normalize in float32 of the columns of v (2, K): v * (1 / sqrt(v . v)), zero
+    vectors left as zero."""
+    sq = v * v
+    length = np.sqrt(sq[0] + sq[1])
     inv = np.float32(1.0) / np.where(length > 0.0, length, np.float32(1.0))
-    return x * inv, y * inv
+    return v * inv
 
 
 def _det(ax, ay, bx, by):
@@ -22,35 +24,38 @@ def _det(ax, ay, bx, by):
 
 # Degenerate pairs give inf or NaN in branches that are not theirs: no warnings for those.
 @np.errstate(divide='ignore', invalid='ignore', over='ignore')
-def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_time):
+def _obstacle_line(obstacles, vertex, position, velocity, radius, inv_time):
     """ORCA line of each (agent, obstacle edge) pair; vectorised Agent::computeNewVelocity
     obstacle branch, in float32 with RVO2's operation order (near contact its legs are
-    ill-conditioned too). All inputs are float32 arrays of the pairs.
-    Returns (px, py, dx, dy, added) float32 / bool."""
+    ill-conditioned too). position and velocity (2, P) and radius, inv_time (P,) are the pairs'
+    agents', float32. Vectors are kept axis-major (2, P), x and y rows: what both components
+    undergo is one numpy call, element for element the arithmetic of one component at a time.
+    Returns (lines (4, P): point x, y, direction x, y; added (P,) bool)."""
     f32 = np.float32
     zero = f32(0.0)
-    points, unit_dir, convex = obstacles.points32, obstacles.unit_dir32, obstacles.convex
+    points, unit_dir, convex = obstacles.points32_xy, obstacles.unit_dir32_xy, obstacles.convex
     vertex2 = obstacles.next_vertex[vertex]
-    p1x, p1y = points[vertex, 0], points[vertex, 1]
-    p2x, p2y = points[vertex2, 0], points[vertex2, 1]
-    r1x, r1y = p1x - pos_x, p1y - pos_y
-    r2x, r2y = p2x - pos_x, p2y - pos_y
-    dist_sq1 = r1x * r1x + r1y * r1y
-    dist_sq2 = r2x * r2x + r2y * r2y
+    p1, p2 = points.take(vertex, axis=1), points.take(vertex2, axis=1)
+    r1, r2 = p1 - position, p2 - position
+    sq = r1 * r1
+    dist_sq1 = sq[0] + sq[1]
+    sq = r2 * r2
+    dist_sq2 = sq[0] + sq[1]
     radius_sq = radius * radius
-    ovx, ovy = p2x - p1x, p2y - p1y
-    s = (-r1x * ovx + -r1y * ovy) / (ovx * ovx + ovy * ovy)
-    lx, ly = -r1x - s * ovx, -r1y - s * ovy
-    dist_sq_line = lx * lx + ly * ly
+    ov = p2 - p1
+    away = -r1
+    along, sq = away * ov, ov * ov
+    s = (along[0] + along[1]) / (sq[0] + sq[1])
+    off = away - s * ov
+    sq = off * off
+    dist_sq_line = sq[0] + sq[1]
     convex1, convex2 = convex[vertex], convex[vertex2]
-    u1x, u1y = unit_dir[vertex, 0], unit_dir[vertex, 1]
-    u2x, u2y = unit_dir[vertex2, 0], unit_dir[vertex2, 1]
-    prev = obstacles.prev_vertex[vertex]
-    pu1x, pu1y = unit_dir[prev, 0], unit_dir[prev, 1]
+    u1, u2 = unit_dir.take(vertex, axis=1), unit_dir.take(vertex2, axis=1)
+    pu1 = unit_dir.take(obstacles.prev_vertex[vertex], axis=1)
 
     count = len(vertex)
-    px, py = np.zeros(count, dtype=f32), np.zeros(count, dtype=f32)
-    dx, dy = np.ones(count, dtype=f32), np.zeros(count, dtype=f32)
+    lines = np.zeros((4, count), dtype=f32)
+    lines[2] = 1.0
     added = np.zeros(count, dtype=bool)
 
     # Already colliding with the left vertex, the right vertex or the segment.
@@ -59,14 +64,15 @@ def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_ti
     hit_segment = ~hit_left & ~hit_right & (s >= 0.0) & (s <= 1.0) & (dist_sq_line <= radius_sq)
     rest = ~(hit_left | hit_right | hit_segment)
     if not rest.all():      # rare: most cycles nobody touches an obstacle
-        add = hit_left & convex1
-        dx[add], dy[add] = _normalize(-r1y[add], r1x[add])
-        added |= add
-        add = hit_right & convex2 & (_det(r2x, r2y, u2x, u2y) >= 0.0)
-        dx[add], dy[add] = _normalize(-r2y[add], r2x[add])
-        added |= add
-        dx[hit_segment], dy[hit_segment] = -u1x[hit_segment], -u1y[hit_segment]
-        added |= hit_segment
+        add = np.flatnonzero(hit_left & convex1)
+        lines[2:, add] = _normalize(np.stack([-r1[1, add], r1[0, add]]))
+        added[add] = True
+        add = np.flatnonzero(hit_right & convex2 & (_det(r2[0], r2[1], u2[0], u2[1]) >= 0.0))
+        lines[2:, add] = _normalize(np.stack([-r2[1, add], r2[0, add]]))
+        added[add] = True
+        add = np.flatnonzero(hit_segment)
+        lines[2:, add] = -u1[:, add]
+        added[add] = True
 
     oblique_left = rest & (s < 0.0) & (dist_sq_line <= radius_sq)
     oblique_right = rest & ~oblique_left & (s > 1.0) & (dist_sq_line <= radius_sq)
@@ -75,7 +81,7 @@ def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_ti
     # Usually every pair remains: a slice then selects them without copying.
     sel = slice(None) if rest.all() else np.flatnonzero(rest)
     if not rest.any():
-        return px, py, dx, dy, added
+        return lines, added
     # From here on, only the remaining pairs. When viewed obliquely both legs come from one
     # vertex (RVO2 sets obstacle2 = obstacle1, or obstacle1 = obstacle2).
     ol, orr = oblique_left[sel], oblique_right[sel]
@@ -83,86 +89,94 @@ def _obstacle_line(obstacles, vertex, pos_x, pos_y, vel_x, vel_y, radius, inv_ti
     oblique = same.any()
 
     def pick(cond, a, b):       # a where cond, else b, over the remaining pairs
-        return np.where(cond, a[sel], b[sel]) if oblique else b[sel]
-    q1x, q1y = pick(orr, p2x, p1x), pick(orr, p2y, p1y)
-    q2x, q2y = pick(ol, p1x, p2x), pick(ol, p1y, p2y)
+        return np.where(cond, a[..., sel], b[..., sel]) if oblique else b[..., sel]
+    q1, q2 = pick(orr, p2, p1), pick(ol, p1, p2)
     d1, d2 = pick(orr, dist_sq2, dist_sq1), pick(ol, dist_sq1, dist_sq2)
     c1, c2 = pick(orr, convex2, convex1), pick(ol, convex1, convex2)
-    q1ux, q1uy = pick(orr, u2x, u1x), pick(orr, u2y, u1y)
-    q1pux, q1puy = pick(orr, u1x, pu1x), pick(orr, u1y, pu1y)
-    q2ux, q2uy = pick(ol, u1x, u2x), pick(ol, u1y, u2y)
-    e1x, e1y = u1x[sel], u1y[sel]  # the original obstacle1's edge direction
+    q1u, q1pu, q2u = pick(orr, u2, u1), pick(orr, u1, pu1), pick(ol, u1, u2)
+    e1 = u1[:, sel]  # the original obstacle1's edge direction
     rad, rsq, it = radius[sel], radius_sq[sel], inv_time[sel]
-    vx, vy, ox, oy = vel_x[sel], vel_y[sel], pos_x[sel], pos_y[sel]
-    a1x, a1y = q1x - ox, q1y - oy
-    a2x, a2y = q2x - ox, q2y - oy
+    v, o = velocity[:, sel], position[:, sel]
+    a1, a2 = q1 - o, q2 - o
     leg1 = np.sqrt(np.maximum(d1 - rsq, zero))
     leg2 = np.sqrt(np.maximum(d2 - rsq, zero))
     inv1 = f32(1.0) / d1
     inv2 = f32(1.0) / d2
-    left_x = np.where(c1, (a1x * leg1 - a1y * rad) * inv1, -e1x)
-    left_y = np.where(c1, (a1x * rad + a1y * leg1) * inv1, -e1y)
-    right_x = np.where(c2, (a2x * leg2 + a2y * rad) * inv2, e1x)
-    right_y = np.where(c2, (-a2x * rad + a2y * leg2) * inv2, e1y)
+    # left: (a1x * leg1 - a1y * rad, a1x * rad + a1y * leg1) / d1;
+    # right: (a2x * leg2 + a2y * rad, -a2x * rad + a2y * leg2) / d2.
+    remaining = len(same)
+    by_leg, by_rad = a1 * leg1, a1 * rad
+    left = np.empty((2, remaining), dtype=f32)
+    np.subtract(by_leg[0], by_rad[1], out=left[0])
+    np.add(by_rad[0], by_leg[1], out=left[1])
+    left = np.where(c1, left * inv1, -e1)
+    by_leg, by_rad = a2 * leg2, a2 * rad
+    right = np.empty((2, remaining), dtype=f32)
+    np.add(by_leg[0], by_rad[1], out=right[0])
+    np.add(-by_rad[0], by_leg[1], out=right[1])
+    right = np.where(c2, right * inv2, e1)
     # Legs never point into a neighbouring edge at a convex vertex: use that edge instead
     # ("foreign" leg; projecting onto it adds no constraint).
-    left_foreign = c1 & (_det(left_x, left_y, -q1pux, -q1puy) >= 0.0)
-    left_x = np.where(left_foreign, -q1pux, left_x)
-    left_y = np.where(left_foreign, -q1puy, left_y)
-    right_foreign = c2 & (_det(right_x, right_y, q2ux, q2uy) <= 0.0)
-    right_x = np.where(right_foreign, q2ux, right_x)
-    right_y = np.where(right_foreign, q2uy, right_y)
+    back = -q1pu
+    left_foreign = c1 & (_det(left[0], left[1], back[0], back[1]) >= 0.0)
+    left = np.where(left_foreign, back, left)
+    right_foreign = c2 & (_det(right[0], right[1], q2u[0], q2u[1]) <= 0.0)
+    right = np.where(right_foreign, q2u, right)
 
-    lcx, lcy = it * a1x, it * a1y  # cut-off centres
-    rcx, rcy = it * a2x, it * a2y
-    cvx, cvy = rcx - lcx, rcy - lcy
-    flx, fly = vx - lcx, vy - lcy
-    frx, fry = vx - rcx, vy - rcy
-    t = np.where(same, f32(0.5), (flx * cvx + fly * cvy) / (cvx * cvx + cvy * cvy))
-    t_left = flx * left_x + fly * left_y
-    t_right = frx * right_x + fry * right_y
+    lc, rc = it * a1, it * a2  # cut-off centres
+    cv = rc - lc
+    fl, fr = v - lc, v - rc
+    along, sq = fl * cv, cv * cv
+    t = np.where(same, f32(0.5), (along[0] + along[1]) / (sq[0] + sq[1]))
+    along = fl * left
+    t_left = along[0] + along[1]
+    along = fr * right
+    t_right = along[0] + along[1]
     scale = rad * it
 
-    remaining = len(same)
-    lpx, lpy = np.zeros(remaining, dtype=f32), np.zeros(remaining, dtype=f32)
-    ldx, ldy = np.ones(remaining, dtype=f32), np.zeros(remaining, dtype=f32)
+    chosen_lines = np.zeros((4, remaining), dtype=f32)
+    chosen_lines[2] = 1.0
+    point, direction = chosen_lines[:2], chosen_lines[2:]
     ladd = np.zeros(remaining, dtype=bool)
     circle_left = ((t < 0.0) & (t_left < 0.0)) | (same & (t_left < 0.0) & (t_right < 0.0))
     circle_right = ~circle_left & (t > 1.0) & (t_right < 0.0)
-    for chosen, cx, cy, fx, fy in ((circle_left, lcx, lcy, flx, fly),
-                                   (circle_right, rcx, rcy, frx, fry)):
+    for chosen, centre, f in ((circle_left, lc, fl), (circle_right, rc, fr)):
         if not chosen.any():
             continue
-        wx, wy = _normalize(fx[chosen], fy[chosen])
-        ldx[chosen], ldy[chosen] = wy, -wx
-        lpx[chosen] = cx[chosen] + scale[chosen] * wx
-        lpy[chosen] = cy[chosen] + scale[chosen] * wy
+        rows = np.flatnonzero(chosen)
+        w = _normalize(f.take(rows, axis=1))
+        direction[0, rows] = w[1]
+        direction[1, rows] = -w[0]
+        point[:, rows] = centre.take(rows, axis=1) + scale[rows] * w
         ladd |= chosen
 
     open_ = ~(circle_left | circle_right)
     inf = f32(np.inf)
-    ex, ey = vx - (lcx + t * cvx), vy - (lcy + t * cvy)
-    dist_cutoff = np.where((t < 0.0) | (t > 1.0) | same, inf, ex * ex + ey * ey)
-    ex, ey = vx - (lcx + t_left * left_x), vy - (lcy + t_left * left_y)
-    dist_left = np.where(t_left < 0.0, inf, ex * ex + ey * ey)
-    ex, ey = vx - (rcx + t_right * right_x), vy - (rcy + t_right * right_y)
-    dist_right = np.where(t_right < 0.0, inf, ex * ex + ey * ey)
+    e = v - (lc + t * cv)
+    sq = e * e
+    dist_cutoff = np.where((t < 0.0) | (t > 1.0) | same, inf, sq[0] + sq[1])
+    e = v - (lc + t_left * left)
+    sq = e * e
+    dist_left = np.where(t_left < 0.0, inf, sq[0] + sq[1])
+    e = v - (rc + t_right * right)
+    sq = e * e
+    dist_right = np.where(t_right < 0.0, inf, sq[0] + sq[1])
     on_cutoff = open_ & (dist_cutoff <= dist_left) & (dist_cutoff <= dist_right)
     on_left = open_ & ~on_cutoff & (dist_left <= dist_right) & ~left_foreign
     on_right = open_ & ~on_cutoff & ~(dist_left <= dist_right) & ~right_foreign
-    line_x = np.where(on_cutoff, -q1ux, np.where(on_left, left_x, -right_x))
-    line_y = np.where(on_cutoff, -q1uy, np.where(on_left, left_y, -right_y))
-    anchor_x = np.where(on_right, rcx, lcx)
-    anchor_y = np.where(on_right, rcy, lcy)
-    chosen = on_cutoff | on_left | on_right
-    ldx[chosen], ldy[chosen] = line_x[chosen], line_y[chosen]
-    lpx[chosen] = anchor_x[chosen] + scale[chosen] * -line_y[chosen]
-    lpy[chosen] = anchor_y[chosen] + scale[chosen] * line_x[chosen]
-    ladd |= chosen
+    line = np.where(on_cutoff, -q1u, np.where(on_left, left, -right))
+    anchor = np.where(on_right, rc, lc)
+    rows = np.flatnonzero(on_cutoff | on_left | on_right)
+    line = line.take(rows, axis=1)
+    direction[:, rows] = line
+    scale = scale[rows]
+    point[0, rows] = anchor[0, rows] + scale * -line[1]
+    point[1, rows] = anchor[1, rows] + scale * line[0]
+    ladd[rows] = True
 
-    px[sel], py[sel], dx[sel], dy[sel] = lpx, lpy, ldx, ldy
+    lines[:, sel] = chosen_lines
     added[sel] = ladd
-    return px, py, dx, dy, added
+    return lines, added
 
 
 def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_horizon_obst):
@@ -186,9 +200,8 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
     # candidate against every earlier one is computed at once, per agent, and the recurrence
     # over neighbour rank is solved by a few whole-array passes. A pair that adds no line is
     # never kept and covers nothing: only the others take part, in their order.
-    line_x, line_y, line_dx, line_dy, added = _obstacle_line(
-        obstacles, vertex, pos[agent, 0], pos[agent, 1], vel[agent, 0], vel[agent, 1],
-        rad[agent], inv_time[agent])
+    lines, added = _obstacle_line(obstacles, vertex, pos.T.take(agent, axis=1),
+                                  vel.T.take(agent, axis=1), rad[agent], inv_time[agent])
     candidates = np.flatnonzero(added)
     if candidates.size == 0:
         empty = np.zeros((count, 0))
@@ -204,7 +217,7 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
     # each is filled by one scatter.
     candidate = np.zeros((4, count, width), dtype=f32)
     candidate[2] = 1.0
-    candidate[:, agent, rank] = np.array([line_x, line_y, line_dx, line_dy])[:, candidates]
+    candidate[:, agent, rank] = lines[:, candidates]
     cand_x, cand_y, cand_dx, cand_dy = candidate
     ends = np.zeros((2, 2, count, width), dtype=f32)     # (end, axis, agent, rank)
     end_points = obstacles.points32[np.array([vertex, obstacles.next_vertex[vertex]])]

@@ -301,6 +301,9 @@ class ObstacleSet:
                   - self.points32[origin]) if count else np.zeros((0, 2), np.float32)
         length = np.sqrt(edge32[:, 0] * edge32[:, 0] + edge32[:, 1] * edge32[:, 1])
         self.unit_dir32 = edge32 * (np.float32(1.0) / length)[:, None]
+        # The same, axis-major (2, V): the ORCA lines gather x and y of many vertices at once.
+        self.points32_xy = np.ascontiguousarray(self.points32.T)
+        self.unit_dir32_xy = np.ascontiguousarray(self.unit_dir32.T)
         self.edge_end = self.points[self.next_vertex] if count else np.zeros((0, 2))
         vector = self.edge_end - self.points
         self.edge_length_sq = (vector ** 2).sum(axis=1)

@@ -371,10 +371,11 @@ class ObstacleSet:
         # float32 like RVO2, so near-ties order and the range cut-off agree with it.
         pos32 = positions.astype(np.float32)
         range32 = np.asarray(range_sq, dtype=np.float32)
-        px, py = pos32[agent, 0], pos32[agent, 1]
+        px, py = pos32[:, 0].take(agent), pos32[:, 1].take(agent)
         ends = self.next_vertex[edge]
-        ax, ay = self.points32[edge, 0], self.points32[edge, 1]
-        bx, by = self.points32[ends, 0], self.points32[ends, 1]
+        x, y = self.points32_xy
+        ax, ay = x.take(edge), y.take(edge)
+        bx, by = x.take(ends), y.take(ends)
         outside = _left_of(ax, ay, bx, by, px, py) < 0.0
         ex, ey = bx - ax, by - ay
         dist_sq = dist_sq_point_segment(ax, ay, bx, by, px, py, ex * ex + ey * ey)
@@ -383,7 +384,7 @@ class ObstacleSet:
         if agent.size == 0:
             return agent, edge
         if self._ancestor_edge.shape[1]:
-            order_keys = self._traversal_keys(pos32[agent], edge)
+            order_keys = self._traversal_keys(pos32.take(agent, axis=0), edge)
             digits = order_keys.shape[1]
             if digits <= _PACKED_DIGITS:
                 # The digits (0-2, most significant first) as one base-3 number: the same order.
@@ -440,11 +441,14 @@ class ObstacleSet:
         depth = self._ancestor_edge.shape[1]
         digits = np.zeros((len(edge), depth + 1), dtype=np.int8)
         if depth:
-            ancestors = self._ancestor_edge[edge]
-            sides = self._ancestor_side[edge]
-            ends = self.next_vertex[ancestors]
-            ax, ay = self.points32[ancestors, 0], self.points32[ancestors, 1]
-            bx, by = self.points32[ends, 0], self.points32[ends, 1]
+            # Rows gathered by take, coordinates from the axis-major copy: numpy's row indexing
+            # of these narrow tables costs several times the rest of the arithmetic.
+            ancestors = self._ancestor_edge.take(edge, axis=0)
+            sides = self._ancestor_side.take(edge, axis=0)
+            ends = self.next_vertex.take(ancestors)
+            x, y = self.points32_xy
+            ax, ay = x.take(ancestors), y.take(ancestors)
+            bx, by = x.take(ends), y.take(ends)
             near_side = np.where(_left_of(ax, ay, bx, by, agent_positions[:, :1],
                                           agent_positions[:, 1:]) >= 0.0, 0, 1)
             digits[:, :depth] = np.where(sides < 0, 0, np.where(sides == near_side, 0, 2))

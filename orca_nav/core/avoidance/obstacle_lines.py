@@ -249,9 +249,10 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
                 break
             kept_rows = update
         kept[rows] = kept_rows
-    num_lines = np.count_nonzero(kept, axis=1)
+    kept_before = np.cumsum(kept, axis=1)      # its last column: the lines kept per agent
+    num_lines = kept_before[:, -1]
     a, k = np.nonzero(kept)
-    slot = np.cumsum(kept, axis=1)[a, k] - 1
+    slot = kept_before[a, k] - 1
     width = int(num_lines.max())     # the kept lines, left-aligned: no all-padding columns
     lines = np.zeros((4, count, width), dtype=f32)
     lines[2] = 1.0

@@ -31,6 +31,7 @@ for a while, but it does make geodesic progress.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Dict, Tuple
 
@@ -248,7 +249,8 @@ class GeodesicGuidance:
             target, remaining = self._route_ends(cls, new)
             ends.update(zip(new.tolist(), zip(target[:, 0].tolist(), target[:, 1].tolist(),
                                               remaining.tolist())))
-        known = np.array([ends[key] for key in keys], dtype=float).reshape(-1, 3)
+        known = np.fromiter(itertools.chain.from_iterable(map(ends.__getitem__, keys)),
+                            dtype=float, count=3 * len(keys)).reshape(-1, 3)
         target, remaining = known[:, :2], known[:, 2]
         reachable = np.isfinite(remaining)
         route = remaining + np.hypot(*(target - positions).T)

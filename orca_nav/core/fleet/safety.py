@@ -383,10 +383,9 @@ class SafetyLayer:
         """(M,) bool: the braking paths (S, M, 3) of `robots` (M,) keep `need` (M,) from static
         obstacles."""
         samples, count, _ = path.shape
-        owner = np.broadcast_to(robots[None, :], (samples, count)).ravel()
+        owner = robots[None, :].repeat(samples, axis=0).ravel()
         clearance = self._clearance(path.reshape(-1, 3), owner,
-                                    np.broadcast_to(need[None, :], (samples, count)).ravel(),
-                                    sensed)
+                                    need[None, :].repeat(samples, axis=0).ravel(), sensed)
         return (clearance.reshape(samples, count) >= need[None, :] - 1e-9).all(axis=0)
 
     def _passive_ok(self, path, moving, robots, slack, h, people):
@@ -474,7 +473,12 @@ class _Rollouts:
             self._path[:, r, c] = path
             self._moving[:, r, c] = moving
             self._done[r, c] = True
-        return self._path[:, robots, index], self._moving[:, robots, index]
+        # One take along the flattened (robot, factor) axis: numpy's two-array indexing copies
+        # each (x, y, z) on its own, at twice the cost.
+        flat = robots * self.factors.shape[1] + index
+        samples = self.samples
+        return (self._path.reshape(samples, -1, 3).take(flat, axis=1),
+                self._moving.reshape(samples, -1).take(flat, axis=1))
 
 
 @functools.lru_cache(maxsize=8)

@@ -325,58 +325,58 @@ class SafetyLayer:
         drones = flying.any()
         yaw0 = state.poses[rows, 2]
         velocity = state.velocities[rows]                 # world (vx, vy, vz)
-        start = np.zeros((m, 3))
-        start[:, :2] = world_to_body(velocity[:, :2], yaw0)
-        start[~self._planar_holonomic[rows], 1] = 0.0
+        # Vectors axis-major (3, ...), x, y, z rows, so that the steps and robots are the long
+        # axes numpy loops over (not a last axis of 3); the same values element for element.
         # Drones ramp their world velocity, ground robots their body twist: one 3-vector each.
-        target = np.zeros((m, 3))
-        target[:, :2] = commands[:, :2]
+        start = np.zeros((3, m))
+        start[:2] = world_to_body(velocity[:, :2], yaw0).T
+        start[1, ~self._planar_holonomic[rows]] = 0.0
+        target = np.zeros((3, m))
+        target[:2] = commands[:, :2].T
         if drones:
-            target[flying] = np.column_stack([body_to_world(commands[flying, :2], yaw0[flying]),
-                                              climb[flying]])
-            start[flying] = velocity[flying]
+            target[:2, flying] = body_to_world(commands[flying, :2], yaw0[flying]).T
+            target[2, flying] = climb[flying]
+            start[:, flying] = velocity[flying].T
         steps = np.arange(1, samples)[:, None]                               # (S-1, 1)
         held_steps = np.ceil(hold / h - 1e-9)                                # (M,)
         holding = steps <= held_steps[None, :]                               # (S-1, M)
         change = target - start
-        gap = row_norms(change)
+        gap = _axis_norms(change)
         reach = np.minimum(steps * (self.limits.max_accel[rows] * h)[None, :], gap[None, :])
-        ramp = start[None] + change[None] * (reach / np.maximum(gap, 1e-300)[None, :])[..., None]
+        ramp = start[:, None] + change[:, None] * (reach / np.maximum(gap, 1e-300)[None, :])
         last_held = np.minimum(held_steps, samples - 1).astype(int)
-        end = np.where((last_held > 0)[:, None], ramp[np.maximum(last_held - 1, 0), np.arange(m)],
-                       start)
-        end_speed = row_norms(end)
+        end = np.where(last_held > 0, ramp[:, np.maximum(last_held - 1, 0), np.arange(m)], start)
+        end_speed = _axis_norms(end)
         braked = np.maximum(0.0, 1.0 - (steps - held_steps[None, :])
                             * (self.decel[rows] * h)[None, :]
                             / np.maximum(end_speed, 1e-300)[None, :])
-        linear = np.where(holding[..., None], ramp, end[None] * braked[..., None])  # (S-1, M, 3)
+        linear = np.where(holding, ramp, end[:, None] * braked)             # (3, S-1, M)
         curvature = np.divide(commands[:, 2], commands[:, 0], out=np.zeros(m),
                               where=commands[:, 0] != 0.0)
-        yaw_rate = np.where(model == CAR, curvature[None, :] * linear[..., 0],
-                            commands[None, :, 2])
+        yaw_rate = np.where(model == CAR, curvature[None, :] * linear[0], commands[None, :, 2])
         yaw_rate = np.where(holding & ~flying[None, :] if drones else holding, yaw_rate, 0.0)
         # Each step's arc, exactly (the SE(2) exponential of `integrate_pose`).
         theta = yaw_rate * h
         a = h * np.sinc(theta / np.pi)
         b = h * np.sin(0.5 * theta) * np.sinc(0.5 * theta / np.pi)
-        body_x = linear[..., 0] * a - linear[..., 1] * b
-        body_y = linear[..., 0] * b + linear[..., 1] * a
+        body_x = linear[0] * a - linear[1] * b
+        body_y = linear[0] * b + linear[1] * a
         turned = np.zeros((samples - 1, m))      # yaw change before each step
         np.cumsum(theta[:-1], axis=0, out=turned[1:])
         heading = yaw0[None, :] + turned
         c, s = np.cos(heading), np.sin(heading)
-        moves = np.zeros((samples - 1, m, 3))          # world displacement of each step
-        moves[..., 0] = c * body_x - s * body_y
-        moves[..., 1] = s * body_x + c * body_y
+        moves = np.zeros((3, samples - 1, m))          # world displacement of each step
+        moves[0] = c * body_x - s * body_y
+        moves[1] = s * body_x + c * body_y
         if drones:
-            moves[:, flying] = linear[:, flying] * h
-        path = np.empty((samples, m, 3))
-        path[0, :, :2] = state.poses[rows, :2]
-        path[0, :, 2] = state.altitudes[rows]
-        path[1:] = path[0][None] + np.cumsum(moves, axis=0)
+            moves[:, :, flying] = linear[:, :, flying] * h
+        path = np.empty((3, samples, m))
+        path[:2, 0] = state.poses[rows, :2].T
+        path[2, 0] = state.altitudes[rows]
+        path[:, 1:] = path[:, :1] + np.cumsum(moves, axis=1)
         moving = np.zeros((samples, m), dtype=bool)
-        moving[1:] = row_norms(linear) > self.params.rest_speed
-        return path, moving
+        moving[1:] = _axis_norms(linear) > self.params.rest_speed
+        return path.transpose(1, 2, 0), moving     # (S, M, 3) and (S, M)
 
     # ------------------------------------------------------------------ the checks
     def _static_ok(self, path, robots, need, sensed):
@@ -505,6 +505,13 @@ def _pair_gap(pa, pb, flying_a, flying_b, ra, rb, ground_clearance):
         low = drone_z - drone_r < ground_clearance
         gap = np.where(one[None] & ~low, np.inf, gap)
     return gap
+
+
+def _axis_norms(vectors: np.ndarray) -> np.ndarray:
+    """Norms of axis-major (3, ...) vectors: their squares added x, y, z, left to right, as
+    `row_norms` adds those of (..., 3) ones (the same values)."""
+    x, y, z = vectors
+    return np.sqrt(x * x + y * y + z * z)
 
 
 def _clip(vectors: np.ndarray, limit: np.ndarray) -> np.ndarray:

@@ -357,14 +357,22 @@ class SafetyLayer:
         yaw_rate = np.where(holding & ~flying[None, :] if drones else holding, yaw_rate, 0.0)
         # Each step's arc, exactly (the SE(2) exponential of `integrate_pose`).
         theta = yaw_rate * h
-        a = h * np.sinc(theta / np.pi)
-        b = h * np.sin(0.5 * theta) * np.sinc(0.5 * theta / np.pi)
-        body_x = linear[0] * a - linear[1] * b
-        body_y = linear[0] * b + linear[1] * a
         turned = np.zeros((samples - 1, m))      # yaw change before each step
         np.cumsum(theta[:-1], axis=0, out=turned[1:])
         heading = yaw0[None, :] + turned
-        c, s = np.cos(heading), np.sin(heading)
+        # Once every hold is over nobody turns (theta +0 from step max(held_steps) on), so the
+        # steps from one after that share their arc factors and heading (the sum has then
+        # taken a +0, which it keeps): the sines are taken up to that step and repeated.
+        turning = int(min(samples - 1, held_steps.max(initial=0.0) + 2.0))
+        arc = theta[:turning]
+        a, b, c, s = (np.empty((samples - 1, m)) for _ in range(4))
+        a[:turning] = h * np.sinc(arc / np.pi)
+        b[:turning] = h * np.sin(0.5 * arc) * np.sinc(0.5 * arc / np.pi)
+        c[:turning], s[:turning] = np.cos(heading[:turning]), np.sin(heading[:turning])
+        for factor in (a, b, c, s):
+            factor[turning:] = factor[turning - 1]
+        body_x = linear[0] * a - linear[1] * b
+        body_y = linear[0] * b + linear[1] * a
         moves = np.zeros((3, samples - 1, m))          # world displacement of each step
         moves[0] = c * body_x - s * body_y
         moves[1] = s * body_x + c * body_y

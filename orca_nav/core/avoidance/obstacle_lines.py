@@ -210,53 +210,55 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
     per_agent = np.bincount(agent, minlength=count)
     rank = np.arange(agent.size) - np.repeat(np.cumsum(per_agent) - per_agent, per_agent)
     width = int(per_agent.max())
-    present = np.zeros((count, width), dtype=bool)
-    present[agent, rank] = True
+    # Rank-major (rank, agent) arrays, so that the covered test's broadcasts run along the
+    # agents (a last axis of a few ranks costs numpy several times the arithmetic).
+    present = np.zeros((width, count), dtype=bool)
+    present[rank, agent] = True
     # (point x, y, direction x, y) of each agent's candidates, padded with (0, 0, 1, 0); the
     # edge's two end points relative to the agent, padded with 0. One array each, so that
     # each is filled by one scatter.
-    candidate = np.zeros((4, count, width), dtype=f32)
+    candidate = np.zeros((4, width, count), dtype=f32)
     candidate[2] = 1.0
-    candidate[:, agent, rank] = lines[:, candidates]
+    candidate[:, rank, agent] = lines[:, candidates]
     cand_x, cand_y, cand_dx, cand_dy = candidate
-    ends = np.zeros((2, 2, count, width), dtype=f32)     # (end, axis, agent, rank)
+    ends = np.zeros((2, 2, width, count), dtype=f32)     # (end, axis, rank, agent)
     end_points = obstacles.points32[np.array([vertex, obstacles.next_vertex[vertex]])]
-    ends[:, :, agent, rank] = (end_points - pos[agent]).transpose(0, 2, 1)
-    kept = np.zeros((count, width), dtype=bool)
+    ends[:, :, rank, agent] = (end_points - pos[agent]).transpose(0, 2, 1)
+    kept = np.zeros((width, count), dtype=bool)
     eps = f32(RVO_EPSILON)
     block = max(1, _COVERED_TEST_CELLS // (width * width))
     order = np.arange(width)
-    lower = order[:, None] > order[None, :]     # [k, j]: j comes before k
+    lower = (order[:, None] > order[None, :])[:, :, None]     # [k, j]: j comes before k
     for first in range(0, count, block):
-        rows = slice(first, first + block)
-        it = inv_time[rows, None, None]
-        margin = it * rad[rows, None, None]
-        # beyond[a, k, j]: both end points of candidate k are beyond line j by the radius.
-        beyond = np.ones((kept[rows].shape[0], width, width), dtype=bool)
+        cols = slice(first, first + block)
+        it = inv_time[cols]
+        margin = it * rad[cols]
+        # beyond[k, j, a]: both end points of candidate k are beyond line j by the radius.
+        beyond = np.ones((width, width, kept[:, cols].shape[1]), dtype=bool)
         for rx, ry in ends:
-            beyond &= _det(it * rx[rows, :, None] - cand_x[rows, None, :],
-                           it * ry[rows, :, None] - cand_y[rows, None, :],
-                           cand_dx[rows, None, :], cand_dy[rows, None, :]) - margin >= -eps
+            beyond &= _det(it * rx[:, None, cols] - cand_x[None, :, cols],
+                           it * ry[:, None, cols] - cand_y[None, :, cols],
+                           cand_dx[None, :, cols], cand_dy[None, :, cols]) - margin >= -eps
         beyond &= lower
         # kept[k] = k present and no kept j < k covers it: a triangular system whose unique
         # fixed point this iteration reaches (column k is final after k passes at most).
-        kept_rows = present[rows]
+        kept_cols = present[:, cols]
         while True:
-            # covered[a, k]: some kept j < k covers k (a boolean matrix product: or of ands)
-            covered = np.matmul(beyond, kept_rows[:, :, None])[:, :, 0]
-            update = present[rows] & ~covered
-            if np.array_equal(update, kept_rows):
+            # covered[k, a]: some kept j < k covers k (an or of ands over j)
+            covered = (beyond & kept_cols[None]).any(axis=1)
+            update = present[:, cols] & ~covered
+            if np.array_equal(update, kept_cols):
                 break
-            kept_rows = update
-        kept[rows] = kept_rows
-    kept_before = np.cumsum(kept, axis=1)      # its last column: the lines kept per agent
-    num_lines = kept_before[:, -1]
-    a, k = np.nonzero(kept)
-    slot = kept_before[a, k] - 1
+            kept_cols = update
+        kept[:, cols] = kept_cols
+    kept_before = np.cumsum(kept, axis=0)      # its last row: the lines kept per agent
+    num_lines = kept_before[-1]
+    k, a = np.nonzero(kept)
+    slot = kept_before[k, a] - 1
     width = int(num_lines.max())     # the kept lines, left-aligned: no all-padding columns
     lines = np.zeros((4, count, width), dtype=f32)
     lines[2] = 1.0
-    lines[:, a, slot] = candidate[:, a, k]
+    lines[:, a, slot] = candidate[:, k, a]
     px, py, dx, dy = lines.astype(np.float64)
     # Unit length in float64: the linear programs rely on it.
     norm = np.sqrt(dx * dx + dy * dy)

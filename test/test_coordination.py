@@ -365,6 +365,18 @@ def test_a_waiting_spot_lies_outside_every_one_robot_zone():
     assert grid.clearance_at(spot[None])[0] > 0.35
 
 
+def test_a_waiting_spot_is_not_beyond_a_robot_standing_in_a_one_lane_aisle():
+    """In a 1.4 m aisle the nearest place off the path is behind the robot standing west of
+    the start; with that robot in the way, the place is at the aisle's east end instead."""
+    grid = room(10.0, blocks=[(2.0, 0.0, 8.0, 4.3), (2.0, 5.7, 8.0, 10.0)])
+    path = np.column_stack([np.linspace(4.0, 9.5, 56), np.full(56, 5.0)])    # from the robot
+    start = np.array([5.0, 5.0])
+    assert waiting_spot(grid, start, 0.35, path, 1.0)[0] < 4.0
+    spot = waiting_spot(grid, start, 0.35, path, 1.0, robots=np.array([[4.0, 5.0, 0.8]]))
+    assert spot is not None and spot[0] > 8.0
+    assert np.min(np.linalg.norm(path - spot, axis=1)) >= 1.0 - 0.1
+
+
 def test_standing_robots_become_obstacles_on_a_copy_of_the_map():
     grid = room(10.0)
     marked = with_discs(grid, np.array([[5.0, 5.0]]), np.array([0.4]))

@@ -583,11 +583,14 @@ def with_discs(grid: OccupancyGrid, centres: np.ndarray, radii: np.ndarray) -> O
 def waiting_spot(grid: OccupancyGrid, start: np.ndarray, radius: float,
                  keep_out: np.ndarray, keep_out_radius: float,
                  max_distance: float = 15.0,
-                 rules: Optional[TrafficRules] = None) -> Optional[np.ndarray]:
+                 rules: Optional[TrafficRules] = None,
+                 robots: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
     """The free place nearest to `start` (by a flood over the free cells, so never through a
-    wall) where a disc of `radius` is clear of the map and at least `keep_out_radius` from every
-    point of `keep_out` (K, 2), outside every one-robot zone of `rules` (a robot waiting in one
-    would hold it): where a robot can wait off the others' way. None within `max_distance`."""
+    wall, nor through the discs `robots` (K, 3: x, y, how near a centre the flood may come):
+    the robots standing around, which a robot cannot pass in a one-lane aisle) where a disc of
+    `radius` is clear of the map and at least `keep_out_radius` from every point of `keep_out`
+    (K, 2), outside every one-robot zone of `rules` (a robot waiting in one would hold it):
+    where a robot can wait off the others' way. None within `max_distance`."""
     free = grid.clearance() > radius
     reach = np.ones(free.shape, dtype=bool)
     if len(keep_out):
@@ -605,6 +608,10 @@ def waiting_spot(grid: OccupancyGrid, start: np.ndarray, radius: float,
     # The robot may stand a little inside the clearance it needs (pushed by others): the flood
     # starts from wherever it is and spreads through cells with room for half of it.
     passable = grid.clearance() > 0.5 * radius
+    if robots is not None and len(robots):
+        # A place beyond a robot is not near: the way there goes through it (in an aisle, the
+        # robot it makes way for, or the ones waiting behind it).
+        passable &= ~_in_discs(grid, np.asarray(robots, dtype=float))
     passable[cell[1], cell[0]] = True
     zoned = rules is not None and bool(rules.zones)
     for _ in range(int(max_distance / grid.resolution)):
@@ -625,6 +632,21 @@ def waiting_spot(grid: OccupancyGrid, start: np.ndarray, radius: float,
         front = grown
     return None
 
+
+def _in_discs(grid: OccupancyGrid, discs: np.ndarray) -> np.ndarray:
+    """The 2-D grid's cells whose centres lie within one of `discs` (K, 3: x, y, radius)."""
+    inside = np.zeros(grid.occupied.shape, dtype=bool)
+    rows, cols = inside.shape
+    for x, y, r in discs:
+        (c0, r0), (c1, r1) = grid.world_to_cell(np.array([[x - r, y - r], [x + r, y + r]]))
+        c0, r0, c1, r1 = max(c0, 0), max(r0, 0), min(c1 + 1, cols), min(r1 + 1, rows)
+        if c0 >= c1 or r0 >= r1:
+            continue
+        cy, cx = np.ogrid[r0:r1, c0:c1]
+        centres_x = grid.origin[0] + (cx + 0.5) * grid.resolution
+        centres_y = grid.origin[1] + (cy + 0.5) * grid.resolution
+        inside[r0:r1, c0:c1] |= (centres_x - x) ** 2 + (centres_y - y) ** 2 < r * r
+    return inside
 
 
 def free_width(grid: OccupancyGrid) -> np.ndarray:

@@ -569,7 +569,8 @@ class FleetPlanner:
         """The nearest place (x, y, yaw) off the other robots' way: off the whole rest of
         `partner`'s path and the nearby paths of the others, at least `reach` (and the two
         robots' radii and the coordination clearance) from each of them and from where the
-        others stand, outside every one-robot zone; None when there is none."""
+        others stand, outside every one-robot zone, reached without passing through any of
+        them (not beyond `partner` in a one-lane aisle); None when there is none."""
         robot = self._robots[name]
         here = robot.start.position[:2]
         others = [n for n, r in self._robots.items() if n != name and r.start is not None
@@ -581,9 +582,14 @@ class FleetPlanner:
         radius = robot.spec.radius
         reach = max(reach, radius + self._coordinator.params.clearance + max(
             (self._robots[n].spec.radius for n in others), default=radius))
+        # Its way there goes around the others where they stand, as its plan will (the
+        # planner's discs, `_standing`: the two robots' ORCA radii apart, centre to centre).
+        orca = self._orca_radii()
+        robots = np.array([(*self._robots[n].start.position[:2], orca[name] + orca[n])
+                           for n in others]).reshape(-1, 3)
         spot = waiting_spot(self._maps[2].grid, here, radius + self.settings.safety_margin + 0.15,
                             np.vstack(keep_out) if keep_out else np.zeros((0, 2)), reach,
-                            rules=self.traffic)
+                            rules=self.traffic, robots=robots)
         if spot is None:
             return None
         # A car backs out as it stands (straight back where it can); the others face the place.

@@ -643,6 +643,32 @@ def test_a_parked_robot_in_the_only_way_makes_way_off_it_outside_zones_and_comes
     assert planner.statuses()[1].message == 'back at its goal after making way for robot0'
 
 
+def test_a_parked_robot_the_plan_passes_between_two_path_points_makes_way():
+    """robot1 stands beside robot0's path just closer than their ORCA radii to one of its
+    samples (the plan job's verdict: blocked), yet no nearer than that to the coordinator's
+    points 0.2 m apart on either side of it: it is asked to make way all the same."""
+    names = ('robot0', 'robot1')
+    planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
+                           PlanSettings(safety_margin=0.05), ReplanPolicy(goal_tolerance=0.15))
+    planner.set_map(room(), 0.0)
+    reach = 2.0 * (ROBOT.radius + 0.05)             # two holonomic robots' ORCA radii
+    beside = (5.1, 5.0 + reach - 0.003)             # the samples are 0.1 m apart, at x = 5.1 too
+    places = {'robot0': (1.0, 5.0), 'robot1': beside}
+    _stand(planner, places, 0.0)
+    (parking,) = planner.set_goal('robot1', [*beside, 0.0], 0.0).plan
+    planner.finish(_outcome(parking, straight(5.1, 5.7, *beside)), 0.0)
+    _stand(planner, places, 1.0)
+    assert [e.robot for e in planner.check_progress(1.0).ended] == ['robot1']
+
+    (passing,) = planner.set_goal('robot0', [9.0, 5.0, 0.0], 1.0).plan
+    path = straight(1.0, 5.0, 9.0, 5.0)
+    gaps = np.linalg.norm(path.positions[:, :2] - beside, axis=1)
+    assert gaps.min() < reach <= np.hypot(0.1, reach - 0.003)
+    actions = planner.finish(replace(_outcome(passing, path), blocked=1), 1.0)
+    assert [r.robot for r in actions.plan] == ['robot1']
+    assert 'making way for robot0' in planner.statuses()[1].message
+
+
 # ---------------------------------------------------------------------- closed loops
 def _lane_swap(coordinate, escalation_time=10.0):
     """Two rooms joined by an 8 m lane 1 m wide (one robot at a time); three diff-drive robots

@@ -613,9 +613,11 @@ class FleetPlanner:
     def _clear_the_way(self, mover: str, now: float) -> Actions:
         """`mover`'s new plan could not go around the robots standing on it (its only way goes
         through them): each parked one it passes closer than ORCA lets them (`_parked`,
-        `_orca_radii`) leaves for the nearest place off its way (Open-RMF's responsive wait)."""
+        `_orca_radii`) leaves for the nearest place off its way (Open-RMF's responsive wait).
+        Its reference's own samples, as the plan job found them in the way (the coordinator's
+        points, 0.2 m apart, can miss a pass at just under that distance)."""
         actions = Actions()
-        path = self._coordinator.remaining_points(mover)
+        path = self._robots[mover].reference.positions[:, :2]
         orca = self._orca_radii()
         for name, robot in self._robots.items():
             if name != mover and self._parked(name) and np.min(np.linalg.norm(

@@ -11,16 +11,21 @@ def wrap_angle(angle) -> np.ndarray:
 def row_norms(vectors: np.ndarray) -> np.ndarray:
     """Euclidean norms along the last axis: `np.linalg.norm(vectors, axis=-1)`'s own
     computation for real arrays (the same values), without its per-call overhead. Planar and
-    3-D vectors have their squares added as numpy's reduction adds so few, left to right, by
-    columns: the reduction over an axis of 2 or 3 costs several times the arithmetic."""
-    size = vectors.shape[-1]
-    if size == 2:
-        x, y = vectors[..., 0], vectors[..., 1]
-        return np.sqrt(x * x + y * y)
-    if size == 3:
-        x, y, z = vectors[..., 0], vectors[..., 1], vectors[..., 2]
-        return np.sqrt(x * x + y * y + z * z)
+    3-D vectors go by `axis_norms` (the reduction over an axis of 2 or 3 costs several times
+    the arithmetic)."""
+    if vectors.shape[-1] in (2, 3):
+        return axis_norms(vectors.T).T
     return np.sqrt(np.add.reduce(vectors * vectors, axis=-1))
+
+
+def axis_norms(vectors: np.ndarray) -> np.ndarray:
+    """Euclidean norms of axis-major planar or 3-D vectors (2 or 3, ...): the squares added
+    x, y, z, left to right, as numpy's reduction adds so few (the same values)."""
+    if len(vectors) == 2:
+        x, y = vectors
+        return np.sqrt(x * x + y * y)
+    x, y, z = vectors
+    return np.sqrt(x * x + y * y + z * z)
 
 
 def rotate(vectors: np.ndarray, yaw: np.ndarray) -> np.ndarray:

@@ -44,7 +44,7 @@ from scipy.spatial import cKDTree
 
 from orca_nav.core.avoidance import NonCooperative
 from orca_nav.core.fleet.kinematics import CAR, QUADROTOR, RobotLimits
-from orca_nav.core.geometry import body_to_world, row_norms, world_to_body
+from orca_nav.core.geometry import axis_norms, body_to_world, row_norms, world_to_body
 from orca_nav.core.obstacle_distance import ObstacleDistance
 
 SCALES = np.array([1.0, 0.8, 0.6, 0.45, 0.3, 0.2, 0.12, 0.06, 0.0])
@@ -341,12 +341,12 @@ class SafetyLayer:
         held_steps = np.ceil(hold / h - 1e-9)                                # (M,)
         holding = steps <= held_steps[None, :]                               # (S-1, M)
         change = target - start
-        gap = _axis_norms(change)
+        gap = axis_norms(change)
         reach = np.minimum(steps * (self.limits.max_accel[rows] * h)[None, :], gap[None, :])
         ramp = start[:, None] + change[:, None] * (reach / np.maximum(gap, 1e-300)[None, :])
         last_held = np.minimum(held_steps, samples - 1).astype(int)
         end = np.where(last_held > 0, ramp[:, np.maximum(last_held - 1, 0), np.arange(m)], start)
-        end_speed = _axis_norms(end)
+        end_speed = axis_norms(end)
         braked = np.maximum(0.0, 1.0 - (steps - held_steps[None, :])
                             * (self.decel[rows] * h)[None, :]
                             / np.maximum(end_speed, 1e-300)[None, :])
@@ -383,7 +383,7 @@ class SafetyLayer:
         path[2, 0] = state.altitudes[rows]
         path[:, 1:] = path[:, :1] + np.cumsum(moves, axis=1)
         moving = np.zeros((samples, m), dtype=bool)
-        moving[1:] = _axis_norms(linear) > self.params.rest_speed
+        moving[1:] = axis_norms(linear) > self.params.rest_speed
         return path.transpose(1, 2, 0), moving     # (S, M, 3) and (S, M)
 
     # ------------------------------------------------------------------ the checks
@@ -513,13 +513,6 @@ def _pair_gap(pa, pb, flying_a, flying_b, ra, rb, ground_clearance):
         low = drone_z - drone_r < ground_clearance
         gap = np.where(one[None] & ~low, np.inf, gap)
     return gap
-
-
-def _axis_norms(vectors: np.ndarray) -> np.ndarray:
-    """Norms of axis-major (3, ...) vectors: their squares added x, y, z, left to right, as
-    `row_norms` adds those of (..., 3) ones (the same values)."""
-    x, y, z = vectors
-    return np.sqrt(x * x + y * y + z * z)
 
 
 def _clip(vectors: np.ndarray, limit: np.ndarray) -> np.ndarray:

@@ -15,7 +15,8 @@ and pyrvo's full step (loop + do_step), and the ratio orca_nav / do_step within 
 plus the peak memory allocated during one orca_nav step (tracemalloc) per agent, and the
 ratio of thread CPU times (orca_nav's step / do_step), which a loaded machine distorts less.
 
-Usage: python -m bench.bench_orca [--quick] [--sizes 100 1000] [--steps 60] [--runs 5]
+Usage: python -m bench.bench_orca [--quick] [--workloads crossing] [--sizes 100 1000] [--steps 60]
+                                 [--runs 5]
 """
 import argparse
 import json
@@ -168,6 +169,8 @@ def main(argv=None):
                         help='N = 100, 1000 and fewer steps (< 30 s)')
     parser.add_argument('--sizes', type=int, nargs='+',
                         help='agent counts (default 100 1000 10000)')
+    parser.add_argument('--workloads', nargs='+', choices=list(WORKLOADS), default=list(WORKLOADS),
+                        help='workloads to run (default all)')
     parser.add_argument('--steps', type=int, help='steps per run (default 60, quick 20)')
     parser.add_argument('--runs', type=int, help='runs per workload (default 5, quick 2)')
     args = parser.parse_args(argv)
@@ -186,7 +189,8 @@ def main(argv=None):
     print(f'{runs} runs of {steps} steps per workload; min / median over runs')
     print(header)
     print('-' * len(header))
-    for name, build in WORKLOADS.items():
+    for name in args.workloads:
+        build = WORKLOADS[name]
         for count in sizes:
             start, goals = build(count)
             row = dict(workload=name, **run_workload(pyrvo, start, goals, steps, runs))

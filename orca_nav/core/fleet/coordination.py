@@ -25,7 +25,8 @@ Who goes first is a total order of the robots, rebuilt at every `update`:
   is incremental, one plan per new goal;
 * a robot that already stands in another's way (its current place conflicts with the other's
   path ahead of the other) goes before it, whatever their ranks: it cannot wait where it is
-  without blocking the other for good. Where that makes a cycle, the oldest goal in it wins.
+  without blocking the other for good. Where that makes a cycle (each robot left stands in the
+  way of another), the oldest goal left goes first, whether in the cycle or behind it.
 
 A robot then waits (its *gate*, an arc length on its path) ``stop_buffer`` short of the first
 point of its path, at or ahead of where it is, that conflicts with a point not yet passed by a
@@ -476,7 +477,8 @@ class Coordinator:
 def _order(names: Sequence[str], before: Mapping[str, set],
            rank: Mapping[str, Tuple[float, int]]) -> List[str]:
     """A total order honouring `before` (x after every robot in before[x]), earliest rank
-    first among the free choices; on a cycle the earliest rank in it goes first."""
+    first among the free choices; when every robot left waits for another (a cycle, and the
+    robots behind it), the earliest rank left goes first."""
     waiting = {n: set(before[n]) for n in names}
     after: Dict[str, List[str]] = {n: [] for n in names}
     for n, earlier in waiting.items():

@@ -39,6 +39,29 @@ def test_a_run_ends_once_every_robot_left_is_stuck():
     assert result.duration < 60.0
 
 
+def test_a_run_does_not_end_while_a_robot_left_backs_out_of_the_others_way():
+    """The fleet planner sends the last robot under way 3 m back off the others' way, away from
+    its goal: it gets no nearer its goal for stuck_time, but nearer that place, so the run goes
+    on (it may yet get there); once it stands there without getting nearer anything, it ends."""
+    loop = _Loop(Scene('backing out', [RobotSpec('robot0')], np.array([[0.0, 0.0, 0.0]]),
+                       [[(5.0, 0.0)]], stuck_time=1.0))
+
+    class BackingOut:       # the fleet planner's answer: no turn to wait, a place to back out to
+        gate = staticmethod(lambda name: None)
+        waypoint = staticmethod(lambda name: np.array([-3.0, 0.0]))
+    loop.planner = BackingOut()
+    now = 0.0
+    for command, seconds in ((-0.5, 4.0), (0.0, 3.0)):     # backs out 2 m, then stands
+        loop.sim.set_commands(np.array([[command, 0.0, 0.0]]))
+        for _ in range(int(round(seconds / 0.1))):
+            loop.sim.advance(0.1, 0.02)
+            now = round(now + 0.1, 9)
+            loop._follow_goals(now)
+            if command < 0.0:
+                assert not loop._over(now), now
+    assert loop._over(now)
+
+
 def test_the_head_of_a_queue_is_whom_a_robot_waits_for_through_robots_that_wait():
     robots = [RobotSpec(f'robot{i}') for i in range(5)]
     starts = np.array([[2.0 * i, 0.0, 0.0] for i in range(5)])

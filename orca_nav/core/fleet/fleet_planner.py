@@ -300,6 +300,12 @@ class FleetPlanner:
         """Whom the robot waits for (coordination), None when it may go."""
         return self._waits_for.get(name)
 
+    def waypoint(self, name: str) -> Optional[np.ndarray]:
+        """The place (x, y) off the others' way the robot drives to before its goal (backing
+        out, making way), None when it drives to its goal."""
+        waypoint = self._robots[name].waypoint
+        return None if waypoint is None else waypoint[:-1].copy()
+
     def progress(self, name: str) -> Optional[Progress]:
         """How the robot's goal goes; None without a goal or before its first odometry."""
         robot = self._robots[name]

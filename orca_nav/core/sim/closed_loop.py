@@ -16,7 +16,8 @@ person; progress is a new least distance to the goal, in a straight line or over
 cells keeping its lanes, `map_distance`, so a robot going round a wall makes it), robots held
 by people at the end and when the last robot finished. A run ends at its duration, when every
 robot finished, or when every robot still under way is stuck or held without progress for
-`stuck_time`.
+`stuck_time` and got no nearer the place the fleet planner sent it off the others' way
+either (backing out takes it away from its goal, and it may yet get there).
 """
 from __future__ import annotations
 
@@ -161,6 +162,11 @@ class _Loop:
         self.over_map = DistanceOverMap(s.grid, s.traffic) if s.grid is not None else None
         self.closer_at = np.zeros(len(robots))     # progress, or a wait that is not stuck
         self.progress_at = np.zeros(len(robots))   # progress only
+        # Least distance to the place off the others' way the planner sends it to (if any),
+        # that place, and when it last got nearer it.
+        self.waypoint_closest = np.full(len(robots), np.inf)
+        self.waypoint: List[Optional[np.ndarray]] = [None] * len(robots)
+        self.waypoint_at = np.zeros(len(robots))
         self.stuck = np.zeros(len(robots), dtype=bool)
         self.waited = np.zeros(len(robots))     # s spent waiting for another robot's turn
         self.stalled_wait = np.zeros(len(robots))   # longest wait at a gate since progress
@@ -202,10 +208,11 @@ class _Loop:
 
     def _over(self, now: float) -> bool:
         """Every robot finished, or every robot still under way has made no progress for
-        stuck_time, stuck or held by a person (the rest of the run would change nothing but the
-        clock)."""
+        stuck_time, stuck or held by a person, nor toward a place off the others' way (the
+        rest of the run would change nothing but the clock)."""
         going = np.isnan(self.finish_time)
-        still = np.where(self.held_by_person, self.progress_at, self.closer_at)
+        still = np.maximum(np.where(self.held_by_person, self.progress_at, self.closer_at),
+                           self.waypoint_at)
         return not going.any() or bool((now - still[going] > self.scene.stuck_time).all())
 
     # ------------------------------------------------------------------ the loop's parts
@@ -298,6 +305,19 @@ class _Loop:
             leader = self.planner.gate(leader)
         return i
 
+    def _toward_waypoint(self, i: int, here: np.ndarray, now: float) -> None:
+        """Notes when robot i got _PROGRESS nearer the place the fleet planner sends it off
+        the others' way (a new place starts afresh)."""
+        place = None if self.planner is None else self.planner.waypoint(self.names[i])
+        if place is None:
+            self.waypoint[i] = None
+            return
+        if self.waypoint[i] is None or not np.array_equal(place, self.waypoint[i]):
+            self.waypoint[i], self.waypoint_closest[i] = place, np.inf
+        distance = float(np.linalg.norm(here[:len(place)] - place))
+        if distance <= self.waypoint_closest[i] - _PROGRESS:
+            self.waypoint_closest[i], self.waypoint_at[i] = distance, now
+
     def _send_controller_goal(self, i: int, now: float) -> None:
         if self.index[i] >= len(self.goals[i]):
             return
@@ -326,6 +346,7 @@ class _Loop:
                 else:
                     self._send_goal(i, now)
                 continue
+            self._toward_waypoint(i, here, now)
             around = distance if self.flying[i] or self.over_map is None else \
                 self.over_map(here, goal)
             now_at = np.array([distance, around])

@@ -797,3 +797,39 @@ def test_robots_go_through_a_one_robot_passage_one_at_a_time():
         assert result.moving_contacts == 0
         counts[rules is not None] = loop.most_in_passage
     assert counts == {True: 1, False: 2}
+
+
+def test_a_robot_backing_out_that_is_still_locked_is_sent_again_after_stuck_time():
+    """robot1 (the newer goal) meets robot0 head-on in a 1.2 m corridor and backs out; its way
+    out still runs into robot0 (each stands on the other's path again: warehouse_aisles seed
+    29, where the third robot came into the back-out's way). A robot already backing out used
+    to get nothing more, and both stood until the stuck ladder; it is sent off again once
+    stuck_time has passed since it last backed out."""
+    names = ('robot0', 'robot1')
+    planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
+                           PlanSettings(safety_margin=0.05),
+                           ReplanPolicy(goal_tolerance=0.15, stuck_time=4.0))
+    planner.set_map(room(blocks=[(2.0, 0.0, 8.0, 4.4), (2.0, 5.6, 8.0, 10.0)]), 0.0)
+    places = {'robot0': (3.0, 5.0), 'robot1': (6.0, 5.0)}
+
+    _stand(planner, places, 0.0)
+    (older,) = planner.set_goal('robot0', [9.0, 5.0, 0.0], 0.0).plan
+    planner.finish(_outcome(older, straight(3.0, 5.0, 9.0, 5.0)), 0.0)
+    (newer,) = planner.set_goal('robot1', [1.0, 5.0, 0.0], 0.5).plan
+    actions = planner.finish(_outcome(newer, straight(6.0, 5.0, 1.0, 5.0)), 0.5)
+    backing = []
+    now = 0.5
+    while now < 7.0:
+        for request in actions.plan:
+            if request.robot == 'robot0':   # its stuck ladder: the same way again
+                planner.finish(_outcome(request, straight(3.0, 5.0, 9.0, 5.0)), now)
+                continue
+            assert request.goal[0] > 6.0    # off robot0's way
+            backing.append(now)
+            # A way out that runs back into robot0 (who stands where it is).
+            planner.finish(_outcome(request, straight(6.0, 5.0, 3.6, 5.0)), now)
+        now += 0.25
+        _stand(planner, places, now)
+        actions = planner.check_progress(now)
+    assert backing[0] == pytest.approx(0.5)
+    assert backing[1:] == [pytest.approx(4.5)]       # stuck_time after the first, not later

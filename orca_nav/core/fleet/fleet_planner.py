@@ -709,7 +709,8 @@ class FleetPlanner:
             if gate.waits_for is not None:
                 self._waits_for[name] = gate.waits_for
             partner = self._robots.get(gate.locked_with)
-            if partner is not None and partner.waypoint is None and robot.waypoint is None \
+            # Also a robot already backing out whose way out is locked in turn: sent again.
+            if partner is not None and partner.waypoint is None \
                     and not robot.running and now - robot.backed_out_at >= self.policy.stuck_time:
                 actions += self._back_out(name, now, f'{gate.locked_with} and it stand on each '
                                                      'other\'s path', gate.locked_with)

@@ -417,7 +417,7 @@ class Coordinator:
         gates: Dict[str, Gate] = {}
         partners: Dict[str, List[str]] = {n: [] for n in names}
         for a, b in pairs:
-            first, second = sorted((a, b), key=position.__getitem__)
+            first, second = (a, b) if position[a] < position[b] else (b, a)
             partners[second].append(first)
         for name in names:
             gates[name] = self._gate(name, partners[name], locked.get(name))
@@ -428,16 +428,23 @@ class Coordinator:
         j = self._paths[name]
         spacing = self.params.spacing
         ahead = j.s >= j.progress - spacing
-        candidates = []     # (first pending point, leader, its conflict, pending points)
+        kept = []           # (leader, its conflict): conflicts not all passed yet
         for leader in leaders:
             i = self._paths[leader]
             conflict = self._conflict(name, leader)
             if conflict.last_max < i.progress - spacing or \
                     conflict.last_point < 0 or not ahead[conflict.last_point]:
                 continue    # one of them has passed every conflict (or they never meet)
-            pending = (conflict.last >= i.progress - spacing) & ahead
-            if pending.any():
-                candidates.append((j.s[int(np.argmax(pending))], leader, conflict, pending))
+            kept.append((leader, conflict, i.progress - spacing))
+        candidates = []     # (first pending point, leader, its conflict, pending points)
+        if kept:
+            # All leaders' pending points at once (a few numpy calls, not a few per leader).
+            pending = (np.array([c.last for _, c, _ in kept]) >=
+                       np.array([passed for _, _, passed in kept])[:, None]) & ahead
+            rows = np.flatnonzero(pending.any(axis=1))
+            firsts = j.s[pending[rows].argmax(axis=1)]
+            candidates = [(first, kept[r][0], kept[r][1], pending[r])
+                          for first, r in zip(firsts, rows)]
         # The nearest first: only the nearest one j does not clear first sets the gate (a tie
         # goes to the leader listed first).
         stop, waits_for = np.inf, None

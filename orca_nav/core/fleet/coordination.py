@@ -579,14 +579,19 @@ def with_discs(grid: OccupancyGrid, centres: np.ndarray, radii: np.ndarray) -> O
     standing where a plan must not go."""
     occupied = grid.occupied.copy()
     if len(centres):
-        mark = np.zeros(occupied.shape, dtype=bool)
-        cells = grid.world_to_cell(np.asarray(centres, dtype=float))      # (K, 2) as x, y
-        inside = (cells >= 0).all(axis=1) & (cells < np.array(occupied.shape[::-1])).all(axis=1)
-        mark[cells[inside, 1], cells[inside, 0]] = True
-        # Grow every marked cell by its disc's radius (the largest of them: conservative).
-        distance = ndimage.distance_transform_edt(~mark) * grid.resolution
-        occupied |= distance <= float(np.max(radii))
+        # Grow every centre's cell by its disc's radius (the largest of them: conservative).
+        occupied |= _distance_from(grid, centres) <= float(np.max(radii))
     return OccupancyGrid(occupied, grid.resolution, grid.origin)
+
+
+def _distance_from(grid: OccupancyGrid, points: np.ndarray) -> np.ndarray:
+    """Per cell of 2-D `grid`, the distance (m) to the nearest cell holding one of `points`
+    (K, 2; those off the grid are left out)."""
+    mark = np.zeros(grid.occupied.shape, dtype=bool)
+    cells = grid.world_to_cell(np.asarray(points, dtype=float))       # (K, 2) as x, y
+    inside = (cells >= 0).all(axis=1) & (cells < np.array(mark.shape[::-1])).all(axis=1)
+    mark[cells[inside, 1], cells[inside, 0]] = True
+    return ndimage.distance_transform_edt(~mark) * grid.resolution
 
 
 def waiting_spot(grid: OccupancyGrid, start: np.ndarray, radius: float,
@@ -603,11 +608,7 @@ def waiting_spot(grid: OccupancyGrid, start: np.ndarray, radius: float,
     free = grid.clearance() > radius
     reach = np.ones(free.shape, dtype=bool)
     if len(keep_out):
-        mark = np.zeros(free.shape, dtype=bool)
-        cells = grid.world_to_cell(np.asarray(keep_out, dtype=float))
-        inside = (cells >= 0).all(axis=1) & (cells < np.array(free.shape[::-1])).all(axis=1)
-        mark[cells[inside, 1], cells[inside, 0]] = True
-        reach = ndimage.distance_transform_edt(~mark) * grid.resolution >= keep_out_radius
+        reach = _distance_from(grid, keep_out) >= keep_out_radius
     target = free & reach
     cell = grid.world_to_cell(np.asarray(start, dtype=float)[None, :2])[0]
     if not (0 <= cell[0] < free.shape[1] and 0 <= cell[1] < free.shape[0]):

@@ -95,9 +95,9 @@ def logged(ros, capfd, pattern, resend=None):
     """Whether the node's log shows `pattern` soon, on stderr or on /rosout (rclpy's console
     output may reach the captured stderr late or not at all when a test session has run long;
     /rosout carries every node's log over DDS, transient local). The log is written outside any
-    callback, so each look is after re-sending /clock (the node's callbacks then run and wake
-    the wait); `resend()`, when given, publishes the message that should be logged again (a
-    best-effort sample may be lost on a loaded machine)."""
+    callback: the wait looks again whenever a callback runs (the SimClock's repeat is one);
+    `resend()`, when given, publishes the message that should be logged again (a best-effort
+    sample may be lost on a loaded machine)."""
     rosout = ros.rosout()
     seen = []
 
@@ -105,13 +105,7 @@ def logged(ros, capfd, pattern, resend=None):
         seen.append(capfd.readouterr().err)
         text = ''.join(seen) + '\n' + '\n'.join(entry.msg for entry in list(rosout))
         return re.search(pattern, text) is not None
-    for _ in range(60):
-        if ros.wait_for(found, timeout=0.5):
-            return True
-        ros.clock.publish()
-        if resend is not None:
-            resend()
-    return False
+    return ros.wait_for(found, resend=resend)
 
 
 @pytest.mark.parametrize('msg, words', [

@@ -141,7 +141,10 @@ class RclpyNavigator:
                                                                      TaskResult.UNKNOWN)
 
     def destroy_node(self):
-        pass        # the graph destroys its nodes
+        # The graph destroys the node, but an action client holds its node: one left alive
+        # keeps the node in the DDS graph of every later test.
+        for client in self.clients.values():
+            client.destroy()
 
 
 @pytest.fixture

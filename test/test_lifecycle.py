@@ -66,8 +66,11 @@ def test_orca_node_through_its_lifecycle(ros):
     goal = ros.publisher(PoseStamped, '/r0/goal_pose')
 
     def report(x):
-        stamp = clock.advance(0.05)
-        odom.publish(state_to_odom((x, 0.0), 0.0, (0.0, 0.0), 0.0, stamp, 'map', 'r0/base_link'))
+        """Odometry at x, 50 ms on; returns a resend of it for the wait that follows."""
+        msg = state_to_odom((x, 0.0), 0.0, (0.0, 0.0), 0.0, clock.advance(0.05), 'map',
+                            'r0/base_link')
+        odom.publish(msg)
+        return lambda: odom.publish(msg)
 
     msg = PoseStamped()
     msg.header.frame_id = 'map'
@@ -76,23 +79,22 @@ def test_orca_node_through_its_lifecycle(ros):
     assert ros.wait_for(lambda: node.fleet.view(clock.now_s).goals[0, 0] == 5.0)
     # Inactive: odometry is taken in (the state is current) but no robot is commanded.
     for k in range(3):
-        report(0.0)
-        assert ros.wait_for(lambda: node.fleet.view(clock.now_s).positions[0, 0] == 0.0)
+        assert ros.wait_for(lambda: node.fleet.view(clock.now_s).positions[0, 0] == 0.0,
+                            resend=report(0.0))
     assert cmds == []
 
     assert client.transition(Transition.TRANSITION_ACTIVATE)
     assert client.state() == 'active'
-    report(0.0)
-    assert ros.wait_for(lambda: any(c.linear.x > 0.0 for c in cmds))
+    assert ros.wait_for(lambda: any(c.linear.x > 0.0 for c in cmds), resend=report(0.0))
 
     # Deactivated: exactly one zero command, then none while odometry keeps coming.
     assert client.transition(Transition.TRANSITION_DEACTIVATE)
     assert ros.wait_for(lambda: cmds[-1].linear.x == 0.0)
     count = len(cmds)
     for k in range(5):
-        report(0.01 * (k + 1))
         assert ros.wait_for(
-            lambda: node.fleet.view(clock.now_s).positions[0, 0] == 0.01 * (k + 1))
+            lambda: node.fleet.view(clock.now_s).positions[0, 0] == 0.01 * (k + 1),
+            resend=report(0.01 * (k + 1)))
     assert len(cmds) == count and client.state() == 'inactive'
 
     assert client.transition(Transition.TRANSITION_CLEANUP)

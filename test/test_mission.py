@@ -44,9 +44,10 @@ def test_mission_node_publishes_the_next_goal_when_one_is_reached(ros):
     goals = ros.collect(PoseStamped, '/r0/goal_pose')
     odom = ros.publisher(Odometry, '/r0/odom', qos_profile_sensor_data)
     for k, x in enumerate([0.0, 0.5, 0.8]):     # the last is within 0.3 of the first goal
-        odom.publish(state_to_odom((x, 0.0), 0.0, (0.0, 0.0), 0.0, seconds_to_time(k + 1.0),
-                                   'map', 'r0/base_link'))
-    assert ros.wait_for(lambda: goals)
+        msg = state_to_odom((x, 0.0), 0.0, (0.0, 0.0), 0.0, seconds_to_time(k + 1.0), 'map',
+                            'r0/base_link')
+        odom.publish(msg)
+    assert ros.wait_for(lambda: goals, resend=lambda: odom.publish(msg))
     goal = goals[0]
     assert goal.header.frame_id == 'map'
     assert (goal.pose.position.x, goal.pose.position.y) == (5.0, 5.0)

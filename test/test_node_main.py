@@ -21,7 +21,7 @@ import pytest
 
 pytest.importorskip('rclpy')
 from lifecycle_msgs.msg import Transition  # noqa: E402
-from lifecycle_msgs.srv import ChangeState  # noqa: E402
+from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
@@ -35,6 +35,7 @@ pytestmark = pytest.mark.ros
 
 REPO = Path(__file__).resolve().parents[1]
 WAIT_S = 60.0      # bound of every wait for a state (a loaded 2-core machine starts slowly)
+REPLY_S = 5.0      # a service reply not here by then is taken as lost
 STOP_S = 2.0       # what the signals must take at most to end the process
 
 
@@ -131,15 +132,31 @@ def ros():
 
 
 def configure(ros, node_name):
-    """Configures an autostart:=false node over its lifecycle service (it is then inactive)."""
-    client = ros.probe.create_client(ChangeState, f'/{node_name}/change_state')
+    """Configures an autostart:=false node over its lifecycle service (it is then inactive).
+
+    A reply from another process can be lost: the node may answer before its reply writer has
+    matched the probe's reader. So the node's state decides: configure is asked for while it
+    is unconfigured, and the call returns once the node says it is inactive."""
+    change = ros.probe.create_client(ChangeState, f'/{node_name}/change_state')
+    get = ros.probe.create_client(GetState, f'/{node_name}/get_state')
+
+    def answer(client, request):
+        future = client.call_async(request)
+        return future.result() if ros.wait_for(future.done, REPLY_S) else None
     try:
-        assert ros.wait_for(client.service_is_ready, WAIT_S)
-        future = client.call_async(ChangeState.Request(
-            transition=Transition(id=Transition.TRANSITION_CONFIGURE)))
-        assert ros.wait_for(future.done, WAIT_S) and future.result().success
+        assert ros.wait_for(lambda: change.service_is_ready() and get.service_is_ready(), WAIT_S)
+        end = time.monotonic() + WAIT_S
+        while time.monotonic() < end:
+            state = answer(get, GetState.Request())
+            if state is not None and state.current_state.label == 'inactive':
+                return
+            if state is not None and state.current_state.label == 'unconfigured':
+                answer(change, ChangeState.Request(
+                    transition=Transition(id=Transition.TRANSITION_CONFIGURE)))
+        pytest.fail(f'{node_name} did not become inactive within {WAIT_S} s')
     finally:
-        ros.probe.destroy_client(client)
+        ros.probe.destroy_client(change)
+        ros.probe.destroy_client(get)
 
 
 def corridor_for_a_car(ros):

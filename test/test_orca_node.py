@@ -39,7 +39,6 @@ from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
 from orca_nav.ros.trajectory_msgs import reference_to_trajectory  # noqa: E402
 
 from ros_harness import (  # noqa: E402
-    WAIT_S,
     RosHarness,
     SimClock,
     harness_fixture,
@@ -51,7 +50,6 @@ from ros_harness import (  # noqa: E402
 pytestmark = pytest.mark.ros
 REPO = Path(__file__).resolve().parents[1]
 PERIOD = 0.05
-RESENDS = 6          # times one tick's odometry is sent before the tick counts as unanswered
 
 
 class Ros(RosHarness):
@@ -86,14 +84,11 @@ class Ros(RosHarness):
         counts = [len(box) for box in boxes]
         self.clock.advance(PERIOD)
         answered = lambda: all(len(b) > c for b, c in zip(boxes, counts))  # noqa: E731
-        # Odometry is best effort (sensor data QoS): on a loaded machine, or beside a large
-        # sample in transit, one can be lost; the robot then reports the same pose again.
-        for _ in range(RESENDS):
+        def report():       # sent again while unanswered: odometry is best effort
             for robot, pose in poses.items():
                 self.odom(robot, *pose, **(odom_kwargs or {}).get(robot, {}))
-            if self.wait_for(answered, timeout=WAIT_S / RESENDS):
-                return
-        raise AssertionError('the tick got no answer')
+        report()
+        assert self.wait_for(answered, resend=report), 'the tick got no answer'
 
     def run(self, poses, boxes, ticks, odom_kwargs=None):
         # A robot gets its first cmd_vel from the first cycle in which it is known: until every

@@ -68,13 +68,17 @@ class Stack:
 
     def odom(self, x, y, yaw, stamp, frame=None):
         self.advance(stamp)
-        self.odom_pub.publish(state_to_odom((x, y), yaw, (0.5, 0.0), 0.0, seconds_to_time(stamp),
-                                            frame or self.odom_frame, 'base_link'))
+        self.last_odom = state_to_odom((x, y), yaw, (0.5, 0.0), 0.0, seconds_to_time(stamp),
+                                       frame or self.odom_frame, 'base_link')
+        self.odom_pub.publish(self.last_odom)
 
     def pose_at(self, stamp):
-        """Waits until orca_node holds r0's state of `stamp`; returns (x, y), yaw, velocity."""
+        """Waits until orca_node holds r0's state of `stamp` (the last odometry sent, sent
+        again until it is taken); returns (x, y), yaw, velocity."""
         fleet = self.node.fleet
-        assert self.ros.wait_for(lambda: fleet.state.stamp[0] == stamp), fleet.state.stamp
+        assert self.ros.wait_for(lambda: fleet.state.stamp[0] == stamp,
+                                 resend=lambda: self.odom_pub.publish(self.last_odom)), \
+            fleet.state.stamp
         return (fleet.state.position[0].copy(), float(fleet.state.yaw[0]),
                 fleet.state.velocity[0].copy())
 

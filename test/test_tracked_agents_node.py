@@ -78,8 +78,10 @@ def test_odometry_covariance_reaches_the_controller(ros):
                         'robot0/base_link')
     msg.pose.covariance[0], msg.pose.covariance[1] = 0.04, 0.01
     msg.pose.covariance[6], msg.pose.covariance[7] = 0.01, 0.09
-    ros.publisher(Odometry, '/robot0/odom', qos_profile_sensor_data).publish(msg)
-    assert ros.wait_for(lambda: ros.node.fleet.state.covariance[0, 1, 1] > 0.0)
+    pub = ros.publisher(Odometry, '/robot0/odom', qos_profile_sensor_data)
+    pub.publish(msg)
+    assert ros.wait_for(lambda: ros.node.fleet.state.covariance[0, 1, 1] > 0.0,
+                        resend=lambda: pub.publish(msg))
     np.testing.assert_allclose(ros.node.fleet.state.covariance[0], [[0.04, 0.01], [0.01, 0.09]])
 
 

@@ -15,6 +15,8 @@ import time
 
 import pytest
 import rclpy
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState, GetState
 from rcl_interfaces.msg import Log
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
@@ -109,6 +111,53 @@ class RosHarness:
                 waitable.destroy()
             node.destroy_node()
         rclpy.try_shutdown(context=self.context)
+
+
+class LifecycleClient:
+    """The two services a lifecycle manager uses, called over DDS."""
+
+    def __init__(self, ros, node_name, timeout=WAIT_S):
+        self.ros = ros
+        self.change = ros.probe.create_client(ChangeState, f'/{node_name}/change_state')
+        self.get = ros.probe.create_client(GetState, f'/{node_name}/get_state')
+        assert ros.wait_for(lambda: self.change.service_is_ready() and
+                            self.get.service_is_ready(), timeout)
+
+    def _call(self, client, request, timeout=WAIT_S):
+        """The reply, or None when none came within `timeout`."""
+        future = client.call_async(request)
+        return future.result() if self.ros.wait_for(future.done, timeout) else None
+
+    def transition(self, transition_id) -> bool:
+        reply = self._call(self.change, ChangeState.Request(
+            transition=Transition(id=transition_id)))
+        assert reply is not None, 'the lifecycle service did not answer'
+        return reply.success
+
+    def state(self) -> str:
+        reply = self._call(self.get, GetState.Request())
+        assert reply is not None, 'the lifecycle service did not answer'
+        return reply.current_state.label
+
+    def configure(self, reply_s, timeout) -> bool:
+        """Configures a node in another process, whose reply can be lost (it may answer
+        before its reply writer has matched the probe's reader): configure is asked for while
+        the node says it is unconfigured, a reply not in within `reply_s` counts as lost, and
+        the node's own state decides. Whether it was inactive within `timeout`."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            state = self._call(self.get, GetState.Request(), reply_s)
+            label = None if state is None else state.current_state.label
+            if label == 'inactive':
+                return True
+            if label == 'unconfigured':
+                self._call(self.change, ChangeState.Request(
+                    transition=Transition(id=Transition.TRANSITION_CONFIGURE)), reply_s)
+        return False
+
+    def close(self):
+        self.ros.probe.destroy_client(self.change)
+        self.ros.probe.destroy_client(self.get)
 
 
 def harness_fixture(make=RosHarness):

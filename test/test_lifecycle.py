@@ -8,7 +8,6 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 from geometry_msgs.msg import PoseStamped, Twist  # noqa: E402
 from lifecycle_msgs.msg import Transition  # noqa: E402
-from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -19,7 +18,7 @@ from orca_nav.ros.map_publisher import MapPublisher  # noqa: E402
 from orca_nav.ros.orca_node import OrcaNode  # noqa: E402
 from orca_nav.ros.planner_node import PlannerNode  # noqa: E402
 
-from ros_harness import SimClock, harness_fixture, sim_time  # noqa: E402
+from ros_harness import LifecycleClient, SimClock, harness_fixture, sim_time  # noqa: E402
 
 pytestmark = pytest.mark.ros
 MANUAL = Parameter('autostart', value=False)
@@ -27,28 +26,6 @@ CORRIDOR = Path(__file__).resolve().parents[1] / 'config' / 'maps' / 'corridor.y
 
 
 ros = harness_fixture()
-
-
-class LifecycleClient:
-    """The two services a lifecycle manager uses, called over DDS."""
-
-    def __init__(self, ros, node_name):
-        self.ros = ros
-        self.change = ros.probe.create_client(ChangeState, f'/{node_name}/change_state')
-        self.get = ros.probe.create_client(GetState, f'/{node_name}/get_state')
-        assert ros.wait_for(lambda: self.change.service_is_ready() and self.get.service_is_ready())
-
-    def _call(self, client, request):
-        future = client.call_async(request)
-        assert self.ros.wait_for(future.done), 'the lifecycle service did not answer'
-        return future.result()
-
-    def transition(self, transition_id) -> bool:
-        return self._call(self.change, ChangeState.Request(
-            transition=Transition(id=transition_id))).success
-
-    def state(self) -> str:
-        return self._call(self.get, GetState.Request()).current_state.label
 
 
 def test_orca_node_through_its_lifecycle(ros):

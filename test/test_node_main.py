@@ -20,8 +20,6 @@ import numpy as np
 import pytest
 
 pytest.importorskip('rclpy')
-from lifecycle_msgs.msg import Transition  # noqa: E402
-from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
 from nav_msgs.msg import OccupancyGrid as OccupancyGridMsg  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
@@ -29,7 +27,7 @@ from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from orca_nav.core.grid import OccupancyGrid  # noqa: E402
 from orca_nav.ros.convert import grid_to_msg, latched_qos, state_to_odom  # noqa: E402
 
-from ros_harness import RosHarness, private_domain  # noqa: E402
+from ros_harness import LifecycleClient, RosHarness, private_domain  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -132,31 +130,13 @@ def ros():
 
 
 def configure(ros, node_name):
-    """Configures an autostart:=false node over its lifecycle service (it is then inactive).
-
-    A reply from another process can be lost: the node may answer before its reply writer has
-    matched the probe's reader. So the node's state decides: configure is asked for while it
-    is unconfigured, and the call returns once the node says it is inactive."""
-    change = ros.probe.create_client(ChangeState, f'/{node_name}/change_state')
-    get = ros.probe.create_client(GetState, f'/{node_name}/get_state')
-
-    def answer(client, request):
-        future = client.call_async(request)
-        return future.result() if ros.wait_for(future.done, REPLY_S) else None
+    """Configures an autostart:=false node over its lifecycle service (it is then inactive)."""
+    client = LifecycleClient(ros, node_name, WAIT_S)
     try:
-        assert ros.wait_for(lambda: change.service_is_ready() and get.service_is_ready(), WAIT_S)
-        end = time.monotonic() + WAIT_S
-        while time.monotonic() < end:
-            state = answer(get, GetState.Request())
-            if state is not None and state.current_state.label == 'inactive':
-                return
-            if state is not None and state.current_state.label == 'unconfigured':
-                answer(change, ChangeState.Request(
-                    transition=Transition(id=Transition.TRANSITION_CONFIGURE)))
-        pytest.fail(f'{node_name} did not become inactive within {WAIT_S} s')
+        assert client.configure(REPLY_S, WAIT_S), \
+            f'{node_name} did not become inactive within {WAIT_S} s'
     finally:
-        ros.probe.destroy_client(change)
-        ros.probe.destroy_client(get)
+        client.close()
 
 
 def corridor_for_a_car(ros):

@@ -60,10 +60,14 @@ class RosHarness:
         self.executor.add_node(node)
         return node
 
-    def collect(self, msg_type, topic, qos=10):
-        """A list that receives every message published on `topic` from now on."""
+    def collect(self, msg_type, topic, qos=10, publishers=0):
+        """A list that receives the messages published on `topic`; every one from now on once
+        `publishers` publishers have matched, which it waits for (a message published before
+        the match is not delivered)."""
         box = []
-        self.probe.create_subscription(msg_type, topic, box.append, qos)
+        sub = self.probe.create_subscription(msg_type, topic, box.append, qos)
+        assert self.wait_for(lambda: sub.get_publisher_count() >= publishers), \
+            f'{topic}: {sub.get_publisher_count()} of {publishers} publishers matched'
         return box
 
     def rosout(self):

@@ -65,3 +65,20 @@ def test_subscribing_after_start_is_refused(ros):
     with pytest.raises(RuntimeError, match='after start'):
         topics.subscribe(Int32, 'robot1/count', lambda msg: None, 10)
     topics.close()
+
+
+def test_a_lost_handover_is_triggered_again(ros):
+    """rmw_fastrtps 8.4 can reset a guard condition triggered while a wait is returning for
+    something else (ros2/rmw_fastrtps#895): the batch still reaches the executor."""
+    node = ros.add(rclpy.create_node('fleet', context=ros.context))
+    received = []
+    topics = RobotTopics(node, lambda: None)
+    topics.subscribe(Int32, 'robot0/count', lambda msg: received.append(msg.data), 10)
+    handover, lost = topics._handover, []
+    trigger = handover.trigger
+    handover.trigger = lambda: lost.append(1) if not lost else trigger()    # the first is lost
+    topics.start()
+    ros.publisher(Int32, '/robot0/count').publish(Int32(data=7))
+    assert ros.wait_for(lambda: received == [7])
+    assert lost == [1]
+    topics.close()

@@ -20,6 +20,12 @@ are taken in one pass and still join the batch under way. Topics that rarely car
 (goals, plans) wait on a second thread with a wait set of their own, so the frequent ones' wait
 set, filled again on every pass, holds only them. Topic names are resolved by the node, so its
 namespace and remappings apply.
+
+A trigger can be lost: rmw_fastrtps 8.4.3 (these Jazzy wheels) resets a guard condition
+triggered while a wait on it returns for something else, without reporting it ready (the race
+ros2/rmw_fastrtps#895 fixes upstream). The batch would wait for a next trigger that never
+comes, since the reading thread waits for the executor to begin it. So while the executor has
+not begun the batch, the thread triggers the handover again every `HANDOVER_RETRY_S`.
 """
 from __future__ import annotations
 
@@ -31,6 +37,8 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 
 from orca_nav.ros.qos_events import subscription_events
+
+HANDOVER_RETRY_S = 0.02     # a lost handover costs at most this much latency
 
 
 def wait_for_ready(wait_set, handles: Sequence, guard, context) -> Optional[List[int]]:
@@ -129,7 +137,10 @@ class RobotTopics:
                       for handle, (subscription, callback) in zip(handles, entries)}
         queue = self._queue
         while not self._stopping and context.ok():
-            self._ran.wait()
+            while not self._ran.wait(HANDOVER_RETRY_S):
+                if not context.ok():
+                    return
+                self._handover.trigger()
             ready = wait_for_ready(wait_set, handles, wake, context)
             if ready is None:
                 return

@@ -52,12 +52,9 @@ class Ros(RosHarness):
         return self.node
 
     def matched(self, msg_type, topic, qos=None):
-        """collect(), once the node's publisher has matched the probe's subscription."""
-        box = []
-        sub = self.probe.create_subscription(msg_type, topic, box.append,
-                                             qos if qos is not None else latched_qos())
-        assert self.wait_for(lambda: sub.get_publisher_count() >= 1), topic
-        return box
+        """collect() (latched by default), once the node's publisher has matched."""
+        return self.collect(msg_type, topic, qos if qos is not None else latched_qos(),
+                            publishers=1)
 
     def publish_map(self, grid):
         self.map_pub.publish(grid_to_msg(grid, 'map', seconds_to_time(0.0)))

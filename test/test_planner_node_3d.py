@@ -50,11 +50,9 @@ class Ros(RosHarness):
         return self.node
 
     def topic(self, msg_type, topic, qos=None):
-        box = []
-        sub = self.probe.create_subscription(msg_type, topic, box.append,
-                                             qos if qos is not None else latched_qos())
-        assert self.wait_for(lambda: sub.get_publisher_count() >= 1), topic
-        return box
+        """collect() (latched by default), once the node's publisher has matched."""
+        return self.collect(msg_type, topic, qos if qos is not None else latched_qos(),
+                            publishers=1)
 
     def odom(self, robot, position, stamp_s=20.0):
         pub = self.publisher(Odometry, f'/{robot}/odom', qos_profile_sensor_data)

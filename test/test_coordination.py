@@ -187,6 +187,21 @@ def test_a_robot_standing_in_the_way_goes_first_whatever_its_rank():
     assert gates['a'].stop_s < 6.0 - 1.0
 
 
+@pytest.mark.parametrize('along, in_way', [(0.47, True), (0.0, False), (-0.5, False)])
+def test_a_robot_diagonally_ahead_of_the_mover_stands_in_its_way_one_beside_it_does_not(
+        along, in_way):
+    """b (the later goal) stands 0.63 m beside a's path, 0.03 m more than the two radii (the
+    0.6 m aisle of warehouse_aisles seed 46, where a stood for good and b waited for it):
+    diagonally ahead of a it is in a's way and goes first; beside or behind a, a drives on."""
+    a = straight(0.0, 5.0, 10.0, 5.0)
+    b = straight(1.0 + along, 4.37, 1.0 + along, 0.0)
+    coordinator = two_robots(a, b)
+    at(coordinator, 'a', a, 1.0)
+    gates = coordinator.update()
+    assert (coordinator.order == ['b', 'a']) == in_way
+    assert (gates['a'].waits_for == 'b') == in_way
+
+
 def test_two_robots_each_on_the_others_path_are_locked_and_the_later_backs_out():
     a, b = straight(0.0, 5.0, 10.0, 5.0), straight(4.0, 5.0, -4.0, 5.0)
     coordinator = two_robots(a, b)
@@ -196,8 +211,8 @@ def test_two_robots_each_on_the_others_path_are_locked_and_the_later_backs_out()
 
 def test_who_stands_in_whose_way_is_the_same_asked_for_all_pairs_at_once_as_pair_by_pair():
     """The fleet-wide query (one kd-tree query per robot) answers as the definition does for
-    each pair: the stander within the two radii and half the clearance of a point of the
-    mover's path that lies more than their reach beyond the mover's progress."""
+    each pair: the stander within the two radii and half the clearance of the mover's remaining
+    path, nearest to a point of it more than the mover's radius beyond the mover's progress."""
     rng = np.random.default_rng(7)
     coordinator = Coordinator()
     refs = {}
@@ -213,8 +228,11 @@ def test_who_stands_in_whose_way_is_the_same_asked_for_all_pairs_at_once_as_pair
     def in_way(stander, mover):
         j, i = coordinator._paths[stander], coordinator._paths[mover]
         gap = np.linalg.norm(i.points - coordinator._here(stander), axis=1)
-        near = gap <= i.radius + j.radius + 0.5 * clearance
-        return near.any() and i.s[near].max() > i.progress + i.radius + j.radius + clearance
+        near = (gap <= i.radius + j.radius + 0.5 * clearance) & (i.s >= i.progress)
+        if not near.any():
+            return False
+        nearest = np.flatnonzero(near)[np.argmin(gap[near])]
+        return i.s[nearest] > i.progress + i.radius
     expected = {(a, b) for x, y in pairs for a, b in ((x, y), (y, x)) if in_way(a, b)}
     assert len(pairs) > 20 and expected
     assert coordinator._in_way(pairs) == expected
@@ -780,7 +798,7 @@ class _ZoneWatch(_Loop):
 def test_robots_go_through_a_one_robot_passage_one_at_a_time():
     """Two rooms joined by a passage 3 m long and 3 m wide (two robots pass each other in it);
     two robots in each room go to the other. As a one-robot zone, the passage never holds two
-    of them, and all arrive without contact; without it, two are in it at once."""
+    of them, and all arrive without contact; without it, more than one is in it at once."""
     grid = OccupancyGrid.from_rectangles((0.0, 0.0, 19.0, 8.0), 0.1,
                                          [(8.0, 0.0, 11.0, 2.5), (8.0, 5.5, 11.0, 8.0)], wall=0.3)
     robots = [RobotSpec(f'robot{i}', kinematics='diff_drive', radius=0.3, max_speed=1.0,
@@ -796,7 +814,7 @@ def test_robots_go_through_a_one_robot_passage_one_at_a_time():
         assert result.finished == result.robots and result.stuck == []
         assert result.moving_contacts == 0
         counts[rules is not None] = loop.most_in_passage
-    assert counts == {True: 1, False: 2}
+    assert counts[True] == 1 and counts[False] > 1
 
 
 def test_a_robot_backing_out_that_is_still_locked_is_sent_again_after_stuck_time():

@@ -38,8 +38,9 @@ the same way when it gets in well before the other (it then leads, the other fol
 waits before a one-robot lane or zone until the other has come out (stop_buffer short of its
 last point before the zone: outside it). A robot counts as standing in another's way only
 within the two radii and half the clearance of the other's path (one that braked a little late
-for its turn waits where it stopped), or in a zone the other's path enters ahead of it from
-outside.
+for its turn waits where it stopped) at a place along it ahead of the other's front (diagonally
+ahead counts: the other cannot pass it in a narrow aisle), or in a zone the other's path enters
+ahead of it from outside.
 
 Why it does not deadlock, on the paths: a waiting robot stands before its first conflict with
 every unpassed robot before it, so it is on no narrow stretch of path, and in no zone, of a
@@ -354,8 +355,10 @@ class Coordinator:
 
     def _in_way(self, pairs: Sequence[Tuple[str, str]]) -> set:
         """The (stander, mover) of `pairs`, both ways, where the stander stands on the mover's
-        path beyond the mover's own place: closer to it than the two radii and half the
-        clearance (a robot that stopped a little late for its turn is not in the way yet).
+        path ahead of the mover's front: closer to its remaining path than the two radii and
+        half the clearance (a robot that stopped a little late for its turn is not in the way
+        yet), and nearest to a point of it farther than the mover's radius past the mover's
+        progress (beside or behind the mover, it is not in the way; diagonally ahead it is).
         One kd-tree query per mover for all the robots near its path."""
         standers: Dict[str, List[str]] = {}
         for a, b in pairs:
@@ -366,16 +369,21 @@ class Coordinator:
         for mover, others in standers.items():
             i = self._paths[mover]
             radii = np.array([self._paths[name].radius for name in others])
-            near = i.tree.query_ball_point(np.array([here[name] for name in others]),
-                                           i.radius + radii + 0.5 * self.params.clearance)
+            places = np.array([here[name] for name in others])
+            near = i.tree.query_ball_point(places, i.radius + radii + 0.5 * self.params.clearance)
             counts = np.array([len(points) for points in near])
-            hit = np.flatnonzero(counts)
-            if not len(hit):
+            if not counts.any():
                 continue
-            farthest = np.maximum.reduceat(i.s[np.concatenate(near[hit])],
-                                           np.cumsum(counts[hit]) - counts[hit])
-            beyond = farthest > i.progress + (i.radius + radii[hit] + self.params.clearance)
-            found.update((others[k], mover) for k in hit[beyond])
+            points = np.concatenate(near).astype(int)
+            owners = np.repeat(np.arange(len(others)), counts)
+            # Only the points not passed yet: a path that comes back counts where it comes back.
+            kept = i.s[points] >= i.progress
+            points, owners = points[kept], owners[kept]
+            gaps = np.linalg.norm(i.points[points] - places[owners], axis=1)
+            order = np.lexsort((gaps, owners))      # per stander, its nearest point first
+            hit, first = np.unique(owners[order], return_index=True)
+            ahead = i.s[points[order[first]]] > i.progress + i.radius
+            found.update((others[k], mover) for k in hit[ahead])
         if self._rules is not None:
             found |= self._in_zone_way(standers, here)
         return found

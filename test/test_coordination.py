@@ -610,6 +610,38 @@ def test_a_jammed_goal_says_what_the_stuck_ladder_tried_last():
         end.message
 
 
+def test_a_stuck_robot_sends_parked_robots_beside_its_way_just_ahead_off_it():
+    """robot0 stands still, its path passing 0.7 m from robot1 parked at its goal: more than
+    the two ORCA radii (0.6 m, the plan may pass), less than those plus the coordination
+    clearance (1 m). With a shelf on the other side ORCA cannot drive that pass (warehouse_aisles
+    seed 0: its radius off the map is more than the plan's); at stuck_time robot1 makes way.
+    robot2, parked as near the path 4 m on, stays."""
+    names = ('robot0', 'robot1', 'robot2')
+    planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
+                           PlanSettings(safety_margin=0.05),
+                           ReplanPolicy(goal_tolerance=0.15, stuck_time=4.0))
+    planner.set_map(room(), 0.0)
+    places = {'robot0': (2.0, 5.0), 'robot1': (3.0, 5.7), 'robot2': (6.0, 5.7)}
+    _stand(planner, places, 0.0)
+    for parked in ('robot1', 'robot2'):
+        x, y = places[parked]
+        (parking,) = planner.set_goal(parked, [x, y, 0.0], 0.0).plan
+        planner.finish(_outcome(parking, straight(x - 0.1, y, x, y)), 0.0)
+    assert sorted(e.robot for e in planner.check_progress(0.0).ended) == ['robot1', 'robot2']
+    (request,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], 0.0).plan
+    planner.finish(_outcome(request, straight(2.0, 5.0, 8.0, 5.0)), 0.0)
+    for now in np.arange(0.25, 6.0, 0.25):
+        _stand(planner, places, now)
+        actions = planner.check_progress(now)
+        if actions.plan:
+            break
+    assert now == pytest.approx(4.25)
+    assert sorted(r.robot for r in actions.plan) == ['robot0', 'robot1']
+    (leave,) = [r for r in actions.plan if r.robot == 'robot1']
+    assert np.min(np.abs(leave.goal[1] - 5.0)) >= 1.0       # off the way by ORCA's + clearance
+    assert 'making way for robot0' in planner.statuses()[1].message
+
+
 def test_a_parked_robot_in_the_only_way_makes_way_off_it_outside_zones_and_comes_back():
     """robot1 stands at its reached goal in a 1.2 m corridor; robot0's plan could not go around
     it. robot1 leaves for the nearest place off robot0's path (not in the zone at the corridor's

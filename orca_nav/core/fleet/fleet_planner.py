@@ -97,6 +97,7 @@ from orca_nav.core.traffic_rules import TrafficRules
 
 JAM_PROGRESS = 0.1      # m the distance to go must shrink by within a goal's jam_timeout
 _STANDING = 0.05        # m/s: slower than this, a robot at its trajectory's end has stopped there
+_STUCK_REACH = 2.0      # m of its way ahead a stuck robot asks parked robots off
 _GATE_STEP = 0.5        # m a gate moves on before the shortened reference is sent again
 _GATE_TIGHTER = 0.05    # m a gate moves back before it is
 BACK_OUT_BUDGET_DIVISOR = 5     # a plan to back out to a place nearby gets this much less
@@ -519,6 +520,11 @@ class FleetPlanner:
         elif step == 'replan_around':
             robot.around = True
             actions = self._request(name, why, now)
+            if self.dim(name) == 2 and robot.reference is not None:
+                # ORCA keeps its radius off the map, more than the plan does: a pass between a
+                # parked robot and a shelf the plan found wide enough may not be for ORCA.
+                actions += self._clear_the_way(name, now, self._way_just_ahead(name),
+                                               slack=self._coordinator.params.clearance)
             self._set_status(actions, name, Level.WARN, f'{why}; replanning around the other '
                                                         'robots')
         elif step == 'back_out' and self.dim(name) == 2:
@@ -616,20 +622,34 @@ class FleetPlanner:
     def _errand(robot: _Robot) -> str:
         return 'making way for ' + ', '.join(robot.making_way_for)
 
-    def _clear_the_way(self, mover: str, now: float) -> Actions:
+    def _clear_the_way(self, mover: str, now: float, path: Optional[np.ndarray] = None,
+                       slack: float = 0.0) -> Actions:
         """`mover`'s new plan could not go around the robots standing on it (its only way goes
         through them): each parked one it passes closer than ORCA lets them (`_parked`,
-        `_orca_radii`) leaves for the nearest place off its way (Open-RMF's responsive wait).
-        Its reference's own samples, as the plan job found them in the way (the coordinator's
-        points, 0.2 m apart, can miss a pass at just under that distance)."""
+        `_orca_radii`), plus `slack`, leaves for the nearest place off its way (Open-RMF's
+        responsive wait). `path`: by default its reference's own samples, as the plan job found
+        them in the way (the coordinator's points, 0.2 m apart, can miss a pass at just under
+        that distance)."""
         actions = Actions()
-        path = self._robots[mover].reference.positions[:, :2]
+        if path is None:
+            path = self._robots[mover].reference.positions[:, :2]
+        if not len(path):
+            return actions
         orca = self._orca_radii()
         for name, robot in self._robots.items():
+            reach = orca[name] + orca[mover] + slack
             if name != mover and self._parked(name) and np.min(np.linalg.norm(
-                    path - robot.start.position[:2], axis=1)) < orca[name] + orca[mover]:
-                actions += self._make_way(name, mover, orca[name] + orca[mover], now)
+                    path - robot.start.position[:2], axis=1)) < reach:
+                actions += self._make_way(name, mover, reach, now)
         return actions
+
+    def _way_just_ahead(self, name: str) -> np.ndarray:
+        """(K, 2) the samples of the robot's reference from its progress on, within
+        `_STUCK_REACH` of where it stands: where what holds a stuck robot stands."""
+        robot = self._robots[name]
+        ref = robot.reference
+        ahead = ref.positions[ref.times >= robot.progress_time, :2]
+        return ahead[np.linalg.norm(ahead - robot.start.position[:2], axis=1) <= _STUCK_REACH]
 
     def _make_way(self, name: str, mover: str, reach: float, now: float) -> Actions:
         """Parked robot `name` leaves for a place at least `reach` off `mover`'s way; it takes

@@ -18,7 +18,9 @@ replanned manoeuvre ends where it stood makes progress along each, and would rep
    as obstacles (a robot pushed off its path, a car short of its goal or nosed into a corner
    gets a new manoeuvre, reversing where it must; a robot behind a standing one goes around);
    a car standing on its trajectory first backs straight off the way it was driving (what the
-   safety layer holds it from: a plan from where it stands may start toward it);
+   safety layer holds it from: a plan from where it stands may start toward it); robots parked
+   beside its way just ahead, nearer than ORCA's distance plus the coordination clearance, make
+   way (ORCA keeps more off the map than the plan: a pass the plan found may not be drivable);
 2. ``back_out``: leave for the nearest place off the other robots' way (the one-lane aisle, the
    door), then plan to the goal again and wait there for its turn;
 3. ``blocked``: nothing helped; the robot says so (its status, at WARN) and the ladder starts

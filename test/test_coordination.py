@@ -188,18 +188,20 @@ def test_a_robot_standing_in_the_way_goes_first_whatever_its_rank():
 
 
 @pytest.mark.parametrize('along, in_way', [(0.47, True), (0.0, False), (-0.5, False)])
-def test_a_robot_diagonally_ahead_of_the_mover_stands_in_its_way_one_beside_it_does_not(
-        along, in_way):
+def test_a_robot_waiting_diagonally_ahead_of_the_mover_stands_in_its_way(along, in_way):
     """b (the later goal) stands 0.63 m beside a's path, 0.03 m more than the two radii (the
-    0.6 m aisle of warehouse_aisles seed 46, where a stood for good and b waited for it):
-    diagonally ahead of a it is in a's way and goes first; beside or behind a, a drives on."""
+    0.6 m aisle of warehouse_aisles seed 46, where a stood for good and b waited for it) and
+    waits for a: diagonally ahead of a it boxes a in, so it goes first, and stays first while
+    it stands there; beside or behind a, a drives on."""
     a = straight(0.0, 5.0, 10.0, 5.0)
     b = straight(1.0 + along, 4.37, 1.0 + along, 0.0)
     coordinator = two_robots(a, b)
     at(coordinator, 'a', a, 1.0)
-    gates = coordinator.update()
-    assert (coordinator.order == ['b', 'a']) == in_way
-    assert (gates['a'].waits_for == 'b') == in_way
+    assert coordinator.update()['b'].waits_for == 'a'
+    for _ in range(2):
+        gates = coordinator.update()
+        assert (coordinator.order == ['b', 'a']) == in_way
+        assert (gates['a'].waits_for == 'b') == in_way
 
 
 def test_two_robots_each_on_the_others_path_are_locked_and_the_later_backs_out():
@@ -211,8 +213,9 @@ def test_two_robots_each_on_the_others_path_are_locked_and_the_later_backs_out()
 
 def test_who_stands_in_whose_way_is_the_same_asked_for_all_pairs_at_once_as_pair_by_pair():
     """The fleet-wide query (one kd-tree query per robot) answers as the definition does for
-    each pair: the stander within the two radii and half the clearance of the mover's remaining
-    path, nearest to a point of it more than the mover's radius beyond the mover's progress."""
+    each pair: the stander within the two radii and half the clearance of a point of the
+    mover's path that lies more than their reach beyond the mover's progress (no robot waits
+    yet, so none boxes another in)."""
     rng = np.random.default_rng(7)
     coordinator = Coordinator()
     refs = {}
@@ -228,11 +231,8 @@ def test_who_stands_in_whose_way_is_the_same_asked_for_all_pairs_at_once_as_pair
     def in_way(stander, mover):
         j, i = coordinator._paths[stander], coordinator._paths[mover]
         gap = np.linalg.norm(i.points - coordinator._here(stander), axis=1)
-        near = (gap <= i.radius + j.radius + 0.5 * clearance) & (i.s >= i.progress)
-        if not near.any():
-            return False
-        nearest = np.flatnonzero(near)[np.argmin(gap[near])]
-        return i.s[nearest] > i.progress + i.radius
+        near = gap <= i.radius + j.radius + 0.5 * clearance
+        return near.any() and i.s[near].max() > i.progress + i.radius + j.radius + clearance
     expected = {(a, b) for x, y in pairs for a, b in ((x, y), (y, x)) if in_way(a, b)}
     assert len(pairs) > 20 and expected
     assert coordinator._in_way(pairs) == expected

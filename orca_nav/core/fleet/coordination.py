@@ -38,9 +38,10 @@ the same way when it gets in well before the other (it then leads, the other fol
 waits before a one-robot lane or zone until the other has come out (stop_buffer short of its
 last point before the zone: outside it). A robot counts as standing in another's way only
 within the two radii and half the clearance of the other's path (one that braked a little late
-for its turn waits where it stopped) at a place along it ahead of the other's front (diagonally
-ahead counts: the other cannot pass it in a narrow aisle), or in a zone the other's path enters
-ahead of it from outside.
+for its turn waits where it stopped) a reach ahead of the other (beside or behind it, it is
+not in the way), or just past the other's front where it waits for the other (diagonally ahead,
+it boxes in the robot it waits for), or in a zone the other's path enters ahead of it from
+outside.
 
 Why it does not deadlock, on the paths: a waiting robot stands before its first conflict with
 every unpassed robot before it, so it is on no narrow stretch of path, and in no zone, of a
@@ -216,6 +217,8 @@ class Coordinator:
         self._generation = 0
         self._rules: Optional[TrafficRules] = None     # with one zone at least, or None
         self.order: List[str] = []      # the last update's order, first goes first
+        self._waiting: set = set()      # the last update's (robot, the robot it waits for)
+        self._boxing: set = set()       # (stander, mover) in the way as a boxing waiter
         self._width: Optional[Tuple[OccupancyGrid, np.ndarray]] = None     # (map, free_width)
         self.set_traffic_rules(rules)
 
@@ -355,17 +358,18 @@ class Coordinator:
 
     def _in_way(self, pairs: Sequence[Tuple[str, str]]) -> set:
         """The (stander, mover) of `pairs`, both ways, where the stander stands on the mover's
-        path ahead of the mover's front: closer to its remaining path than the two radii and
-        half the clearance (a robot that stopped a little late for its turn is not in the way
-        yet), and nearest to a point of it farther than the mover's radius past the mover's
-        progress (beside or behind the mover, it is not in the way; diagonally ahead it is).
-        One kd-tree query per mover for all the robots near its path."""
+        path: closer to its remaining path than the two radii and half the clearance (a robot
+        that stopped a little late for its turn is not in the way yet), at a point of it a
+        whole reach beyond the mover's progress (beside or behind the mover, it is not in the
+        way). A stander that waits for the mover (`_boxing`) counts as soon as its nearest point
+        of that path lies past the mover's front: diagonally ahead, it boxes in the robot it
+        waits for. One kd-tree query per mover for all the robots near its path."""
         standers: Dict[str, List[str]] = {}
         for a, b in pairs:
             standers.setdefault(b, []).append(a)
             standers.setdefault(a, []).append(b)
         here = {name: self._here(name) for name in standers}
-        found = set()
+        found, boxing = set(), set()
         for mover, others in standers.items():
             i = self._paths[mover]
             radii = np.array([self._paths[name].radius for name in others])
@@ -379,11 +383,21 @@ class Coordinator:
             # Only the points not passed yet: a path that comes back counts where it comes back.
             kept = i.s[points] >= i.progress
             points, owners = points[kept], owners[kept]
+            if not len(points):
+                continue
             gaps = np.linalg.norm(i.points[points] - places[owners], axis=1)
             order = np.lexsort((gaps, owners))      # per stander, its nearest point first
             hit, first = np.unique(owners[order], return_index=True)
-            ahead = i.s[points[order[first]]] > i.progress + i.radius
+            farthest = np.maximum.reduceat(i.s[points[order]], first)
+            reach = i.radius + radii[hit] + self.params.clearance
+            ahead = farthest > i.progress + reach
+            front = i.s[points[order[first]]] > i.progress + i.radius
             found.update((others[k], mover) for k in hit[ahead])
+            boxing.update((others[k], mover) for k in hit[front & ~ahead])
+        # Once counted, a boxing stander stays in the way while it stands there (it no longer
+        # waits for the mover, which now waits for it).
+        self._boxing = boxing & (self._boxing | self._waiting)
+        found |= self._boxing
         if self._rules is not None:
             found |= self._in_zone_way(standers, here)
         return found
@@ -429,6 +443,8 @@ class Coordinator:
             partners[second].append(first)
         for name in names:
             gates[name] = self._gate(name, partners[name], locked.get(name))
+        self._waiting = {(name, gate.waits_for) for name, gate in gates.items()
+                         if gate.waits_for is not None}
         return gates
 
     def _gate(self, name: str, leaders: Sequence[str], locked_with: Optional[str]) -> Gate:

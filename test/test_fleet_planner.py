@@ -555,3 +555,51 @@ def test_a_car_held_on_its_trajectory_first_backs_straight_off_the_way_it_was_dr
         planner.set_start_state('robot0', state(goal_x, 5.0, stamp=16.0), now=16.0)
         (again,) = planner.check_progress(now=16.0).plan
         np.testing.assert_allclose(again.goal[:2], [8.0 if driving > 0 else 2.0, 5.0])
+
+
+def test_a_locked_car_backing_straight_off_is_not_sent_to_a_back_out_place_in_the_same_check():
+    """A car held where it nosed up (open_mixed_planned seed 30), locked with a robot ahead in
+    a 1.2 m corridor: its lock sends it to back out every stuck_time, every plan from where it
+    stands starts forward, and it stands. At the ladder's first rung it backs straight off;
+    the lock, due again in the same check, used to replace that with a back-out as the plan
+    came back, so the car never reversed (70 s in that seed)."""
+    car = RobotSpec('robot0', kinematics='car', radius=0.25, max_speed=1.0, max_accel=1.0,
+                    min_turning_radius=1.0)
+    planner = FleetPlanner({'robot0': car, 'robot1': replace(HOLONOMIC, name='robot1')},
+                           SETTINGS, replace(POLICY, stuck_time=4.0))
+    planner.set_map(room(blocks=[(2.0, 0.0, 8.0, 4.4), (2.0, 5.6, 8.0, 10.0)]), now=9.5)
+    for name, x in (('robot0', 3.5), ('robot1', 5.5)):
+        planner.set_start_state(name, state(x, 5.0, stamp=9.5), now=9.5)
+    (older,) = planner.set_goal('robot1', [1.0, 5.0, 0.0], 9.5).plan
+    planner.finish(straight_outcome(older, 1.0, 5.0), 9.5)
+    (newer,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], 10.0).plan
+    (back,) = planner.finish(straight_outcome(newer, 8.0, 5.0), 10.0).plan     # the lock
+
+    def forward_first(request):
+        """A plan that starts toward robot1, as every plan from where the car stands did."""
+        x1, y1 = request.goal[:2]
+        reference = time_path([3.5, 5.0, x1], [5.0, 5.0, y1], [0.0, 0.0, 0.0], [1, 1, 1],
+                              max_speed=1.0, max_accel=1.0)
+        return PlanOutcome(request, PlanResult(PlanStatus.SUCCESS, 'ok', PlanStats()),
+                           reference, {})
+    planner.finish(forward_first(back), 10.0)
+    requests = [(10.0, back.goal[:2].round(2).tolist())]
+    # Checks 2 s apart, as the lock and the ladder fell due together in that seed.
+    for now in np.arange(10.5, 40.0, 2.0):
+        # robot1 creeps on (never on the ladder itself: it stays the earlier of the two).
+        for name, x in (('robot0', 3.5), ('robot1', 5.5 - 0.1 * ((now - 10.0) // 2.0))):
+            planner.set_start_state(name, state(x, 5.0, stamp=now), now=now)
+        actions = planner.check_progress(now=now)
+        pending = [r for r in actions.plan if r.robot == 'robot0']
+        while pending:      # plans come back at once (as in the closed loop): finish runs turns
+            request = pending.pop()
+            requests.append((now, request.goal[:2].round(2).tolist()))
+            pending += [r for r in planner.finish(forward_first(request), now).plan
+                        if r.robot == 'robot0']
+        if any('backing straight off' in s.message for s in actions.status):
+            break
+    assert 'backing straight off' in next(s for s in actions.status
+                                          if s.robot == 'robot0').message
+    when, goal = requests[-1]
+    assert back.robot == 'robot0' and when == now       # the last plan: straight off
+    assert abs(goal[0] - 3.5) == pytest.approx(0.5) and goal[1] == 5.0   # 2 radii straight

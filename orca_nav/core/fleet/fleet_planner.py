@@ -512,7 +512,9 @@ class FleetPlanner:
         why = f'stuck {stalled:.0f} s: no {JAM_PROGRESS:g} m closer to the goal'
         back = self._straight_back(name) if step == 'replan_around' else None
         if back is not None:
-            robot.waypoint, robot.around = back, True
+            # A back-out too: a lock's back-out must not replace it in the same check (its plan
+            # would start toward what holds the car, as every plan from here does).
+            robot.waypoint, robot.around, robot.backed_out_at = back, True, now
             actions = self._request(name, f'{why}: backing straight off to '
                                           f'{_fmt_pose(back[:2])}', now)
             self._set_status(actions, name, Level.WARN, f'{why}; backing straight off the way '

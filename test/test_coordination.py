@@ -491,6 +491,14 @@ def test_a_turn_given_and_taken_back_every_second_counts_as_one_wait():
 ROBOT = RobotSpec('robot0', kinematics='holonomic', radius=0.25, max_speed=1.0, max_accel=1.0)
 
 
+def _supervisor(names=('robot0',), rules=None, **policy):
+    """The planning supervisor of holonomic robots `names` (0.05 m safety margin, 0.15 m goal
+    tolerance, `policy`'s other fields), with the one-robot zones of `rules`."""
+    return FleetPlanner({n: replace(ROBOT, name=n) for n in names},
+                        PlanSettings(safety_margin=0.05),
+                        ReplanPolicy(goal_tolerance=0.15, **policy), rules)
+
+
 def _outcome(request, reference):
     return PlanOutcome(request, PlanResult(PlanStatus.SUCCESS, 'ok', PlanStats()), reference, {})
 
@@ -500,9 +508,7 @@ def test_a_robot_without_progress_is_reported_stuck_at_stuck_time_and_replanned_
     elsewhere: robot0's plans always go around robot1; at stuck_time it is reported stuck and
     planned again around every other robot."""
     names = ('robot0', 'robot1', 'robot2')
-    planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
-                           PlanSettings(safety_margin=0.05),
-                           ReplanPolicy(goal_tolerance=0.15, stuck_time=4.0))
+    planner = _supervisor(names, stuck_time=4.0)
     planner.set_map(room(), 0.0)
     places = {'robot0': (2.0, 5.0), 'robot1': (5.0, 8.0), 'robot2': (8.0, 2.0)}
 
@@ -533,8 +539,7 @@ def test_a_goal_arriving_later_replans_that_robot_alone_and_takes_its_turn_after
     """robot0 and robot1 follow their plans, crossing nowhere; robot0 gets a new goal across
     robot1's path: only robot0 is planned again, and as the newer goal it waits for robot1."""
     names = ('robot0', 'robot1')
-    planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
-                           PlanSettings(safety_margin=0.05), ReplanPolicy(goal_tolerance=0.15))
+    planner = _supervisor(names)
     # robot1's path runs through a 1.2 m gap (x 4.4..5.6, y 2.6..4.6) where robot0's crosses.
     planner.set_map(room(blocks=[(3.9, 2.6, 4.4, 4.6), (5.6, 2.6, 6.1, 4.6)]), 0.0)
     places = {'robot0': (2.0, 2.0), 'robot1': (5.0, 1.5)}
@@ -562,9 +567,7 @@ def test_a_stuck_robot_takes_its_turns_last_and_nobody_waits_behind_it_for_good(
     """robot1 (the older goal) stands still before the crossing; robot0 waits for it, which is
     not being stuck. At stuck_time robot1 climbs the ladder and ranks last: robot0 goes."""
     names = ('robot0', 'robot1')
-    planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
-                           PlanSettings(safety_margin=0.05),
-                           ReplanPolicy(goal_tolerance=0.15, stuck_time=4.0))
+    planner = _supervisor(names, stuck_time=4.0)
     planner.set_map(crossroads(), 0.0)
     places = {'robot0': (3.5, 5.0), 'robot1': (5.0, 1.5)}       # robot0 near its gate
 
@@ -589,8 +592,7 @@ def test_a_stuck_robot_takes_its_turns_last_and_nobody_waits_behind_it_for_good(
 def test_a_jammed_goal_says_what_the_stuck_ladder_tried_last():
     """A navigate_to_pose goal (jam_timeout) of a robot that stands still: at stuck_time it is
     replanned around the others (WARN), at jam_timeout the goal ends saying so."""
-    planner = FleetPlanner({'robot0': ROBOT}, PlanSettings(safety_margin=0.05),
-                           ReplanPolicy(goal_tolerance=0.15, stuck_time=4.0))
+    planner = _supervisor(stuck_time=4.0)
     planner.set_map(room(), 0.0)
     planner.set_start_state('robot0', StartState([2.0, 5.0, 0.0], [0.0, 0.0], 0.0), 0.0)
     (request,) = planner.set_goal('robot0', [8.0, 5.0, 0.0], 0.0, jam_timeout=6.0).plan
@@ -617,9 +619,7 @@ def test_a_stuck_robot_sends_parked_robots_beside_its_way_just_ahead_off_it():
     seed 0: its radius off the map is more than the plan's); at stuck_time robot1 makes way.
     robot2, parked as near the path 4 m on, stays."""
     names = ('robot0', 'robot1', 'robot2')
-    planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
-                           PlanSettings(safety_margin=0.05),
-                           ReplanPolicy(goal_tolerance=0.15, stuck_time=4.0))
+    planner = _supervisor(names, stuck_time=4.0)
     planner.set_map(room(), 0.0)
     places = {'robot0': (2.0, 5.0), 'robot1': (3.0, 5.7), 'robot2': (6.0, 5.7)}
     _stand(planner, places, 0.0)
@@ -649,9 +649,7 @@ def test_a_parked_robot_in_the_only_way_makes_way_off_it_outside_zones_and_comes
     names = ('robot0', 'robot1')
     west_end = TrafficRules.from_dict({'zones': [{'name': 'west', 'polygon': [
         [0.0, 0.0], [3.0, 0.0], [3.0, 10.0], [0.0, 10.0]]}]})
-    planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
-                           PlanSettings(safety_margin=0.05), ReplanPolicy(goal_tolerance=0.15),
-                           west_end)
+    planner = _supervisor(names, west_end)
     planner.set_map(room(blocks=[(3.0, 0.0, 7.0, 4.4), (3.0, 5.6, 7.0, 10.0)]), 0.0)
     places = {'robot0': (1.0, 5.0), 'robot1': (4.9, 5.0)}
 
@@ -698,8 +696,7 @@ def test_a_parked_robot_the_plan_passes_between_two_path_points_makes_way():
     samples (the plan job's verdict: blocked), yet no nearer than that to the coordinator's
     points 0.2 m apart on either side of it: it is asked to make way all the same."""
     names = ('robot0', 'robot1')
-    planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
-                           PlanSettings(safety_margin=0.05), ReplanPolicy(goal_tolerance=0.15))
+    planner = _supervisor(names)
     planner.set_map(room(), 0.0)
     reach = 2.0 * (ROBOT.radius + 0.05)             # two holonomic robots' ORCA radii
     beside = (5.1, 5.0 + reach - 0.003)             # the samples are 0.1 m apart, at x = 5.1 too
@@ -856,9 +853,7 @@ def test_a_robot_backing_out_that_is_still_locked_is_sent_again_after_stuck_time
     to get nothing more, and both stood until the stuck ladder; it is sent off again once
     stuck_time has passed since it last backed out."""
     names = ('robot0', 'robot1')
-    planner = FleetPlanner({n: replace(ROBOT, name=n) for n in names},
-                           PlanSettings(safety_margin=0.05),
-                           ReplanPolicy(goal_tolerance=0.15, stuck_time=4.0))
+    planner = _supervisor(names, stuck_time=4.0)
     planner.set_map(room(blocks=[(2.0, 0.0, 8.0, 4.4), (2.0, 5.6, 8.0, 10.0)]), 0.0)
     places = {'robot0': (3.0, 5.0), 'robot1': (6.0, 5.0)}
 

@@ -45,11 +45,16 @@ def ready(grid=None, start=(2.0, 5.0), stamp=10.0):
     return planner
 
 
+def succeeded(request, reference):
+    """A plan job's outcome: `request` planned, as `reference`."""
+    return PlanOutcome(request, PlanResult(PlanStatus.SUCCESS, 'ok', PlanStats()), reference, {})
+
+
 def straight_outcome(request, x1, y1):
     """What a planner would return: a straight reference from the request's start."""
     x0, y0 = request.start.pose[:2]
-    reference = time_path([x0, x1], [y0, y1], [0.0, 0.0], [1, 1], max_speed=1.0, max_accel=1.0)
-    return PlanOutcome(request, PlanResult(PlanStatus.SUCCESS, 'ok', PlanStats()), reference, {})
+    return succeeded(request, time_path([x0, x1], [y0, y1], [0.0, 0.0], [1, 1], max_speed=1.0,
+                                        max_accel=1.0))
 
 
 def following(planner, goal=(8.0, 5.0), now=10.0):
@@ -222,8 +227,7 @@ def test_a_robot_standing_at_its_trajectorys_end_after_its_time_is_done_though_a
     # Back along the way it came, to an end 0.12 m beside it.
     cusp = time_path([2.0, 6.0, 5.0], [5.0, 5.0, 5.12], [0.0, 0.0, 0.0], [1, 1, -1],
                      max_speed=1.0, max_accel=1.0)
-    planner.finish(PlanOutcome(request, PlanResult(PlanStatus.SUCCESS, 'ok', PlanStats()),
-                               cusp, {}), 10.0)
+    planner.finish(succeeded(request, cusp), 10.0)
     planner.set_start_state('robot0', state(5.0, 5.02, stamp=11.0), now=11.0)
     assert not planner.check_progress(now=11.0).ended       # its time has not run out
     now = 10.0 + cusp.duration + 0.5
@@ -352,7 +356,7 @@ def test_done_within_goal_tolerance_once_the_last_segment_started():
                           max_speed=1.0, max_accel=1.0)
     planner = ready()
     (request,) = planner.set_goal('robot0', [2.0, 5.0, 0.0], now=10.0).plan
-    planner.finish(PlanOutcome(request, PlanResult(PlanStatus.SUCCESS, 'ok'), reference, {}), 10.0)
+    planner.finish(succeeded(request, reference), 10.0)
     assert not planner.check_progress(now=10.1).status     # at the end's place, first segment
     for x in (3.0, 4.0, 3.0, 2.05):
         planner.set_start_state('robot0', state(x, 5.0), now=11.0)
@@ -540,8 +544,7 @@ def test_a_car_held_on_its_trajectory_first_backs_straight_off_the_way_it_was_dr
     x0, x1 = (2.0, 8.0) if driving > 0 else (7.0, 2.0)
     reference = time_path([x0, x1], [5.0, 5.0], [0.0, 0.0], [driving] * 2, max_speed=1.0,
                           max_accel=1.0)
-    planner.finish(PlanOutcome(request, PlanResult(PlanStatus.SUCCESS, 'ok', PlanStats()),
-                               reference, {}), 10.0)
+    planner.finish(succeeded(request, reference), 10.0)
     held = 3.5
     for now in (11.0, 13.0, 15.5):
         planner.set_start_state('robot0', state(held, 5.0, stamp=now), now=now)
@@ -578,10 +581,8 @@ def test_a_locked_car_backing_straight_off_is_not_sent_to_a_back_out_place_in_th
     def forward_first(request):
         """A plan that starts toward robot1, as every plan from where the car stands did."""
         x1, y1 = request.goal[:2]
-        reference = time_path([3.5, 5.0, x1], [5.0, 5.0, y1], [0.0, 0.0, 0.0], [1, 1, 1],
-                              max_speed=1.0, max_accel=1.0)
-        return PlanOutcome(request, PlanResult(PlanStatus.SUCCESS, 'ok', PlanStats()),
-                           reference, {})
+        return succeeded(request, time_path([3.5, 5.0, x1], [5.0, 5.0, y1], [0.0, 0.0, 0.0],
+                                             [1, 1, 1], max_speed=1.0, max_accel=1.0))
     planner.finish(forward_first(back), 10.0)
     requests = [(10.0, back.goal[:2].round(2).tolist())]
     # Checks 2 s apart, as the lock and the ladder fell due together in that seed.

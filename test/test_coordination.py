@@ -878,3 +878,32 @@ def test_a_robot_backing_out_that_is_still_locked_is_sent_again_after_stuck_time
         actions = planner.check_progress(now)
     assert backing[0] == pytest.approx(0.5)
     assert backing[1:] == [pytest.approx(4.5)]       # stuck_time after the first, not later
+
+
+def test_a_robot_backing_out_goes_on_to_its_place_until_it_stands_near_it():
+    """A place to back out to counts as reached within the robot's radius only once the robot
+    stands there; still moving, it goes on (warehouse_aisles seed 23: a robot that turned back
+    0.29 m short of its place stood 0.75 m beside the other's path, nearer than ORCA keeps two
+    robots, and the other could not pass between it and a shelf)."""
+    names = ('robot0', 'robot1')
+    planner = _supervisor(names)
+    planner.set_map(room(blocks=[(2.0, 0.0, 8.0, 4.4), (2.0, 5.6, 8.0, 10.0)]), 0.0)
+    places = {'robot0': (3.0, 5.0), 'robot1': (6.0, 5.0)}
+    _stand(planner, places, 0.0)
+    (older,) = planner.set_goal('robot0', [9.0, 5.0, 0.0], 0.0).plan
+    planner.finish(_outcome(older, straight(3.0, 5.0, 9.0, 5.0)), 0.0)
+    (newer,) = planner.set_goal('robot1', [1.0, 5.0, 0.0], 0.5).plan
+    (leave,) = planner.finish(_outcome(newer, straight(6.0, 5.0, 1.0, 5.0)), 0.5).plan
+    place = np.asarray(leave.goal[:2])
+    planner.finish(_outcome(leave, straight(6.0, 5.0, *place)), 0.5)
+    way = (place - [6.0, 5.0]) / np.linalg.norm(place - [6.0, 5.0])
+    short = place - 0.2 * way         # within the radius (0.25 m), beyond the goal tolerance
+    yaw = float(np.arctan2(way[1], way[0]))
+    requests = {}
+    for now, speed in ((1.0, 0.3), (1.25, 0.0)):
+        _stand(planner, {'robot0': places['robot0']}, now)
+        planner.set_start_state('robot1', StartState([*short, yaw], [speed, 0.0], now), now)
+        requests[speed] = [r for r in planner.check_progress(now).plan if r.robot == 'robot1']
+    assert requests[0.3] == []
+    (again,) = requests[0.0]
+    np.testing.assert_allclose(again.goal[:2], [1.0, 5.0])

@@ -423,10 +423,13 @@ class FleetPlanner:
             robot.progress_time = ref.nearest_time(position, after=robot.progress_time)
             deviation = float(np.linalg.norm(position - ref.position_at(robot.progress_time)[0]))
             to_end = float(np.linalg.norm(position - ref.positions[-1]))
-            # A place to back out to need not be hit exactly: within the robot's radius will do.
-            tolerance = self.policy.goal_tolerance if robot.waypoint is None else \
-                max(self.policy.goal_tolerance, robot.spec.radius)
             standing = float(np.linalg.norm(robot.start.velocity)) < _STANDING
+            # A place to back out to need not be hit exactly: standing within the robot's
+            # radius will do (still moving, it goes on: the place is off the way by the two
+            # radii and the clearance, and where it slows down short of that, ORCA's
+            # distance to the robot passing can leave that robot no way between it and a wall).
+            tolerance = self.policy.goal_tolerance if robot.waypoint is None or not standing \
+                else max(self.policy.goal_tolerance, robot.spec.radius)
             # Standing after its reference's time ran out, not held at a gate: the controller
             # is through with the reference (its tracker skips a cusp it came near and stops a
             # car with a sideways error), though the nearest sample need not be the last one.

@@ -642,6 +642,37 @@ def test_a_stuck_robot_sends_parked_robots_beside_its_way_just_ahead_off_it():
     assert 'making way for robot0' in planner.statuses()[1].message
 
 
+def test_a_stuck_robot_sends_robots_waiting_their_turn_beside_its_way_just_ahead_off_it():
+    """robot1 waits at its gate for robot2 to leave a one-robot zone, 0.7 m beside the way
+    just ahead of robot0, which stands still: as near as a parked robot ORCA would not let
+    robot0 pass (warehouse_shipped seed 34: three robots, each waiting for or held by the
+    next). At stuck_time robot1 backs out of robot0's way; robot2, under way, goes on."""
+    names = ('robot0', 'robot1', 'robot2')
+    zone = TrafficRules.from_dict({'zones': [{'name': 'bay', 'polygon': [
+        [6.0, 2.0], [9.0, 2.0], [9.0, 6.0], [6.0, 6.0]]}]})
+    planner = _supervisor(names, zone, stuck_time=4.0)
+    planner.set_map(room(), 0.0)
+    places = {'robot0': (5.0, 2.5), 'robot1': (5.7, 4.0), 'robot2': (7.5, 5.5)}
+    _stand(planner, places, 0.0)
+    for name, goal in (('robot2', (7.5, 0.5)), ('robot1', (9.5, 4.0)), ('robot0', (5.0, 9.0))):
+        (request,) = planner.set_goal(name, [*goal, 0.0], 0.0).plan
+        planner.finish(_outcome(request, straight(*places[name], *goal)), 0.0)
+    for now in np.arange(0.25, 6.0, 0.25):
+        places['robot2'] = (7.5, 5.5 - 0.25 * now)      # through the zone, slowly
+        _stand(planner, places, now)
+        actions = planner.check_progress(now)
+        assert planner.gate('robot1') == 'robot2'
+        if actions.plan:
+            break
+    assert now == pytest.approx(4.25)
+    assert sorted(r.robot for r in actions.plan) == ['robot0', 'robot1']
+    (leave,) = [r for r in actions.plan if r.robot == 'robot1']
+    # Off robot0's way by ORCA's distance and the clearance (to half a map cell).
+    assert abs(leave.goal[0] - 5.0) >= 1.0 - 0.05
+    assert 'in the way of robot0, which is stuck: backing out' in \
+        planner.statuses()[1].message
+
+
 def test_a_parked_robot_in_the_only_way_makes_way_off_it_outside_zones_and_comes_back():
     """robot1 stands at its reached goal in a 1.2 m corridor; robot0's plan could not go around
     it. robot1 leaves for the nearest place off robot0's path (not in the zone at the corridor's

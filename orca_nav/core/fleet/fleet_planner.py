@@ -528,8 +528,9 @@ class FleetPlanner:
             if self.dim(name) == 2 and robot.reference is not None:
                 # ORCA keeps its radius off the map, more than the plan does: a pass between a
                 # parked robot and a shelf the plan found wide enough may not be for ORCA.
-                actions += self._clear_the_way(name, now, self._way_just_ahead(name),
-                                               slack=self._coordinator.params.clearance)
+                way, slack = self._way_just_ahead(name), self._coordinator.params.clearance
+                actions += self._clear_the_way(name, now, way, slack=slack)
+                actions += self._waiting_off_the_way(name, now, way, slack)
             self._set_status(actions, name, Level.WARN, f'{why}; replanning around the other '
                                                         'robots')
         elif step == 'back_out' and self.dim(name) == 2:
@@ -565,13 +566,13 @@ class FleetPlanner:
         return np.array([there[0], there[1], yaw])
 
     def _back_out(self, name: str, now: float, why: str,
-                  partner: Optional[str] = None) -> Actions:
+                  partner: Optional[str] = None, reach: float = 0.0) -> Actions:
         """Leaves for the nearest place off the other robots' way (off the whole rest of
-        `partner`'s path, off the nearby paths of the others), then plans to the goal again,
-        in its turn. Nothing to do when there is no such place."""
+        `partner`'s path, off the nearby paths of the others, at least `reach` off), then plans
+        to the goal again, in its turn. Nothing to do when there is no such place."""
         robot = self._robots[name]
         robot.backed_out_at = now
-        place = self._place_off_the_way(name, partner)
+        place = self._place_off_the_way(name, partner, reach)
         actions = Actions()
         if place is None:
             self._set_status(actions, name, Level.WARN, f'{why}: no place off the others\' way '
@@ -646,6 +647,24 @@ class FleetPlanner:
             if name != mover and self._parked(name) and np.min(np.linalg.norm(
                     path - robot.start.position[:2], axis=1)) < reach:
                 actions += self._make_way(name, mover, reach, now)
+        return actions
+
+    def _waiting_off_the_way(self, mover: str, now: float, path: np.ndarray,
+                             slack: float) -> Actions:
+        """Robots waiting their turn at a gate beside `path` (a stuck `mover`'s way just
+        ahead), closer than ORCA lets them plus `slack`, back out of `mover`'s way: waiting
+        for a third robot there, they hold `mover` as surely as a parked robot would."""
+        actions = Actions()
+        if not len(path):
+            return actions
+        orca = self._orca_radii()
+        for name, robot in self._robots.items():
+            if name == mover or robot.waypoint is not None or not self._waiting_turn(name):
+                continue
+            reach = orca[name] + orca[mover] + slack
+            if np.min(np.linalg.norm(path - robot.start.position[:2], axis=1)) < reach:
+                actions += self._back_out(name, now, f'in the way of {mover}, which is stuck',
+                                          mover, reach)
         return actions
 
     def _way_just_ahead(self, name: str) -> np.ndarray:

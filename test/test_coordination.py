@@ -877,22 +877,27 @@ def test_robots_go_through_a_one_robot_passage_one_at_a_time():
     assert counts[True] == 1 and counts[False] > 1
 
 
+def _head_on_in_a_corridor(**policy):
+    """robot0 (3, 5) and robot1 (6, 5) head-on in a 1.2 m corridor (x 2..8), robot0 the older
+    goal, each planned straight to the other end: the supervisor, their places, and the actions
+    of robot1's plan (which sends it back out)."""
+    planner = _supervisor(('robot0', 'robot1'), **policy)
+    planner.set_map(room(blocks=[(2.0, 0.0, 8.0, 4.4), (2.0, 5.6, 8.0, 10.0)]), 0.0)
+    places = {'robot0': (3.0, 5.0), 'robot1': (6.0, 5.0)}
+    _stand(planner, places, 0.0)
+    (older,) = planner.set_goal('robot0', [9.0, 5.0, 0.0], 0.0).plan
+    planner.finish(_outcome(older, straight(3.0, 5.0, 9.0, 5.0)), 0.0)
+    (newer,) = planner.set_goal('robot1', [1.0, 5.0, 0.0], 0.5).plan
+    return planner, places, planner.finish(_outcome(newer, straight(6.0, 5.0, 1.0, 5.0)), 0.5)
+
+
 def test_a_robot_backing_out_that_is_still_locked_is_sent_again_after_stuck_time():
     """robot1 (the newer goal) meets robot0 head-on in a 1.2 m corridor and backs out; its way
     out still runs into robot0 (each stands on the other's path again: warehouse_aisles seed
     29, where the third robot came into the back-out's way). A robot already backing out used
     to get nothing more, and both stood until the stuck ladder; it is sent off again once
     stuck_time has passed since it last backed out."""
-    names = ('robot0', 'robot1')
-    planner = _supervisor(names, stuck_time=4.0)
-    planner.set_map(room(blocks=[(2.0, 0.0, 8.0, 4.4), (2.0, 5.6, 8.0, 10.0)]), 0.0)
-    places = {'robot0': (3.0, 5.0), 'robot1': (6.0, 5.0)}
-
-    _stand(planner, places, 0.0)
-    (older,) = planner.set_goal('robot0', [9.0, 5.0, 0.0], 0.0).plan
-    planner.finish(_outcome(older, straight(3.0, 5.0, 9.0, 5.0)), 0.0)
-    (newer,) = planner.set_goal('robot1', [1.0, 5.0, 0.0], 0.5).plan
-    actions = planner.finish(_outcome(newer, straight(6.0, 5.0, 1.0, 5.0)), 0.5)
+    planner, places, actions = _head_on_in_a_corridor(stuck_time=4.0)
     backing = []
     now = 0.5
     while now < 7.0:
@@ -916,15 +921,8 @@ def test_a_robot_backing_out_goes_on_to_its_place_until_it_stands_near_it():
     stands there; still moving, it goes on (warehouse_aisles seed 23: a robot that turned back
     0.29 m short of its place stood 0.75 m beside the other's path, nearer than ORCA keeps two
     robots, and the other could not pass between it and a shelf)."""
-    names = ('robot0', 'robot1')
-    planner = _supervisor(names)
-    planner.set_map(room(blocks=[(2.0, 0.0, 8.0, 4.4), (2.0, 5.6, 8.0, 10.0)]), 0.0)
-    places = {'robot0': (3.0, 5.0), 'robot1': (6.0, 5.0)}
-    _stand(planner, places, 0.0)
-    (older,) = planner.set_goal('robot0', [9.0, 5.0, 0.0], 0.0).plan
-    planner.finish(_outcome(older, straight(3.0, 5.0, 9.0, 5.0)), 0.0)
-    (newer,) = planner.set_goal('robot1', [1.0, 5.0, 0.0], 0.5).plan
-    (leave,) = planner.finish(_outcome(newer, straight(6.0, 5.0, 1.0, 5.0)), 0.5).plan
+    planner, places, actions = _head_on_in_a_corridor()
+    (leave,) = actions.plan
     place = np.asarray(leave.goal[:2])
     planner.finish(_outcome(leave, straight(6.0, 5.0, *place)), 0.5)
     way = (place - [6.0, 5.0]) / np.linalg.norm(place - [6.0, 5.0])

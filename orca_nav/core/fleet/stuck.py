@@ -19,8 +19,9 @@ replanned manoeuvre ends where it stood makes progress along each, and would rep
    gets a new manoeuvre, reversing where it must; a robot behind a standing one goes around);
    a car standing on its trajectory first backs straight off the way it was driving (what the
    safety layer holds it from: a plan from where it stands may start toward it); robots parked
-   beside its way just ahead, nearer than ORCA's distance plus the coordination clearance, make
-   way (ORCA keeps more off the map than the plan: a pass the plan found may not be drivable);
+   or waiting their turn beside its way just ahead, nearer than ORCA's distance plus the
+   coordination clearance, make way or back out of it (ORCA keeps more off the map than the
+   plan: a pass the plan found may not be drivable);
 2. ``back_out``: leave for the nearest place off the other robots' way (the one-lane aisle, the
    door), then plan to the goal again and wait there for its turn;
 3. ``blocked``: nothing helped; the robot says so (its status, at WARN) and the ladder starts

@@ -907,8 +907,9 @@ def test_a_robot_backing_out_that_is_still_locked_is_sent_again_after_stuck_time
                 continue
             assert request.goal[0] > 6.0    # off robot0's way
             backing.append(now)
-            # A way out that runs back into robot0 (who stands where it is).
-            planner.finish(_outcome(request, straight(6.0, 5.0, 3.6, 5.0)), now)
+            # A way out that runs back through robot0 (who stands where it is), nearly to the
+            # corridor's end: robot0 has no much nearer place off it.
+            planner.finish(_outcome(request, straight(6.0, 5.0, 2.5, 5.0)), now)
         now += 0.25
         _stand(planner, places, now)
         actions = planner.check_progress(now)
@@ -936,3 +937,20 @@ def test_a_robot_backing_out_goes_on_to_its_place_until_it_stands_near_it():
     assert requests[0.3] == []
     (again,) = requests[0.0]
     np.testing.assert_allclose(again.goal[:2], [1.0, 5.0])
+
+
+def test_of_two_locked_robots_the_one_with_the_much_nearer_place_off_the_way_backs_out():
+    """robot1 (the newer goal) is 4 m into a 15 m corridor, robot0 0.5 m from its far end,
+    head-on: robot0 backs out of the corridor (1.3 m) rather than robot1 driving 4 m back
+    (warehouse_aisles seed 5: back-outs of 10 m down an aisle, the other robot following)."""
+    planner = _supervisor(('robot0', 'robot1'))
+    planner.set_map(room(20.0, blocks=[(2.0, 0.0, 17.0, 4.4), (2.0, 5.6, 17.0, 20.0)]), 0.0)
+    places = {'robot0': (16.5, 5.0), 'robot1': (6.0, 5.0)}
+    _stand(planner, places, 0.0)
+    (older,) = planner.set_goal('robot0', [0.5, 5.0, 0.0], 0.0).plan
+    planner.finish(_outcome(older, straight(16.5, 5.0, 0.5, 5.0)), 0.0)
+    (newer,) = planner.set_goal('robot1', [19.5, 5.0, 0.0], 0.5).plan
+    (leave,) = planner.finish(_outcome(newer, straight(6.0, 5.0, 19.5, 5.0)), 0.5).plan
+    assert leave.robot == 'robot0' and leave.goal[0] > 17.0     # out of the corridor's end
+    assert 'robot1 and it stand on each other\'s path: backing out' in \
+        planner.statuses()[0].message

@@ -50,8 +50,9 @@ enters would stand in its way, so go before it); the first robot of the order wa
 and its path is free of waiting robots (and of parked ones: the supervisor plans around robots
 standing without a plan, and sends one standing in the only way off it); when it has passed,
 the next one is first. The only exception is two
-robots each standing in the other's way ahead (``locked``): the later one has to back out
-(`waiting_spot`: off the others' paths, outside every zone), the fleet supervisor plans that.
+robots each standing in the other's way ahead (``locked``): one has to back out (`waiting_spot`:
+off the others' paths, outside every zone), the later one unless the earlier one's place is much
+nearer; the fleet supervisor plans that.
 Why no robot starves: ranks only rise (every older goal ends, new goals rank last), so every
 robot becomes first, and the first one is delayed only by robots that stood in its way when it
 was planned, each of which moves off its path (and out of its zones). A robot that cannot get

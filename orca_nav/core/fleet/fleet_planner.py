@@ -97,6 +97,7 @@ from orca_nav.core.traffic_rules import TrafficRules
 
 JAM_PROGRESS = 0.1      # m the distance to go must shrink by within a goal's jam_timeout
 _STANDING = 0.05        # m/s: slower than this, a robot at its trajectory's end has stopped there
+_NEARER = 2.0           # m nearer the earlier of two locked robots' place must be to back out
 _STUCK_REACH = 2.0      # m of its way ahead a stuck robot asks parked robots off
 _GATE_STEP = 0.5        # m a gate moves on before the shortened reference is sent again
 _GATE_TIGHTER = 0.05    # m a gate moves back before it is
@@ -534,7 +535,7 @@ class FleetPlanner:
             self._set_status(actions, name, Level.WARN, f'{why}; replanning around the other '
                                                         'robots')
         elif step == 'back_out' and self.dim(name) == 2:
-            actions = self._back_out(name, now, why)
+            actions = self._back_out(name, now, why, self._place_off_the_way(name, None))
             self._set_status(actions, name, Level.WARN, f'{why}; backing out of the others\' '
                                                         'way' if robot.waypoint is not None else
                              f'{why}; no place to back out to; waiting')
@@ -566,13 +567,11 @@ class FleetPlanner:
         return np.array([there[0], there[1], yaw])
 
     def _back_out(self, name: str, now: float, why: str,
-                  partner: Optional[str] = None, reach: float = 0.0) -> Actions:
-        """Leaves for the nearest place off the other robots' way (off the whole rest of
-        `partner`'s path, off the nearby paths of the others, at least `reach` off), then plans
-        to the goal again, in its turn. Nothing to do when there is no such place."""
+                  place: Optional[np.ndarray]) -> Actions:
+        """Leaves for `place` (`_place_off_the_way`), then plans to the goal again, in its
+        turn; says so when there is no such place."""
         robot = self._robots[name]
         robot.backed_out_at = now
-        place = self._place_off_the_way(name, partner, reach)
         actions = Actions()
         if place is None:
             self._set_status(actions, name, Level.WARN, f'{why}: no place off the others\' way '
@@ -581,6 +580,27 @@ class FleetPlanner:
         robot.waypoint = place
         robot.around = True
         return self._request(name, f'{why}: backing out to {_fmt_pose(place[:2])}', now)
+
+    def _may_back_out(self, name: str, now: float) -> bool:
+        robot = self._robots[name]
+        return not robot.running and now - robot.backed_out_at >= self.policy.stuck_time
+
+    def _unlock(self, late: str, early: str, now: float) -> Actions:
+        """Of two robots each standing on the other's path, the one with the nearer place off
+        the other's way backs out: the later goal, unless the earlier one's place is nearer by
+        more than `_NEARER` (a robot at an aisle's far end need not drive its length back)."""
+        place = self._place_off_the_way(late, early)
+        backer, partner = late, early
+        if self._may_back_out(early, now):
+            other = self._place_off_the_way(early, late)
+            if other is not None and (place is None or self._away(early, other) + _NEARER <
+                                      self._away(late, place)):
+                backer, partner, place = early, late, other
+        return self._back_out(backer, now, f'{partner} and it stand on each other\'s path',
+                              place)
+
+    def _away(self, name: str, place: np.ndarray) -> float:
+        return float(np.linalg.norm(place[:2] - self._robots[name].start.position[:2]))
 
     def _place_off_the_way(self, name: str, partner: Optional[str],
                            reach: float = 0.0) -> Optional[np.ndarray]:
@@ -664,7 +684,7 @@ class FleetPlanner:
             reach = orca[name] + orca[mover] + slack
             if np.min(np.linalg.norm(path - robot.start.position[:2], axis=1)) < reach:
                 actions += self._back_out(name, now, f'in the way of {mover}, which is stuck',
-                                          mover, reach)
+                                          self._place_off_the_way(name, mover, reach))
         return actions
 
     def _way_just_ahead(self, name: str) -> np.ndarray:
@@ -754,10 +774,8 @@ class FleetPlanner:
                 self._waits_for[name] = gate.waits_for
             partner = self._robots.get(gate.locked_with)
             # Also a robot already backing out whose way out is locked in turn: sent again.
-            if partner is not None and partner.waypoint is None \
-                    and not robot.running and now - robot.backed_out_at >= self.policy.stuck_time:
-                actions += self._back_out(name, now, f'{gate.locked_with} and it stand on each '
-                                                     'other\'s path', gate.locked_with)
+            if partner is not None and partner.waypoint is None and self._may_back_out(name, now):
+                actions += self._unlock(name, gate.locked_with, now)
                 continue
             stop = gate.stop_s
             if robot.published and (stop is None) == (robot.gate is None) and (

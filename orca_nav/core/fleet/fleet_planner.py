@@ -656,16 +656,11 @@ class FleetPlanner:
         responsive wait). `path`: by default its reference's own samples, as the plan job found
         them in the way (the coordinator's points, 0.2 m apart, can miss a pass at just under
         that distance)."""
-        actions = Actions()
         if path is None:
             path = self._robots[mover].reference.positions[:, :2]
-        if not len(path):
-            return actions
-        orca = self._orca_radii()
-        for name, robot in self._robots.items():
-            reach = orca[name] + orca[mover] + slack
-            if name != mover and self._parked(name) and np.min(np.linalg.norm(
-                    path - robot.start.position[:2], axis=1)) < reach:
+        actions = Actions()
+        for name, reach in self._beside(mover, path, slack):
+            if self._parked(name):
                 actions += self._make_way(name, mover, reach, now)
         return actions
 
@@ -675,17 +670,25 @@ class FleetPlanner:
         ahead), closer than ORCA lets them plus `slack`, back out of `mover`'s way: waiting
         for a third robot there, they hold `mover` as surely as a parked robot would."""
         actions = Actions()
-        if not len(path):
-            return actions
-        orca = self._orca_radii()
-        for name, robot in self._robots.items():
-            if name == mover or robot.waypoint is not None or not self._waiting_turn(name):
-                continue
-            reach = orca[name] + orca[mover] + slack
-            if np.min(np.linalg.norm(path - robot.start.position[:2], axis=1)) < reach:
+        for name, reach in self._beside(mover, path, slack):
+            if self._robots[name].waypoint is None and self._waiting_turn(name):
                 actions += self._back_out(name, now, f'in the way of {mover}, which is stuck',
                                           self._place_off_the_way(name, mover, reach))
         return actions
+
+    def _beside(self, mover: str, path: np.ndarray, slack: float) -> List[Tuple[str, float]]:
+        """(name, reach) of each other robot standing closer to `path` (K, 2) than ORCA keeps
+        it from `mover` (`_orca_radii`) plus `slack`: reach, that distance."""
+        if not len(path):
+            return []
+        orca = self._orca_radii()
+        near = []
+        for name, robot in self._robots.items():
+            reach = orca[name] + orca[mover] + slack
+            if name != mover and robot.start is not None and np.min(np.linalg.norm(
+                    path - robot.start.position[:2], axis=1)) < reach:
+                near.append((name, reach))
+        return near
 
     def _way_just_ahead(self, name: str) -> np.ndarray:
         """(K, 2) the samples of the robot's reference from its progress on, within

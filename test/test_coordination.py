@@ -954,3 +954,19 @@ def test_of_two_locked_robots_the_one_with_the_much_nearer_place_off_the_way_bac
     assert leave.robot == 'robot0' and leave.goal[0] > 17.0     # out of the corridor's end
     assert 'robot1 and it stand on each other\'s path: backing out' in \
         planner.statuses()[0].message
+
+
+def test_a_way_out_that_tours_the_map_is_no_way_out():
+    """robot1's plan to its place off robot0's way (a few metres off) runs 10 m away and back
+    (warehouse_aisles seed 10: a 32 m way around the shelves to a place 3.9 m ahead, 35 s in
+    which the robots waiting for it waited too): it is taken as no way out, and robot1 plans
+    to its goal again, saying why."""
+    planner, places, actions = _head_on_in_a_corridor()
+    (leave,) = actions.plan
+    place = np.asarray(leave.goal[:2])
+    tour = time_path([6.0, 16.0, place[0]], [5.0, 5.0, place[1]], [0.0, 0.0, np.pi], [1, 1, 1],
+                     max_speed=1.0, max_accel=1.0)
+    (again,) = planner.finish(_outcome(leave, tour), 0.5).plan
+    np.testing.assert_allclose(again.goal[:2], [1.0, 5.0])
+    assert planner.waypoint('robot1') is None
+    assert planner.statuses()[-1].message == 'planning (no short way to back out)'

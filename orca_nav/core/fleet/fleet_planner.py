@@ -99,6 +99,11 @@ JAM_PROGRESS = 0.1      # m the distance to go must shrink by within a goal's ja
 _STANDING = 0.05        # m/s: slower than this, a robot at its trajectory's end has stopped there
 _NEARER = 2.0           # m nearer the earlier of two locked robots' place must be to back out
 _STUCK_REACH = 2.0      # m of its way ahead a stuck robot asks parked robots off
+# A way to a place off the others' way longer than this many times the place's distance plus
+# _DETOUR_SLACK m is a tour around the shelves, not a step aside: taken as no way (a tour keeps
+# the robot, and everyone waiting for it, out of the traffic for half a minute).
+_DETOUR_FACTOR = 2.0
+_DETOUR_SLACK = 4.0     # m
 _GATE_STEP = 0.5        # m a gate moves on before the shortened reference is sent again
 _GATE_TIGHTER = 0.05    # m a gate moves back before it is
 BACK_OUT_BUDGET_DIVISOR = 5     # a plan to back out to a place nearby gets this much less
@@ -173,6 +178,15 @@ def last_segment_start(reference: Reference) -> float:
     """Start time of the reference's last driving-direction segment."""
     switches = np.flatnonzero(reference.direction[1:] != reference.direction[:-1])
     return float(reference.times[switches[-1] + 1]) if switches.size else 0.0
+
+
+def _tour(reference: Reference) -> bool:
+    """The reference's path is more than _DETOUR_FACTOR times as long as the way from its
+    start to its end, plus _DETOUR_SLACK m."""
+    points = reference.positions[:, :2]
+    length = float(np.linalg.norm(np.diff(points, axis=0), axis=1).sum())
+    return length > _DETOUR_FACTOR * float(np.linalg.norm(points[-1] - points[0])) + \
+        _DETOUR_SLACK
 
 
 def _fmt_pose(pose) -> str:
@@ -826,6 +840,8 @@ class FleetPlanner:
                 actions.plan.append(self._submit(name))
             return actions
         reference = outcome.reference
+        if reference is not None and robot.waypoint is not None and _tour(reference):
+            reference = None        # a tour is no way out: as if there were none
         again = (f' (tried again with {RETRY_BUDGET_FACTOR}x the budget of '
                  f'{request.settings.plan_max_expansions} expansions)') if outcome.retried else ''
         if reference is None and robot.waypoint is not None and robot.done:
@@ -834,12 +850,12 @@ class FleetPlanner:
             robot.waypoint, errand = None, self._errand(robot)
             if self._straight_to_goal(robot) <= self.policy.goal_tolerance:
                 robot.making_way_for = ()
-            self._set_status(actions, name, Level.WARN, f'{errand}: no path to a place off '
-                             'its way; staying where it is')
+            self._set_status(actions, name, Level.WARN, f'{errand}: no short way to a place '
+                             'off its way; staying where it is')
             return actions
         if reference is None and robot.waypoint is not None:    # no way out: the goal again
             robot.waypoint = None
-            return self._request(name, 'no path to back out', now)
+            return self._request(name, 'no short way to back out', now)
         if reference is None:
             result = outcome.result
             message = f'planning failed ({result.status.value}): {result.message}{again}'

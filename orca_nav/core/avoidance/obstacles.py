@@ -304,6 +304,10 @@ class ObstacleSet:
         # The same, axis-major (2, V): the ORCA lines gather x and y of many vertices at once.
         self.points32_xy = np.ascontiguousarray(self.points32.T)
         self.unit_dir32_xy = np.ascontiguousarray(self.unit_dir32.T)
+        # Each edge's (start x, y, end x, y, squared length) in float32, for `neighbors`.
+        start32, end32 = self.points32_xy, self.points32_xy[:, self.next_vertex]
+        vector32 = end32 - start32
+        self._edges32 = (*start32, *end32, vector32[0] * vector32[0] + vector32[1] * vector32[1])
         self.edge_end = self.points[self.next_vertex] if count else np.zeros((0, 2))
         vector = self.edge_end - self.points
         self.edge_length_sq = (vector ** 2).sum(axis=1)
@@ -359,6 +363,9 @@ class ObstacleSet:
         if count == 0 or n_agents == 0:
             empty = np.zeros(0, dtype=np.intp)
             return empty, empty
+        # float32 like RVO2, so near-ties order and the range cut-off agree with it.
+        pos32 = positions.astype(np.float32)
+        range32 = np.asarray(range_sq, dtype=np.float32)
         if self.rvo2_tree and n_agents * count <= _BRUTE_FORCE_PAIRS:
             if self._all_pairs[0] != n_agents:
                 agent = np.repeat(np.arange(n_agents), count)
@@ -366,21 +373,19 @@ class ObstacleSet:
                 agent.flags.writeable = edge.flags.writeable = False
                 self._all_pairs = (n_agents, agent, edge)
             agent, edge = self._all_pairs[1:]
+            # Every pair, agent-major: the edges' row against the agents' column (N, V), the
+            # same arithmetic per pair as gathered pairs, without the gathers.
+            ax, ay, bx, by, length_sq = self._edges32
+            px, py, pair_range = pos32[:, :1], pos32[:, 1:], range32[:, None]
         else:
             agent, edge = self._candidate_pairs(positions, range_sq)
-        # float32 like RVO2, so near-ties order and the range cut-off agree with it.
-        pos32 = positions.astype(np.float32)
-        range32 = np.asarray(range_sq, dtype=np.float32)
-        px, py = pos32[:, 0].take(agent), pos32[:, 1].take(agent)
-        ends = self.next_vertex[edge]
-        x, y = self.points32_xy
-        ax, ay = x.take(edge), y.take(edge)
-        bx, by = x.take(ends), y.take(ends)
+            px, py, pair_range = pos32[:, 0].take(agent), pos32[:, 1].take(agent), \
+                range32.take(agent)
+            ax, ay, bx, by, length_sq = (value.take(edge) for value in self._edges32)
         outside = _left_of(ax, ay, bx, by, px, py) < 0.0
-        ex, ey = bx - ax, by - ay
-        dist_sq = dist_sq_point_segment(ax, ay, bx, by, px, py, ex * ex + ey * ey)
-        keep = outside & (dist_sq < range32[agent])
-        agent, edge, dist_sq = agent[keep], edge[keep], dist_sq[keep]
+        dist_sq = dist_sq_point_segment(ax, ay, bx, by, px, py, length_sq)
+        keep = (outside & (dist_sq < pair_range)).reshape(-1)
+        agent, edge, dist_sq = agent[keep], edge[keep], dist_sq.reshape(-1)[keep]
         if agent.size == 0:
             return agent, edge
         if self._ancestor_edge.shape[1]:

@@ -196,15 +196,16 @@ class DeadlockBreaker:
     def _toward_room(turn, positions, pref, radius, room):
         """`turn` with the detours mirrored whose right-hand turn leads within two radii of an
         obstacle four radii ahead, where the left has more room."""
-        rows = np.flatnonzero((turn != 0.0) & np.any(pref != 0.0, axis=1))
+        rows = ((turn != 0.0) & np.any(pref != 0.0, axis=1)).nonzero()[0]
         if not rows.size:
             return turn
-        heading = np.arctan2(pref[rows, 1], pref[rows, 0])
-        probes = []
-        for side in (turn[rows], -turn[rows]):
-            direction = np.column_stack([np.cos(heading + side), np.sin(heading + side)])
-            probes.append(positions[rows] + 4.0 * radius[rows, None] * direction)
-        right, left = (np.asarray(room(probe), dtype=float) for probe in probes)
+        # The right-hand probes, then the left-hand ones: one question to `room`.
+        both = np.concatenate([rows, rows])
+        angle = (np.arctan2(pref[both, 1], pref[both, 0])
+                 + np.concatenate([turn[rows], -turn[rows]]))
+        direction = np.column_stack([np.cos(angle), np.sin(angle)])
+        probes = positions[both] + 4.0 * radius[both, None] * direction
+        right, left = np.asarray(room(probes), dtype=float).reshape(2, -1)
         mirrored = turn.copy()
         flip = rows[(right < 2.0 * radius[rows]) & (left > right)]
         mirrored[flip] = -turn[flip]

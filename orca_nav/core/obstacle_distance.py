@@ -38,17 +38,28 @@ class ObstacleDistance:
         self._centres = grid.origin + (cells + 0.5) * grid.resolution
         self._tree = cKDTree(self._centres) if len(self._centres) else None
 
-    def certainly_beyond(self, points, reach) -> np.ndarray:
-        """(K,) bool: `lower_bound(points)` is at least `reach` (scalar or (K,)) wherever this
-        says True, read from the grid's clearance field (all False without one). lower_bound
-        is never below the true distance to the cells minus half a diagonal, and that distance
-        never below the field's value at the point's cell minus a diagonal."""
+    def lower_bound_near(self, points, reach) -> np.ndarray:
+        """(K,) `lower_bound` of the points that may be nearer than their `reach` (K,) (its
+        reach: the largest of theirs, below which its values are the same), inf at those
+        certainly beyond it: lower_bound is never below the true distance to the cells minus
+        half a diagonal, and that distance never below the clearance field's value at the
+        point's cell minus a diagonal (without a field every point counts as near). The
+        grid's cells are read once for both: occupied cells are those of clearance 0."""
         points = np.asarray(points, dtype=float).reshape(-1, self.ndim)
-        if not self.grid.has_clearance:
-            return np.zeros(len(points), dtype=bool)
-        field = self.grid.clearance_at(points).astype(float)
-        # float32 field: a relative 1e-6 covers its rounding.
-        return field * (1.0 - 1e-6) - 3.0 * self.half * np.sqrt(self.ndim) - 1e-9 >= reach
+        out = np.full(len(points), np.inf)
+        if self.grid.has_clearance:
+            field = self.grid.clearance_at(points)
+            # float32 field: a relative 1e-6 covers its rounding.
+            beyond = (field.astype(float) * (1.0 - 1e-6) - 3.0 * self.half * np.sqrt(self.ndim)
+                      - 1e-9 >= reach)
+            near = (~beyond).nonzero()[0]
+            occupied = field.take(near) == 0.0
+        else:
+            near = np.arange(len(points))
+            occupied = self.grid.occupied_at(points)
+        if near.size:
+            out[near] = self._lower_bound(points[near], float(reach[near].max()), occupied)
+        return out
 
     def lower_bound(self, points, reach: float = np.inf) -> np.ndarray:
         """(K,) metres from each point (K, ndim) to the nearest occupied cell, never more than
@@ -56,6 +67,12 @@ class ObstacleDistance:
         every cell get inf."""
         points = np.asarray(points, dtype=float).reshape(-1, self.ndim)
         if self._tree is None or len(points) == 0:
+            return np.full(len(points), np.inf)
+        return self._lower_bound(points, reach, self.grid.occupied_at(points))
+
+    def _lower_bound(self, points, reach: float, occupied) -> np.ndarray:
+        """`lower_bound` of points (K, ndim) whose cells' occupancy (K,) is known."""
+        if self._tree is None:
             return np.full(len(points), np.inf)
         k = min(_NEAREST, len(self._centres))
         upper = reach + self.half * np.sqrt(self.ndim) if np.isfinite(reach) else np.inf
@@ -68,4 +85,4 @@ class ObstacleDistance:
         # Cells beyond the k-th centre (all of them if k were too few to be sure).
         beyond = dist[:, -1] - self.half * np.sqrt(self.ndim)
         bound = np.minimum(exact, np.where(found[:, -1], beyond, np.inf))
-        return np.where(self.grid.occupied_at(points), 0.0, bound)
+        return np.where(occupied, 0.0, bound)

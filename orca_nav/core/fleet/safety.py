@@ -256,16 +256,13 @@ class SafetyLayer:
         """(K,) lower bound of the distance from points (K, 3) of `robots` (K,) to the static
         obstacles they can meet: the 2-D map and the sensed edges for ground robots; the voxels,
         and the sensed edges while low, for drones. Only compared with `reach` ((K,)): values
-        at or beyond it (inf beyond the map's `certainly_beyond`) all mean "far"; below it,
-        exact as the lower bounds are."""
+        at or beyond it (inf where the map's `lower_bound_near` is sure of that) all mean
+        "far"; below it, exact as the lower bounds are."""
         out = np.full(len(points), np.inf)
         flying = self.flying[robots]
         if self.static is not None and (~flying).any():
             ground = (~flying).nonzero()[0]
-            near = ground[~self.static.certainly_beyond(points[ground, :2], reach[ground])]
-            if near.size:
-                # lower_bound's reach: below every point's own, its values are the same.
-                out[near] = self.static.lower_bound(points[near, :2], float(reach[near].max()))
+            out[ground] = self.static.lower_bound_near(points[ground, :2], reach[ground])
         if self.static_3d is not None and flying.any():
             out[flying] = self.static_3d.lower_bound(points[flying], float(reach[flying].max()))
         if sensed is not None:

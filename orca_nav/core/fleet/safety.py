@@ -322,13 +322,15 @@ class SafetyLayer:
         drones = flying.any()
         yaw0 = state.poses[rows, 2]
         velocity = state.velocities[rows]                 # world (vx, vy, vz)
-        # Vectors axis-major (3, ...), x, y, z rows, so that the steps and robots are the long
-        # axes numpy loops over (not a last axis of 3); the same values element for element.
-        # Drones ramp their world velocity, ground robots their body twist: one 3-vector each.
-        start = np.zeros((3, m))
+        # Vectors axis-major (axes, ...), x, y(, z) rows, so that the steps and robots are the
+        # long axes numpy loops over (not a last axis of 3); the same values element for
+        # element. Drones ramp their world velocity, ground robots their body twist: one
+        # 3-vector each; without drones z stays 0 (adds +0 to every norm): x and y only.
+        axes = 3 if drones else 2
+        start = np.zeros((axes, m))
         start[:2] = world_to_body(velocity[:, :2], yaw0).T
         start[1, ~self._planar_holonomic[rows]] = 0.0
-        target = np.zeros((3, m))
+        target = np.zeros((axes, m))
         target[:2] = commands[:, :2].T
         if drones:
             target[:2, flying] = body_to_world(commands[flying, :2], yaw0[flying]).T
@@ -347,7 +349,7 @@ class SafetyLayer:
         braked = np.maximum(0.0, 1.0 - (steps - held_steps[None, :])
                             * (self.decel[rows] * h)[None, :]
                             / np.maximum(end_speed, 1e-300)[None, :])
-        linear = np.where(holding, ramp, end[:, None] * braked)             # (3, S-1, M)
+        linear = np.where(holding, ramp, end[:, None] * braked)             # (axes, S-1, M)
         curvature = np.divide(commands[:, 2], commands[:, 0], out=np.zeros(m),
                               where=commands[:, 0] != 0.0)
         yaw_rate = np.where(model == CAR, curvature[None, :] * linear[0], commands[None, :, 2])
@@ -370,15 +372,15 @@ class SafetyLayer:
             factor[turning:] = factor[turning - 1]
         body_x = linear[0] * a - linear[1] * b
         body_y = linear[0] * b + linear[1] * a
-        moves = np.zeros((3, samples - 1, m))          # world displacement of each step
+        moves = np.zeros((axes, samples - 1, m))       # world displacement of each step
         moves[0] = c * body_x - s * body_y
         moves[1] = s * body_x + c * body_y
         if drones:
             moves[:, :, flying] = linear[:, :, flying] * h
         path = np.empty((3, samples, m))
         path[:2, 0] = state.poses[rows, :2].T
-        path[2, 0] = state.altitudes[rows]
-        path[:, 1:] = path[:, :1] + np.cumsum(moves, axis=1)
+        path[2] = state.altitudes[rows]     # ground robots keep theirs, drones climb (below)
+        path[:axes, 1:] = path[:axes, :1] + np.cumsum(moves, axis=1)
         moving = np.zeros((samples, m), dtype=bool)
         moving[1:] = axis_norms(linear) > self.params.rest_speed
         return path.transpose(1, 2, 0), moving     # (S, M, 3) and (S, M)

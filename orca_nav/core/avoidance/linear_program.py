@@ -501,5 +501,5 @@ def min_max_penetration(px, py, dx, dy, valid, num_hard, begin_line, radius, vx,
         # penetration accepted (lines before `low` cannot be next).
         next_line[act] = np.where(trigger.any(axis=0), trigger.argmax(axis=0) + low, num_lines) \
             if len(trigger) else num_lines
-        waiting = np.flatnonzero(next_line < num_lines)
+        waiting = (next_line < num_lines).nonzero()[0]
     return vx, vy

@@ -143,7 +143,7 @@ def _obstacle_line(obstacles, vertex, position, velocity, radius, inv_time):
     for chosen, centre, f in ((circle_left, lc, fl), (circle_right, rc, fr)):
         if not chosen.any():
             continue
-        rows = np.flatnonzero(chosen)
+        rows = chosen.nonzero()[0]
         w = _normalize(f.take(rows, axis=1))
         direction[0, rows] = w[1]
         direction[1, rows] = -w[0]
@@ -166,7 +166,7 @@ def _obstacle_line(obstacles, vertex, position, velocity, radius, inv_time):
     on_right = open_ & ~on_cutoff & ~(dist_left <= dist_right) & ~right_foreign
     line = np.where(on_cutoff, -q1u, np.where(on_left, left, -right))
     anchor = np.where(on_right, rc, lc)
-    rows = np.flatnonzero(on_cutoff | on_left | on_right)
+    rows = (on_cutoff | on_left | on_right).nonzero()[0]
     line = line.take(rows, axis=1)
     direction[:, rows] = line
     scale = scale[rows]
@@ -202,7 +202,7 @@ def obstacle_lines(obstacles, positions, velocities, radius, max_speed, time_hor
     # never kept and covers nothing: only the others take part, in their order.
     lines, added = _obstacle_line(obstacles, vertex, pos.T.take(agent, axis=1),
                                   vel.T.take(agent, axis=1), rad[agent], inv_time[agent])
-    candidates = np.flatnonzero(added)
+    candidates = added.nonzero()[0]
     if candidates.size == 0:
         empty = np.zeros((count, 0))
         return empty, empty, empty, empty, num_lines

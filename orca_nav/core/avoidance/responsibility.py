@@ -59,7 +59,7 @@ def check_responsibility(weights, count) -> Optional[np.ndarray]:
         raise ValueError(f'responsibility: expected a scalar or shape ({count},), '
                          f'got {value.shape}')
     check_finite('responsibility', value)
-    bad = np.flatnonzero((value < 0.0) | (value > 1.0))
+    bad = ((value < 0.0) | (value > 1.0)).nonzero()[0]
     if bad.size:
         raise ValueError(f'responsibility[{bad[0]}] must be in [0, 1], got {value[bad[0]]}')
     return None if (value == value[0]).all() else value

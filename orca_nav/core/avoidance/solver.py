@@ -214,13 +214,13 @@ def new_velocities(positions, velocities, pref_velocities, agent_params, time_st
         start_violation = violation(px, py, dx, dy, vx, vy)
         need = ((start_violation > 0.0) & valid).any(axis=0)
         if need.any():
-            idx = np.flatnonzero(need)
+            idx = need.nonzero()[0]
             # In a crowd every agent needs it: no copies then.
             lpx, lpy, ldx, ldy, lvalid = (px, py, dx, dy, valid) if idx.size == count else \
                 take_columns((px, py, dx, dy, valid), idx)
             sx, sy, line_fail = closest_point(lpx, lpy, ldx, ldy, lvalid, max_speed[idx],
                                               opt_x[idx], opt_y[idx])
-            failed = np.flatnonzero(line_fail >= 0)
+            failed = (line_fail >= 0).nonzero()[0]
             if failed.size:
                 f = idx[failed]
                 infeasible[f] = True
@@ -231,7 +231,7 @@ def new_velocities(positions, velocities, pref_velocities, agent_params, time_st
             vy[idx] = sy
             # Points on the speed circle may exceed it by rounding (~1e-16 relative).
             speed_sq = vx * vx + vy * vy
-            over = np.flatnonzero(speed_sq > max_speed * max_speed)
+            over = (speed_sq > max_speed * max_speed).nonzero()[0]
             if over.size:
                 scale = max_speed[over] / np.sqrt(speed_sq[over])
                 vx[over] *= scale

@@ -409,7 +409,7 @@ class FleetController:
         self._twist = twist
         self._climb_out = climb
         stale = self.commanded & known & ~live
-        newly_stale = np.flatnonzero(stale & ~self._stale).tolist()
+        newly_stale = (stale & ~self._stale).nonzero()[0].tolist()
         self._stale = stale
         return ControlOutput(twist, run, self.commanded & self._engaged, newly_stale,
                              self._climb_out.copy(), self._safety_reason.copy())

@@ -209,7 +209,7 @@ class GeodesicGuidance:
         target = np.where(has_goal[:, None], goals, positions)
         routed = np.zeros(n, dtype=bool)
         for r in _radius_classes(radius[has_goal]):
-            rows = np.flatnonzero(has_goal & (radius == r))
+            rows = (has_goal & (radius == r)).nonzero()[0]
             visible = self.grid.segment_free(positions[rows], goals[rows], float(r))
             rows = rows[~visible]
             # The margin keeps routes off the walls where there is room; where it closes the

@@ -161,8 +161,8 @@ class SafetyLayer:
         pairs = self._near_pairs(state, involved, travel, slack)
         in_pair = np.zeros(n, dtype=bool)
         in_pair[pairs.ravel()] = True
-        rolled = np.flatnonzero((check & (static_check | person_check | in_pair))
-                                | (in_pair & involved))
+        rolled = ((check & (static_check | person_check | in_pair))
+                  | (in_pair & involved)).nonzero()[0]
         if rolled.size == 0:
             return SafetyResult(commands * scale[:, None], climb * scale, scale, reason)
         factors = np.where(state.adjustable[rolled, None], cap[rolled, None] * SCALES[None, :],
@@ -176,7 +176,7 @@ class SafetyLayer:
         paths.get(everyone, largest)        # one batch: every check and pair needs these
         ok, why = self._checks(paths, everyone, largest, static_check,
                                static_need, person_check, slack, h, people, sensed)
-        unsafe = np.flatnonzero(~ok & state.adjustable[rolled])
+        unsafe = (~ok & state.adjustable[rolled]).nonzero()[0]
         choice = np.zeros(len(rolled), dtype=int)
         reason_of = np.full(len(rolled), FREE)
         if unsafe.size:
@@ -219,7 +219,7 @@ class SafetyLayer:
         why = np.full(len(robots), FREE)
         rolled = paths.rolled
         for check, reason in ((static_check, STATIC), (person_check, PERSON)):
-            rows = np.flatnonzero(check[rolled[robots]])
+            rows = check[rolled[robots]].nonzero()[0]
             if not rows.size:
                 continue
             robot, index = robots[rows], scale_index[rows]
@@ -283,7 +283,7 @@ class SafetyLayer:
     def _near_pairs(self, state: SafetyInput, involved, travel, slack) -> np.ndarray:
         """(P, 2) pairs of involved robots, one of them adjustable, whose braking paths could
         meet."""
-        rows = np.flatnonzero(involved)
+        rows = involved.nonzero()[0]
         if len(rows) < 2:
             return np.zeros((0, 2), dtype=int)
         xy = state.poses[rows, :2]

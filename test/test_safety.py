@@ -73,6 +73,27 @@ def test_obstacle_distance_never_overstates_and_is_exact_near_cells():
     assert np.mean(np.abs(bound - truth) < 1e-9) > 0.99
 
 
+@pytest.mark.parametrize('field', [True, False])
+def test_obstacle_distance_near_is_the_lower_bound_wherever_that_is_within_reach(field):
+    """lower_bound_near (the safety layer's one read of the grid per point) gives lower_bound's
+    value wherever that is below the point's reach, and at least the reach elsewhere: with the
+    clearance field (points certainly beyond skipped, occupied cells read from it) and without
+    it; points outside the map are occupied (0)."""
+    rng = np.random.default_rng(5)
+    grid = OccupancyGrid(rng.random((40, 40)) < 0.03, 0.1, (0.0, 0.0))
+    if field:
+        grid.clearance()
+    distance = ObstacleDistance(grid)
+    points = rng.uniform(-0.5, 4.5, (2000, 2))
+    reach = rng.uniform(0.0, 1.0, len(points))
+    near = distance.lower_bound_near(points, reach)
+    bound = distance.lower_bound(points, float(reach.max()))
+    within = bound < reach
+    np.testing.assert_array_equal(near[within], bound[within])
+    assert (near[~within] >= reach[~within]).all()
+    assert within.any() and (~within).any() and (near[~grid.in_bounds(points)] == 0.0).all()
+
+
 def _wall_scene(params, kind='holonomic'):
     """A robot sent through a wall 3 m ahead (its goal lies behind it; no planner)."""
     grid = room(10.0, blocks=[(5.0, 0.0, 5.4, 10.0)])

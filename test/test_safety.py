@@ -133,14 +133,20 @@ def test_a_command_is_scaled_along_its_own_arc():
     np.testing.assert_allclose(result.twists[0], command * result.scale[0])
 
 
-def test_a_round_robot_that_must_stand_still_turns_on_the_spot():
-    """At 1 m/s, 0.5 m from the wall, no factor of the arc is safe: the robot stands. A
-    diff-drive robot keeps the command's turn (its footprint does not move, so no braking path
-    changes; facing a wall closely it could otherwise never turn toward the way out); a car
-    cannot turn standing, and a robot whose state is too old to trust does not move at all."""
-    command, result = _toward_wall('diff_drive', 4.2, 1.0)
-    assert result.scale[0] == 0.0 and result.reason[0] == STATIC
-    np.testing.assert_allclose(result.twists[0], [0.0, 0.0, command[2]])
+def test_a_round_robot_that_must_stand_still_turns_on_the_spot_once_at_rest():
+    """No factor of the arc is safe: the robot stands. A diff-drive robot at rest keeps the
+    command's turn (its footprint does not move, so no braking path changes; facing a wall
+    closely it could otherwise never turn toward the way out). Still moving (1 m/s, 0.5 m from
+    the wall) it brakes straight: turning while it brakes bends its braking path off the one
+    checked (warehouse_throughput seed 16: braking from 0.96 m/s while turning at 2 rad/s, a
+    robot hit a shelf at 0.36 m/s). A car cannot turn standing, and a robot whose state is too
+    old to trust does not move at all."""
+    command, moving = _toward_wall('diff_drive', 4.2, 1.0)
+    assert moving.scale[0] == 0.0 and moving.reason[0] == STATIC
+    np.testing.assert_allclose(moving.twists[0], 0.0)
+    _, standing = _toward_wall('diff_drive', 4.65, 0.0)
+    assert standing.scale[0] == 0.0 and standing.reason[0] == STATIC
+    np.testing.assert_allclose(standing.twists[0], [0.0, 0.0, command[2]])
     _, car = _toward_wall('car', 4.2, 1.0)
     np.testing.assert_allclose(car.twists[0], 0.0)
     _, stale = _toward_wall('diff_drive', 4.2, 1.0, speed_cap=0.0)

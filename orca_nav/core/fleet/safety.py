@@ -203,10 +203,13 @@ class SafetyLayer:
         yaw_rates = commands[:, 2].copy()
         commands = commands * scale[:, None]
         climb = climb * scale
-        # A round robot that must stand may still turn on the spot: its footprint does not
-        # move, so every braking path stays as it was. Without it a diff-drive robot facing
-        # a wall closely could never turn toward the way out. Cars cannot; stale states stop.
-        turning = (scale == 0.0) & (cap > 0.0) & self._turns_on_the_spot
+        # A round robot that must stand may still turn on the spot once at rest: its footprint
+        # does not move, so every braking path stays as it was. Without it a diff-drive robot
+        # facing a wall closely could never turn toward the way out. Still moving, it brakes
+        # straight: a turn would bend its braking path off the one checked. Cars cannot turn
+        # standing; stale states stop.
+        turning = (scale == 0.0) & (cap > 0.0) & self._turns_on_the_spot & \
+            (speed_now <= self.params.rest_speed)
         commands[turning, 2] = yaw_rates[turning]
         return SafetyResult(commands, climb, scale, reason)
 

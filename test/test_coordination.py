@@ -451,9 +451,9 @@ def test_waiting_ones_turn_is_not_being_stuck():
         assert watch.climb(now, 10.0) is None
 
 
-def test_a_wait_is_by_design_for_three_stuck_times_then_the_clock_runs():
+def test_a_wait_is_by_design_for_one_and_a_half_stuck_times_then_the_clock_runs():
     """Turns that change hands among robots standing on each other's paths held robots at
-    their gates for minutes in the generated fleets: after 3 stuck_times of one wait the robot
+    their gates for minutes in the generated fleets: after 1.5 stuck_times of one wait the robot
     is on the ladder like any robot without progress (stuck_time later), and a new wait starts
     the bound again."""
     watch = StuckWatch()
@@ -464,10 +464,11 @@ def test_a_wait_is_by_design_for_three_stuck_times_then_the_clock_runs():
         step = watch.climb(now, 10.0)
         if step is not None:
             rungs.append((now, step))
-    assert rungs == [(40.0, LADDER[0])]         # the clock runs from the wait's 30 s on
+    # The clock runs from the wait's 15 s on: a rung every stuck_time after that.
+    assert rungs == [(25.0, LADDER[0]), (35.0, LADDER[1])]
     watch.observe(45.0, 10.0, waiting=False, stuck_time=10.0)
     watch.observe(45.5, 9.0, waiting=False, stuck_time=10.0)    # progress: bottom again
-    for now in np.arange(46.0, 75.0, 0.5):
+    for now in np.arange(46.0, 60.0, 0.5):
         watch.observe(now, 9.0, waiting=True, stuck_time=10.0)
         assert watch.climb(now, 10.0) is None
 
@@ -485,7 +486,7 @@ def test_a_turn_given_and_taken_back_every_second_counts_as_one_wait():
         step = watch.climb(now, 10.0)
         if step is not None:
             rungs.append((now, step))
-    assert rungs == [(40.0, LADDER[0])]
+    assert rungs == [(25.0, LADDER[0]), (35.0, LADDER[1])]
 
 
 ROBOT = RobotSpec('robot0', kinematics='holonomic', radius=0.25, max_speed=1.0, max_accel=1.0)

@@ -4,11 +4,12 @@ A robot is *stuck* when the distance it still has to go has not shrunk by ``min_
 within ``stuck_time``, except while it waits its turn by design (`waiting`): then the clock does
 not run, and what it waits for is said in its status (the fleet supervisor counts a wait behind
 a robot that is on the ladder itself as being stuck). Waiting is by design for
-``WAIT_BOUND`` stuck_times at the most (30 s by default), counted from the first wait since the
+``WAIT_BOUND`` stuck_times at the most (15 s by default), counted from the first wait since the
 robot's last progress: turns that change hands among robots standing on each other's paths can
 hold a robot at its gate for minutes, or give it the go and take it back every second (two
 cars nose to nose, each on the other's path, neither able to move on its go), and after that
-bound its clock runs like any other's. Each further ``stuck_time`` without
+bound its clock runs like any other's (so a wait without progress reaches the ladder's second
+rung, backing out, at 35 s). Each further ``stuck_time`` without
 progress climbs one rung of ``LADDER`` and puts the robot last in the order of turns (the
 robots waiting for it go first); getting closer to the goal in a straight line than ever before
 steps back to the bottom (progress along a new path only stops the clock: a car whose every
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 LADDER = ('replan_around', 'back_out', 'blocked')
-WAIT_BOUND = 3.0        # stuck_times one wait counts as waiting by design, at the most
+WAIT_BOUND = 1.5        # stuck_times one wait counts as waiting by design, at the most
 
 
 @dataclass

@@ -75,7 +75,14 @@ import numpy as np
 
 from orca_nav.core.fleet.bodies import FleetBodies
 from orca_nav.core.fleet.controller_params import ControllerParams
-from orca_nav.core.fleet.coordination import Coordinator, Gate, remaining, stop_before, waiting_spot
+from orca_nav.core.fleet.coordination import (
+    Coordinator,
+    Gate,
+    arc_lengths,
+    remaining,
+    stop_before,
+    waiting_spot,
+)
 from orca_nav.core.fleet.plan_jobs import (
     RETRY_BUDGET_FACTOR,
     PlannerCache,
@@ -184,9 +191,8 @@ def _tour(reference: Reference) -> bool:
     """The reference's path is more than _DETOUR_FACTOR times as long as the way from its
     start to its end, plus _DETOUR_SLACK m."""
     points = reference.positions[:, :2]
-    length = float(np.linalg.norm(np.diff(points, axis=0), axis=1).sum())
-    return length > _DETOUR_FACTOR * float(np.linalg.norm(points[-1] - points[0])) + \
-        _DETOUR_SLACK
+    return float(arc_lengths(points)[-1]) > \
+        _DETOUR_FACTOR * float(np.linalg.norm(points[-1] - points[0])) + _DETOUR_SLACK
 
 
 def _fmt_pose(pose) -> str:
